@@ -1,0 +1,126 @@
+/* buf.c — see buf.h. */
+#include "buf.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void buf_init(struct buf *b, size_t cap)
+{
+    b->data = NULL;
+    b->len = b->pos = b->alloc = 0;
+    b->cap = cap ? cap : SIZE_MAX;
+}
+
+void buf_free(struct buf *b)
+{
+    if (!b)
+        return;
+    rmq_free(b->data);
+    b->data = NULL;
+    b->len = b->pos = b->alloc = 0;
+}
+
+void buf_reset(struct buf *b) { b->len = b->pos = 0; }
+
+/* Ensures room for n more bytes, compacting the consumed prefix first when
+ * that is enough or when the prefix is at least half the allocation. */
+uint8_t *buf_reserve(struct buf *b, size_t n)
+{
+    size_t live = b->len - b->pos;
+    if (n > b->cap - live)
+        return NULL;
+    if (b->alloc - b->len >= n)
+        return b->data + b->len;
+    if (b->pos > 0 && (b->alloc - live >= n || b->pos >= b->alloc / 2)) {
+        memmove(b->data, b->data + b->pos, live);
+        b->len = live;
+        b->pos = 0;
+        if (b->alloc - b->len >= n)
+            return b->data + b->len;
+    }
+    size_t need = b->len + n;
+    size_t grow = b->alloc ? b->alloc : 256;
+    while (grow < need)
+        grow = grow > SIZE_MAX / 2 ? need : grow * 2;
+    uint8_t *p = rmq_realloc(b->data, grow);
+    if (!p)
+        return NULL;
+    b->data = p;
+    b->alloc = grow;
+    return b->data + b->len;
+}
+
+void buf_commit(struct buf *b, size_t n) { b->len += n; }
+
+int buf_append(struct buf *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return RMQ_OK;
+    if (n > b->cap - (b->len - b->pos))
+        return RMQ_E2BIG;
+    uint8_t *w = buf_reserve(b, n);
+    if (!w)
+        return RMQ_ENOMEM;
+    memcpy(w, p, n);
+    b->len += n;
+    return RMQ_OK;
+}
+
+int buf_append_str(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+
+int buf_append_u8(struct buf *b, uint8_t v) { return buf_append(b, &v, 1); }
+
+int buf_append_be16(struct buf *b, uint16_t v)
+{
+    uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+    return buf_append(b, x, 2);
+}
+
+int buf_append_be32(struct buf *b, uint32_t v)
+{
+    uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    return buf_append(b, x, 4);
+}
+
+int buf_appendf(struct buf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return RMQ_EINVAL;
+    if ((size_t)n < sizeof small)
+        return buf_append(b, small, (size_t)n);
+    if ((size_t)n + 1 > b->cap - buf_live(b))
+        return RMQ_E2BIG;
+    uint8_t *w = buf_reserve(b, (size_t)n + 1);
+    if (!w)
+        return RMQ_ENOMEM;
+    va_start(ap, fmt);
+    vsnprintf((char *)w, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return RMQ_OK;
+}
+
+void buf_consume(struct buf *b, size_t n)
+{
+    b->pos += n;
+    if (b->pos >= b->len)
+        b->pos = b->len = 0;
+}
+
+int buf_terminate(struct buf *b)
+{
+    uint8_t *w = buf_reserve(b, 1);
+    if (!w)
+        return RMQ_ENOMEM;
+    *w = 0;
+    return RMQ_OK;
+}

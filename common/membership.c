@@ -1,0 +1,2 @@
+/* membership.c — placeholder until the module lands. */
+typedef int rmq_placeholder_membership;

@@ -1,0 +1,2 @@
+/* config.c — placeholder until the module lands. */
+typedef int rmq_placeholder_config;

@@ -1,0 +1,2 @@
+/* conn.c — placeholder until the module lands. */
+typedef int rmq_placeholder_conn;

@@ -1,0 +1,2 @@
+/* dispatch.c — placeholder until the module lands. */
+typedef int rmq_placeholder_dispatch;

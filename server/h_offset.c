@@ -1,0 +1,2 @@
+/* h_offset.c — placeholder until the module lands. */
+typedef int rmq_placeholder_h_offset;

@@ -1,0 +1,2 @@
+/* mailbox.c — placeholder until the module lands. */
+typedef int rmq_placeholder_mailbox;

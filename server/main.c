@@ -1,0 +1,46 @@
+/* main.c — the rmqcoord binary: picks the subcommand and runs it. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef RMQCOORD_VERSION
+#define RMQCOORD_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *out)
+{
+    fputs("usage: rmqcoord <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  serve      run the daemon (name server + broker consumer-group management)\n"
+          "  allocate   compute queue allocations for JSON Lines cases on stdin\n"
+          "\n"
+          "rmqcoord <command> --help shows the options of a command.\n"
+          "rmqcoord --version prints the version.\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("rmqcoord %s\n", RMQCOORD_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "serve"))
+        return cmd_serve_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "allocate"))
+        return cmd_allocate_main(argc - 1, argv + 1);
+    fprintf(stderr, "rmqcoord: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

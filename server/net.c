@@ -1,0 +1,2 @@
+/* net.c — placeholder until the module lands. */
+typedef int rmq_placeholder_net;

@@ -1,0 +1,2 @@
+/* notify.c — placeholder until the module lands. */
+typedef int rmq_placeholder_notify;

@@ -1,0 +1,2 @@
+/* registry.c — placeholder until the module lands. */
+typedef int rmq_placeholder_registry;

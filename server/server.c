@@ -1,0 +1,2 @@
+/* server.c — placeholder until the module lands. */
+typedef int rmq_placeholder_server;
