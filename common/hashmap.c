@@ -1,2 +1,151 @@
-/* hashmap.c — placeholder until the module lands. */
-typedef int rmq_placeholder_hashmap;
+/* hashmap.c — see hashmap.h. FNV-1a hashing, power-of-two bucket counts,
+ * doubling when the load factor passes 1. */
+#include "hashmap.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <string.h>
+
+static uint64_t hash_bytes(const void *key, size_t klen)
+{
+    const unsigned char *p = key;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < klen; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+void hashmap_init(struct hashmap *m)
+{
+    m->buckets = NULL;
+    m->nbuckets = 0;
+    m->count = 0;
+}
+
+void hashmap_free(struct hashmap *m, void (*free_val)(void *val))
+{
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        struct hashmap_entry *e = m->buckets[b];
+        while (e) {
+            struct hashmap_entry *next = e->next;
+            if (free_val)
+                free_val(e->val);
+            rmq_free(e);
+            e = next;
+        }
+    }
+    rmq_free(m->buckets);
+    hashmap_init(m);
+}
+
+static struct hashmap_entry **find_slot(const struct hashmap *m, const void *key, size_t klen, uint64_t h)
+{
+    if (m->nbuckets == 0)
+        return NULL;
+    struct hashmap_entry **pp = &m->buckets[h & (m->nbuckets - 1)];
+    while (*pp) {
+        if ((*pp)->hash == h && (*pp)->klen == klen && memcmp((*pp)->key, key, klen) == 0)
+            return pp;
+        pp = &(*pp)->next;
+    }
+    return pp;
+}
+
+void *hashmap_get(const struct hashmap *m, const void *key, size_t klen)
+{
+    struct hashmap_entry **pp = find_slot(m, key, klen, hash_bytes(key, klen));
+    return pp && *pp ? (*pp)->val : NULL;
+}
+
+static int grow(struct hashmap *m)
+{
+    size_t n = m->nbuckets ? m->nbuckets * 2 : 16;
+    struct hashmap_entry **nb = rmq_calloc(n, sizeof *nb);
+    if (!nb)
+        return RMQ_ENOMEM;
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        struct hashmap_entry *e = m->buckets[b];
+        while (e) {
+            struct hashmap_entry *next = e->next;
+            size_t i = e->hash & (n - 1);
+            e->next = nb[i];
+            nb[i] = e;
+            e = next;
+        }
+    }
+    rmq_free(m->buckets);
+    m->buckets = nb;
+    m->nbuckets = n;
+    return RMQ_OK;
+}
+
+int hashmap_put(struct hashmap *m, const void *key, size_t klen, void *val, void **old)
+{
+    uint64_t h = hash_bytes(key, klen);
+    if (old)
+        *old = NULL;
+    struct hashmap_entry **pp = find_slot(m, key, klen, h);
+    if (pp && *pp) {
+        if (old)
+            *old = (*pp)->val;
+        (*pp)->val = val;
+        return RMQ_OK;
+    }
+    if (m->count >= m->nbuckets) {
+        if (grow(m) != 0)
+            return RMQ_ENOMEM;
+    }
+    struct hashmap_entry *e = rmq_malloc(sizeof *e + klen + 1);
+    if (!e)
+        return RMQ_ENOMEM;
+    e->hash = h;
+    e->val = val;
+    e->klen = klen;
+    memcpy(e->key, key, klen);
+    e->key[klen] = 0;
+    size_t i = h & (m->nbuckets - 1);
+    e->next = m->buckets[i];
+    m->buckets[i] = e;
+    m->count++;
+    return RMQ_OK;
+}
+
+void *hashmap_remove(struct hashmap *m, const void *key, size_t klen)
+{
+    struct hashmap_entry **pp = find_slot(m, key, klen, hash_bytes(key, klen));
+    if (!pp || !*pp)
+        return NULL;
+    struct hashmap_entry *e = *pp;
+    void *val = e->val;
+    *pp = e->next;
+    rmq_free(e);
+    m->count--;
+    return val;
+}
+
+struct hashmap_entry *hashmap_first(const struct hashmap *m, size_t *bucket)
+{
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        if (m->buckets[b]) {
+            *bucket = b;
+            return m->buckets[b];
+        }
+    }
+    return NULL;
+}
+
+struct hashmap_entry *hashmap_next(const struct hashmap *m, const struct hashmap_entry *e, size_t *bucket)
+{
+    if (e->next)
+        return e->next;
+    for (size_t b = *bucket + 1; b < m->nbuckets; b++) {
+        if (m->buckets[b]) {
+            *bucket = b;
+            return m->buckets[b];
+        }
+    }
+    return NULL;
+}

@@ -1,2 +1,210 @@
-/* membership.c — placeholder until the module lands. */
-typedef int rmq_placeholder_membership;
+/* membership.c — see membership.h. */
+#include "membership.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <string.h>
+
+int mship_group_init(struct mship_group *g, const char *name)
+{
+    memset(g, 0, sizeof *g);
+    g->name = rmq_strdup(name);
+    g->message_model = RMQ_MODEL_CLUSTERING;
+    g->consume_type = RMQ_CONSUME_PASSIVELY;
+    return g->name ? RMQ_OK : RMQ_ENOMEM;
+}
+
+void mship_group_clear(struct mship_group *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->nmembers; i++)
+        rmq_free(g->members[i].client_id);
+    for (size_t i = 0; i < g->nsubs; i++)
+        rmq_subscription_clear(&g->subs[i]);
+    rmq_free(g->members);
+    rmq_free(g->subs);
+    rmq_free(g->name);
+    memset(g, 0, sizeof *g);
+}
+
+long mship_find(const struct mship_group *g, uint64_t channel_id)
+{
+    for (size_t i = 0; i < g->nmembers; i++)
+        if (g->members[i].channel_id == channel_id)
+            return (long)i;
+    return -1;
+}
+
+const struct rmq_subscription *mship_find_sub(const struct mship_group *g, const char *topic)
+{
+    for (size_t i = 0; i < g->nsubs; i++)
+        if (!strcmp(g->subs[i].topic, topic))
+            return &g->subs[i];
+    return NULL;
+}
+
+bool mship_notifies(const struct mship_group *g)
+{
+    return g->message_model != RMQ_MODEL_BROADCASTING;
+}
+
+/* PROTOCOL: §3.3 step 3 — the channel is the key; a new channel is a change,
+ * a known channel with another client id is replaced without one. */
+static int update_channel(struct mship_group *g, const struct mship_heartbeat_in *in,
+                          struct mship_outcome *out)
+{
+    long i = mship_find(g, in->channel_id);
+    if (i >= 0) {
+        struct mship_member *m = &g->members[i];
+        if (strcmp(m->client_id, in->client_id) != 0) {
+            char *id = rmq_strdup(in->client_id);
+            if (!id)
+                return RMQ_ENOMEM;
+            rmq_free(m->client_id);
+            m->client_id = id;
+            out->flags |= MSHIP_CLIENT_ID_CHANGED;
+        }
+        m->language = in->language;
+        m->version = in->version;
+        m->last_hb_ms = in->now_ms;
+        out->member_index = (size_t)i;
+        return RMQ_OK;
+    }
+    if (g->nmembers == g->members_cap) {
+        size_t cap = g->members_cap ? g->members_cap * 2 : 4;
+        struct mship_member *p = rmq_realloc(g->members, cap * sizeof *p);
+        if (!p)
+            return RMQ_ENOMEM;
+        g->members = p;
+        g->members_cap = cap;
+    }
+    char *id = rmq_strdup(in->client_id);
+    if (!id)
+        return RMQ_ENOMEM;
+    g->members[g->nmembers] = (struct mship_member){
+        .channel_id = in->channel_id,
+        .client_id = id,
+        .language = in->language,
+        .version = in->version,
+        .joined_ms = in->now_ms,
+        .last_hb_ms = in->now_ms,
+    };
+    out->member_index = g->nmembers++;
+    out->flags |= MSHIP_JOINED;
+    return RMQ_OK;
+}
+
+static bool listed(const struct rmq_consumer_data *cd, const char *topic)
+{
+    for (size_t i = 0; i < cd->nsubs; i++)
+        if (!strcmp(cd->subs[i].topic, topic))
+            return true;
+    return false;
+}
+
+/* PROTOCOL: §3.3 step 4 — insert new topics (change), replace on a higher
+ * subVersion (no change), then drop topics the heartbeat no longer lists
+ * (change). */
+static int update_subscriptions(struct mship_group *g, const struct rmq_consumer_data *cd,
+                                struct mship_outcome *out)
+{
+    for (size_t i = 0; i < cd->nsubs; i++) {
+        const struct rmq_subscription *s = &cd->subs[i];
+        struct rmq_subscription *old = (struct rmq_subscription *)mship_find_sub(g, s->topic);
+        if (old) {
+            if (s->sub_version > old->sub_version) {
+                struct rmq_subscription copy;
+                if (rmq_subscription_copy(&copy, s) != 0)
+                    return RMQ_ENOMEM;
+                rmq_subscription_clear(old);
+                *old = copy;
+                out->flags |= MSHIP_SUB_REPLACED;
+            }
+            continue;
+        }
+        if (g->nsubs == g->subs_cap) {
+            size_t cap = g->subs_cap ? g->subs_cap * 2 : 4;
+            struct rmq_subscription *p = rmq_realloc(g->subs, cap * sizeof *p);
+            if (!p)
+                return RMQ_ENOMEM;
+            g->subs = p;
+            g->subs_cap = cap;
+        }
+        if (rmq_subscription_copy(&g->subs[g->nsubs], s) != 0)
+            return RMQ_ENOMEM;
+        g->nsubs++;
+        out->flags |= MSHIP_SUB_ADDED;
+    }
+    size_t w = 0;
+    for (size_t r = 0; r < g->nsubs; r++) {
+        if (listed(cd, g->subs[r].topic)) {
+            g->subs[w++] = g->subs[r];
+        } else {
+            rmq_subscription_clear(&g->subs[r]);
+            out->flags |= MSHIP_SUB_REMOVED;
+        }
+    }
+    g->nsubs = w;
+    return RMQ_OK;
+}
+
+int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in *in,
+                          struct mship_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct rmq_consumer_data *cd = in->cd;
+    g->consume_type = cd->consume_type;
+    g->message_model = cd->message_model;
+    g->consume_from_where = cd->consume_from_where;
+    int rc = update_channel(g, in, out);
+    if (rc != 0)
+        return rc;
+    if (in->fingerprint != 0 && in->without_sub) {
+        /* PROTOCOL: §2.2.2 — v2 without subscriptions only refreshes the
+         * channel; the client resends them in full when told they differ. */
+        out->sub_change = !g->has_fingerprint || g->fingerprint != in->fingerprint;
+    } else {
+        rc = update_subscriptions(g, cd, out);
+        if (rc != 0)
+            return rc;
+        if (in->fingerprint != 0) {
+            g->fingerprint = in->fingerprint;
+            g->has_fingerprint = true;
+            out->sub_change = false;
+        } else {
+            /* A v1 heartbeat: tell a v2-capable client to keep sending full ones. */
+            out->sub_change = true;
+        }
+    }
+    out->changed = (out->flags & MSHIP_CHANGE_MASK) != 0;
+    return RMQ_OK;
+}
+
+int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed,
+                         size_t *index_out)
+{
+    long i = mship_find(g, channel_id);
+    if (i < 0)
+        return 0;
+    if (removed)
+        *removed = g->members[i];
+    else
+        rmq_free(g->members[i].client_id);
+    memmove(&g->members[i], &g->members[i + 1], (g->nmembers - (size_t)i - 1) * sizeof g->members[0]);
+    g->nmembers--;
+    if (index_out)
+        *index_out = (size_t)i;
+    return 1;
+}
+
+size_t mship_collect_expired(const struct mship_group *g, int64_t now_ms, int64_t expiry_ms, uint64_t *ids,
+                             size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g->nmembers && n < max; i++)
+        if (now_ms - g->members[i].last_hb_ms > expiry_ms)
+            ids[n++] = g->members[i].channel_id;
+    return n;
+}

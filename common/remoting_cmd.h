@@ -87,4 +87,13 @@ void rmq_cmd_init_request(struct rmq_cmd *c, int32_t code, int32_t opaque, int32
 const char *rmq_language_name(int32_t code);
 int32_t rmq_language_from_name(const char *name);
 
+/* Strict decimal int64 (optional sign, digits only, no spaces, no overflow),
+ * the shape Java's Long.parseLong accepts. 0 or RMQ_EINVAL. */
+int rmq_parse_i64(const char *s, int64_t *out);
+
+/* Shared by the codec's decoders: formats a one-line reason into
+ * err[0..errlen) when err is non-NULL, and returns code unchanged. */
+int rmq_codec_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

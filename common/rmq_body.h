@@ -106,6 +106,13 @@ void rmq_lock_body_clear(struct rmq_lock_body *b);
 /* {"lockOKMQSet":[{"brokerName","queueId","topic"},...]} */
 int rmq_lock_ok_encode(const struct rmq_mq *mqs, size_t n, struct buf *out);
 
+/* Parses p[0..len) as one JSON object (trailing whitespace allowed) into *out,
+ * a new jansson reference the caller must json_decref. 0, RMQ_EPROTO (err
+ * starts with `what`) or RMQ_ENOMEM. Shared by the JSON header codec. */
+struct json_t;
+int rmq_json_load_object(const uint8_t *p, size_t len, const char *what, struct json_t **out, char *err,
+                         size_t errlen);
+
 /* Appends a JSON string literal (quotes and escapes) for s. */
 int rmq_json_append_string(struct buf *out, const char *s);
 

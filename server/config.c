@@ -1,2 +1,309 @@
-/* config.c — placeholder until the module lands. */
-typedef int rmq_placeholder_config;
+/* config.c — see config.h. */
+#include "config.h"
+
+#include "err.h"
+#include "log.h"
+#include "remoting_frame.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef RMQCOORD_VERSION
+#define RMQCOORD_VERSION "0.1.0"
+#endif
+
+enum {
+    OPT_LISTEN = 256,
+    OPT_ADVERTISE,
+    OPT_HTTP,
+    OPT_STORE,
+    OPT_EXPIRY,
+    OPT_EXPIRY_SCAN,
+    OPT_NOTIFY_EXPIRY,
+    OPT_AUTO_CREATE,
+    OPT_MAX_FRAME,
+    OPT_MAX_OUTPUT,
+    OPT_PULL_HOLD,
+    OPT_LOCK_EXPIRY,
+    OPT_BROKER_NAME,
+    OPT_CLUSTER,
+    OPT_TOPIC,
+    OPT_LOG_LEVEL,
+    OPT_HELP,
+    OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"http", required_argument, NULL, OPT_HTTP},
+    {"store", required_argument, NULL, OPT_STORE},
+    {"channel-expiry-ms", required_argument, NULL, OPT_EXPIRY},
+    {"expiry-scan-ms", required_argument, NULL, OPT_EXPIRY_SCAN},
+    {"notify-on-expiry", required_argument, NULL, OPT_NOTIFY_EXPIRY},
+    {"auto-create-queues", required_argument, NULL, OPT_AUTO_CREATE},
+    {"max-frame-bytes", required_argument, NULL, OPT_MAX_FRAME},
+    {"max-pending-output", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"pull-hold-max-ms", required_argument, NULL, OPT_PULL_HOLD},
+    {"lock-expiry-ms", required_argument, NULL, OPT_LOCK_EXPIRY},
+    {"broker-name", required_argument, NULL, OPT_BROKER_NAME},
+    {"cluster", required_argument, NULL, OPT_CLUSTER},
+    {"topic", required_argument, NULL, OPT_TOPIC},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+void config_print_help(void)
+{
+    fputs("usage: rmqcoord serve [options]\n"
+          "\n"
+          "Runs the RocketMQ name server + broker consumer-group coordinator.\n"
+          "\n"
+          "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks one)\n"
+          "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
+          "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080)\n"
+          "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
+          "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms (default 120000)\n"
+          "  --expiry-scan-ms N         how often expiry is checked (default 1000)\n"
+          "  --notify-on-expiry on|off  NOTIFY the group when a member expires (default on; the broker: off)\n"
+          "  --auto-create-queues N     queues of a topic created on first route query (default 8; 0 = off)\n"
+          "  --max-frame-bytes N        largest accepted frame (default 16777216)\n"
+          "  --max-pending-output N     bytes queued to one connection before it is dropped (default 67108864)\n"
+          "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held (default 15000)\n"
+          "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
+          "  --broker-name NAME         broker name of auto-created and retry topics (default broker-a)\n"
+          "  --cluster NAME             cluster name in routes (default DefaultCluster)\n"
+          "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
+          "  --log-level LEVEL          error, warn, info (default) or debug\n"
+          "  --help, --version\n"
+          "\n"
+          "On start it prints one line to stdout once every listener is bound:\n"
+          "  READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off\n",
+          stdout);
+}
+
+int config_parse_addr(const char *s, struct config_addr *out)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s)
+        return RMQ_EINVAL;
+    const char *host = s;
+    size_t hlen = (size_t)(colon - s);
+    if (host[0] == '[') {
+        if (hlen < 3 || host[hlen - 1] != ']')
+            return RMQ_EINVAL;
+        host++;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof out->host)
+        return RMQ_EINVAL;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
+        return RMQ_EINVAL;
+    memcpy(out->host, host, hlen);
+    out->host[hlen] = 0;
+    out->port = (uint16_t)port;
+    return RMQ_OK;
+}
+
+/* Parses a non-negative integer within [min, max]; prints the error. */
+static int parse_num(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s || v < min || v > max) {
+        fprintf(stderr, "rmqcoord serve: --%s needs a whole number from %lld to %lld, got '%s'\n", flag,
+                (long long)min, (long long)max, s);
+        return RMQ_EINVAL;
+    }
+    *out = v;
+    return RMQ_OK;
+}
+
+static int parse_topic(struct config *cfg, const char *s)
+{
+    if (cfg->ntopics == CONFIG_MAX_TOPICS) {
+        fprintf(stderr, "rmqcoord serve: at most %d --topic flags\n", CONFIG_MAX_TOPICS);
+        return RMQ_EINVAL;
+    }
+    struct config_topic *t = &cfg->topics[cfg->ntopics];
+    const char *colon = strrchr(s, ':');
+    size_t nlen = colon ? (size_t)(colon - s) : strlen(s);
+    if (nlen == 0 || nlen >= sizeof t->name) {
+        fprintf(stderr, "rmqcoord serve: --topic needs NAME[:QUEUES] with a name of 1 to 255 bytes\n");
+        return RMQ_EINVAL;
+    }
+    int64_t q = 8;
+    if (colon && parse_num("topic", colon + 1, 1, 1024, &q) != 0)
+        return RMQ_EINVAL;
+    memcpy(t->name, s, nlen);
+    t->name[nlen] = 0;
+    t->queues = (int)q;
+    cfg->ntopics++;
+    return RMQ_OK;
+}
+
+static void set_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->http_enabled = true;
+    strcpy(cfg->http.host, "127.0.0.1");
+    cfg->http.port = 8080;
+    strcpy(cfg->store_path, "rmqcoord.db");
+    cfg->channel_expiry_ms = 120000;
+    cfg->expiry_scan_ms = 1000;
+    cfg->notify_on_expiry = true;
+    cfg->auto_create_queues = 8;
+    cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
+    cfg->max_pending_output = 64u * 1024u * 1024u;
+    cfg->pull_hold_max_ms = 15000;
+    cfg->lock_expiry_ms = 60000;
+    strcpy(cfg->broker_name, "broker-a");
+    strcpy(cfg->cluster_name, "DefaultCluster");
+    cfg->log_level = LOG_INFO;
+}
+
+static int copy_name(const char *flag, const char *s, char *dst, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= cap) {
+        fprintf(stderr, "rmqcoord serve: --%s needs a value of 1 to %zu bytes\n", flag, cap - 1);
+        return RMQ_EINVAL;
+    }
+    memcpy(dst, s, n + 1);
+    return RMQ_OK;
+}
+
+/* Applies one option; 0, 1 (help/version printed) or RMQ_EINVAL. */
+static int apply_option(struct config *cfg, int opt, const char *arg)
+{
+    int64_t v;
+    switch (opt) {
+    case OPT_LISTEN:
+        if (cfg->nlisten == CONFIG_MAX_LISTEN) {
+            fprintf(stderr, "rmqcoord serve: at most %d --listen flags\n", CONFIG_MAX_LISTEN);
+            return RMQ_EINVAL;
+        }
+        if (config_parse_addr(arg, &cfg->listen[cfg->nlisten]) != 0) {
+            fprintf(stderr, "rmqcoord serve: --listen needs HOST:PORT, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->nlisten++;
+        return RMQ_OK;
+    case OPT_ADVERTISE:
+        if (config_parse_addr(arg, &cfg->advertise) != 0 || cfg->advertise.port == 0) {
+            fprintf(stderr, "rmqcoord serve: --advertise needs HOST:PORT with a non-zero port, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->advertise_set = true;
+        return RMQ_OK;
+    case OPT_HTTP:
+        if (!strcmp(arg, "off")) {
+            cfg->http_enabled = false;
+            return RMQ_OK;
+        }
+        if (config_parse_addr(arg, &cfg->http) != 0) {
+            fprintf(stderr, "rmqcoord serve: --http needs HOST:PORT or off, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->http_enabled = true;
+        return RMQ_OK;
+    case OPT_STORE: return copy_name("store", arg, cfg->store_path, sizeof cfg->store_path);
+    case OPT_EXPIRY:
+        if (parse_num("channel-expiry-ms", arg, 1, INT64_C(1) << 40, &v))
+            return RMQ_EINVAL;
+        cfg->channel_expiry_ms = v;
+        return RMQ_OK;
+    case OPT_EXPIRY_SCAN:
+        if (parse_num("expiry-scan-ms", arg, 1, 3600000, &v))
+            return RMQ_EINVAL;
+        cfg->expiry_scan_ms = v;
+        return RMQ_OK;
+    case OPT_NOTIFY_EXPIRY:
+        if (strcmp(arg, "on") && strcmp(arg, "off")) {
+            fprintf(stderr, "rmqcoord serve: --notify-on-expiry takes on or off, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->notify_on_expiry = !strcmp(arg, "on");
+        return RMQ_OK;
+    case OPT_AUTO_CREATE:
+        if (parse_num("auto-create-queues", arg, 0, 1024, &v))
+            return RMQ_EINVAL;
+        cfg->auto_create_queues = (int)v;
+        return RMQ_OK;
+    case OPT_MAX_FRAME:
+        if (parse_num("max-frame-bytes", arg, 1024, INT64_C(1) << 30, &v))
+            return RMQ_EINVAL;
+        cfg->max_frame_bytes = (size_t)v;
+        return RMQ_OK;
+    case OPT_MAX_OUTPUT:
+        if (parse_num("max-pending-output", arg, 65536, INT64_C(1) << 34, &v))
+            return RMQ_EINVAL;
+        cfg->max_pending_output = (size_t)v;
+        return RMQ_OK;
+    case OPT_PULL_HOLD:
+        if (parse_num("pull-hold-max-ms", arg, 0, 60000, &v))
+            return RMQ_EINVAL;
+        cfg->pull_hold_max_ms = v;
+        return RMQ_OK;
+    case OPT_LOCK_EXPIRY:
+        if (parse_num("lock-expiry-ms", arg, 1, INT64_C(1) << 40, &v))
+            return RMQ_EINVAL;
+        cfg->lock_expiry_ms = v;
+        return RMQ_OK;
+    case OPT_BROKER_NAME: return copy_name("broker-name", arg, cfg->broker_name, sizeof cfg->broker_name);
+    case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
+    case OPT_TOPIC: return parse_topic(cfg, arg);
+    case OPT_LOG_LEVEL: {
+        enum log_level lv;
+        if (log_level_parse(arg, &lv) != 0) {
+            fprintf(stderr, "rmqcoord serve: --log-level takes error, warn, info or debug, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->log_level = (int)lv;
+        return RMQ_OK;
+    }
+    case OPT_HELP: config_print_help(); return 1;
+    case OPT_VERSION: printf("rmqcoord %s\n", RMQCOORD_VERSION); return 1;
+    default:
+        fputs("rmqcoord serve: unknown option (see rmqcoord serve --help)\n", stderr);
+        return RMQ_EINVAL;
+    }
+}
+
+int config_parse(struct config *cfg, int argc, char **argv)
+{
+    set_defaults(cfg);
+    optind = 1;
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        if (opt == '?' || opt == ':') {
+            const char *bad = argv[optind - 1];
+            fprintf(stderr, "rmqcoord serve: %s '%s' (see rmqcoord serve --help)\n",
+                    opt == ':' ? "missing value for" : "unknown option", bad);
+            return RMQ_EINVAL;
+        }
+        int rc = apply_option(cfg, opt, optarg);
+        if (rc != 0)
+            return rc;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rmqcoord serve: unexpected argument '%s' (see rmqcoord serve --help)\n", argv[optind]);
+        return RMQ_EINVAL;
+    }
+    if (cfg->nlisten == 0) {
+        strcpy(cfg->listen[0].host, "127.0.0.1");
+        cfg->listen[0].port = 9876;
+        cfg->nlisten = 1;
+    }
+    return RMQ_OK;
+}

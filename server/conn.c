@@ -1,2 +1,299 @@
-/* conn.c — placeholder until the module lands. */
-typedef int rmq_placeholder_conn;
+/* conn.c — see conn.h. Loop thread only. */
+#include "conn.h"
+
+#include "err.h"
+#include "log.h"
+#include "loop.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How much one readable event may read before other connections get a turn. */
+#define READ_BUDGET (1u << 20)
+
+struct conn_set {
+    struct loop *loop;
+    struct conn_set_options opt;
+    struct conn *all;
+    struct conn *flush_head;
+    struct conn *close_head;
+    size_t count;
+};
+
+int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct conn_set **out)
+{
+    struct conn_set *s = rmq_calloc(1, sizeof *s);
+    if (!s)
+        return RMQ_ENOMEM;
+    s->loop = loop;
+    s->opt = *opt;
+    *out = s;
+    return RMQ_OK;
+}
+
+size_t conn_set_count(const struct conn_set *s)
+{
+    return s->count;
+}
+struct conn *conn_set_first(struct conn_set *s)
+{
+    return s->all;
+}
+
+static void queue_flush(struct conn *c)
+{
+    if (c->in_flush_list)
+        return;
+    c->in_flush_list = true;
+    c->next_flush = c->set->flush_head;
+    c->set->flush_head = c;
+}
+
+void conn_close_async(struct conn *c, const char *reason)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    snprintf(c->close_reason, sizeof c->close_reason, "%s", reason);
+    c->next_close = c->set->close_head;
+    c->set->close_head = c;
+}
+
+int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n)
+{
+    if (c->closing)
+        return RMQ_ESTATE;
+    int rc = buf_append(&c->out, p, n);
+    if (rc != 0) {
+        conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "out of memory");
+        return rc;
+    }
+    queue_flush(c);
+    return RMQ_OK;
+}
+
+int conn_send(struct conn *c, const struct rmq_cmd *cmd, bool durable)
+{
+    if (c->closing)
+        return RMQ_ESTATE;
+    size_t before = c->out.len - c->out.pos;
+    int rc = rmq_frame_encode(cmd, &c->out);
+    if (rc != 0) {
+        /* Drop a partly encoded frame so the stream stays aligned. */
+        c->out.len = c->out.pos + before;
+        conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "encode failed");
+        return rc;
+    }
+    if (durable)
+        c->durable_pending = true;
+    queue_flush(c);
+    return RMQ_OK;
+}
+
+/* Decodes and dispatches every complete frame; closes on a framing error. */
+static void dispatch_frames(struct conn *c)
+{
+    struct conn_set *s = c->set;
+    while (!c->closing) {
+        struct rmq_cmd cmd;
+        rmq_cmd_init(&cmd);
+        int rc = rmq_frame_decoder_next(&c->dec, &cmd);
+        if (rc == RMQ_EAGAIN)
+            return;
+        if (rc != 0) {
+            char why[200];
+            snprintf(why, sizeof why, "bad frame: %s", c->dec.error[0] ? c->dec.error : rmq_strerror(rc));
+            log_warn("connection %s closed: %s", c->peer, why);
+            conn_close_async(c, why);
+            rmq_cmd_clear(&cmd);
+            return;
+        }
+        s->opt.on_frame(s->opt.ctx, c, &cmd);
+        rmq_cmd_clear(&cmd);
+    }
+}
+
+static void on_readable(struct conn *c)
+{
+    size_t budget = READ_BUDGET;
+    while (!c->closing && budget > 0) {
+        uint8_t tmp[65536];
+        ssize_t n = read(c->fd, tmp, sizeof tmp);
+        if (n > 0) {
+            if (rmq_frame_decoder_feed(&c->dec, tmp, (size_t)n) != 0) {
+                conn_close_async(c, "out of memory");
+                return;
+            }
+            budget = (size_t)n > budget ? 0 : budget - (size_t)n;
+            /* Dispatch as we go so a frame limit error fires before buffering more. */
+            dispatch_frames(c);
+            continue;
+        }
+        if (n == 0) {
+            dispatch_frames(c);
+            conn_close_async(c, "peer closed the connection");
+            return;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return;
+        char why[96];
+        snprintf(why, sizeof why, "read error: %s", strerror(errno));
+        conn_close_async(c, why);
+        return;
+    }
+}
+
+/* Writes queued output; 0 when drained, RMQ_EAGAIN when the socket is full. */
+static int write_out(struct conn *c)
+{
+    while (buf_live(&c->out) > 0) {
+        ssize_t n = write(c->fd, buf_head(&c->out), buf_live(&c->out));
+        if (n > 0) {
+            buf_consume(&c->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return RMQ_EAGAIN;
+        char why[96];
+        snprintf(why, sizeof why, "write error: %s", n < 0 ? strerror(errno) : "short write");
+        conn_close_async(c, why);
+        return RMQ_EIO;
+    }
+    c->durable_pending = false;
+    return RMQ_OK;
+}
+
+static void set_write_interest(struct conn *c, bool want)
+{
+    if (c->write_armed == want)
+        return;
+    if (loop_mod_fd(c->set->loop, c->fd, LOOP_READ | (want ? LOOP_WRITE : 0)) == 0)
+        c->write_armed = want;
+    else
+        conn_close_async(c, "epoll modify failed");
+}
+
+static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l;
+    (void)fd;
+    struct conn *c = ctx;
+    if (c->closing)
+        return;
+    if (events & LOOP_WRITE) {
+        if (write_out(c) == RMQ_OK)
+            set_write_interest(c, false);
+    }
+    if (events & LOOP_READ)
+        on_readable(c);
+}
+
+int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, int64_t now_ms,
+                   struct conn **out)
+{
+    struct conn *c = rmq_calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return RMQ_ENOMEM;
+    }
+    c->fd = fd;
+    c->id = id;
+    c->set = s;
+    c->opened_ms = now_ms;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    rmq_frame_decoder_init(&c->dec, s->opt.max_frame);
+    buf_init(&c->out, s->opt.max_output);
+    int rc = loop_add_fd(s->loop, fd, LOOP_READ, on_event, c);
+    if (rc != 0) {
+        rmq_frame_decoder_free(&c->dec);
+        close(fd);
+        rmq_free(c);
+        return rc;
+    }
+    c->next = s->all;
+    if (s->all)
+        s->all->prev = c;
+    s->all = c;
+    s->count++;
+    if (out)
+        *out = c;
+    return RMQ_OK;
+}
+
+void conn_set_flush(struct conn_set *s, bool durable_ok)
+{
+    struct conn *c = s->flush_head;
+    s->flush_head = NULL;
+    while (c) {
+        struct conn *next = c->next_flush;
+        c->in_flush_list = false;
+        if (!c->closing) {
+            if (!durable_ok && c->durable_pending)
+                conn_close_async(c, "store commit failed; acknowledgement withheld");
+            else if (!c->write_armed)
+                set_write_interest(c, write_out(c) == RMQ_EAGAIN);
+        }
+        c = next;
+    }
+}
+
+static void free_conn(struct conn_set *s, struct conn *c)
+{
+    if (s->opt.on_close)
+        s->opt.on_close(s->opt.ctx, c);
+    /* Best effort: an error reply queued just before closing should still reach the peer. */
+    if (buf_live(&c->out) > 0 && !(c->durable_pending && strstr(c->close_reason, "commit failed")))
+        (void)!write(c->fd, buf_head(&c->out), buf_live(&c->out));
+    loop_del_fd(s->loop, c->fd);
+    close(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->all = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->count--;
+    rmq_frame_decoder_free(&c->dec);
+    buf_free(&c->out);
+    rmq_free(c);
+}
+
+void conn_set_reap(struct conn_set *s)
+{
+    /* on_close may close other connections (e.g. expiry); loop until quiet. */
+    while (s->close_head) {
+        struct conn *c = s->close_head;
+        s->close_head = NULL;
+        while (c) {
+            struct conn *next = c->next_close;
+            if (c->in_flush_list) {
+                /* Unlink from the flush list before freeing. */
+                struct conn **pp = &s->flush_head;
+                while (*pp && *pp != c)
+                    pp = &(*pp)->next_flush;
+                if (*pp)
+                    *pp = c->next_flush;
+            }
+            free_conn(s, c);
+            c = next;
+        }
+    }
+}
+
+void conn_set_free(struct conn_set *s)
+{
+    if (!s)
+        return;
+    for (struct conn *c = s->all; c; c = c->next)
+        if (!c->closing)
+            conn_close_async(c, "server shutting down");
+    conn_set_reap(s);
+    rmq_free(s);
+}

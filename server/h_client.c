@@ -1,2 +1,184 @@
-/* h_client.c — placeholder until the module lands. */
-typedef int rmq_placeholder_h_client;
+/* h_client.c — HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
+ * CHECK_CLIENT_CONFIG and GET_CONSUMER_CONNECTION_LIST. Loop thread only. */
+#include "conn.h"
+#include "err.h"
+#include "log.h"
+#include "mem.h"
+#include "request_codes.h"
+#include "rmq_body.h"
+#include "server.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Rejects group names the store and routes cannot carry. */
+static int check_groups(const struct rmq_heartbeat *hb, char *why, size_t len)
+{
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        if (!topics_name_ok(hb->consumers[i].group)) {
+            snprintf(why, len, "bad heartbeat body: consumer group name must be 1 to 255 printable bytes");
+            return RMQ_EINVAL;
+        }
+    }
+    if (strlen(hb->client_id) > 255) {
+        snprintf(why, len, "bad heartbeat body: clientID longer than 255 bytes");
+        return RMQ_EINVAL;
+    }
+    return RMQ_OK;
+}
+
+void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    s->stats.heartbeats++;
+    struct rmq_heartbeat hb;
+    memset(&hb, 0, sizeof hb);
+    char err[200], remark[256];
+    if (rmq_heartbeat_parse(req->body, req->body_len, &hb, err, sizeof err) != 0) {
+        snprintf(remark, sizeof remark, "bad heartbeat body: %s", err);
+        server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+        rmq_heartbeat_clear(&hb);
+        return;
+    }
+    if (check_groups(&hb, remark, sizeof remark) != 0) {
+        server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+        rmq_heartbeat_clear(&hb);
+        return;
+    }
+    struct registry_hb_result res;
+    int rc = registry_heartbeat(&s->reg, c->id, req->language, req->version, &hb, server_now_ms(s), &res);
+    if (rc == 0)
+        store_put_client(s->store, hb.client_id, rmq_language_name(req->language), req->version,
+                         server_now_ms(s));
+    rmq_heartbeat_clear(&hb);
+    if (rc != 0) {
+        server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "heartbeat not applied: out of memory");
+        return;
+    }
+    struct rmq_cmd resp;
+    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 ||
+        rmq_cmd_ext_set(&resp, "IS_SUPPORT_HEART_BEAT_V2", "true") != 0 ||
+        rmq_cmd_ext_set(&resp, "IS_SUB_CHANGE", res.sub_change ? "true" : "false") != 0) {
+        rmq_cmd_clear(&resp);
+        conn_close_async(c, "out of memory building a reply");
+        return;
+    }
+    server_send_reply(s, c, req, &resp, false);
+}
+
+void h_unregister_client(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *group = rmq_cmd_ext_get(req, "consumerGroup");
+    if (group && *group)
+        registry_unregister(&s->reg, c->id, group);
+    server_reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *group;
+    if (server_require_str(s, c, req, "consumerGroup", &group) != 0)
+        return;
+    const struct reg_group *g = registry_group(&s->reg, group);
+    if (!g || g->g.nmembers == 0) {
+        char remark[300];
+        snprintf(remark, sizeof remark, "no consumer for this group, %s", group);
+        server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+        return;
+    }
+    const char **ids = rmq_malloc(g->g.nmembers * sizeof *ids);
+    struct buf body;
+    buf_init(&body, 0);
+    struct rmq_cmd resp;
+    int rc = ids ? rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) : RMQ_ENOMEM;
+    if (rc == 0) {
+        /* PROTOCOL: §3.7 — one id per channel, duplicates kept. */
+        for (size_t i = 0; i < g->g.nmembers; i++)
+            ids[i] = g->g.members[i].client_id;
+        rc = rmq_consumer_list_encode(ids, g->g.nmembers, &body);
+        if (rc == 0)
+            rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
+        if (rc == 0)
+            server_send_reply(s, c, req, &resp, false);
+        else
+            rmq_cmd_clear(&resp);
+    }
+    if (rc != 0)
+        conn_close_async(c, "out of memory building a reply");
+    rmq_free(ids);
+    buf_free(&body);
+}
+
+void h_check_client_config(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    /* rmqcoord filters nothing (it stores no messages), so every expression type is accepted. */
+    server_reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+/* Appends the ConsumerConnection body of g. */
+static int encode_connections(const struct server *s, const struct reg_group *g, struct buf *out)
+{
+    int rc = buf_append_str(out, "{\"connectionSet\":[");
+    for (size_t i = 0; rc == 0 && i < g->g.nmembers; i++) {
+        const struct mship_member *m = &g->g.members[i];
+        const struct reg_channel *ch = registry_channel(&s->reg, m->channel_id);
+        rc = buf_append_str(out, i ? ",{\"clientAddr\":" : "{\"clientAddr\":");
+        if (rc == 0)
+            rc = rmq_json_append_string(out, ch ? ch->peer : "");
+        if (rc == 0)
+            rc = buf_append_str(out, ",\"clientId\":");
+        if (rc == 0)
+            rc = rmq_json_append_string(out, m->client_id);
+        if (rc == 0)
+            rc = buf_appendf(out, ",\"language\":\"%s\",\"version\":%d}", rmq_language_name(m->language),
+                             (int)m->version);
+    }
+    if (rc == 0)
+        rc = buf_appendf(out, "],\"consumeFromWhere\":\"%s\",\"consumeType\":\"%s\",\"messageModel\":\"%s\","
+                              "\"subscriptionTable\":{",
+                         rmq_consume_from_where_name(g->g.consume_from_where),
+                         rmq_consume_type_name(g->g.consume_type), rmq_message_model_name(g->g.message_model));
+    for (size_t i = 0; rc == 0 && i < g->g.nsubs; i++) {
+        if (i)
+            rc = buf_append_u8(out, ',');
+        if (rc == 0)
+            rc = rmq_json_append_string(out, g->g.subs[i].topic);
+        if (rc == 0)
+            rc = buf_append_u8(out, ':');
+        if (rc == 0)
+            rc = rmq_subscription_encode(&g->g.subs[i], out);
+    }
+    if (rc == 0)
+        rc = buf_append_str(out, "}}");
+    return rc;
+}
+
+void h_get_consumer_connection_list(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *group;
+    if (server_require_str(s, c, req, "consumerGroup", &group) != 0)
+        return;
+    const struct reg_group *g = registry_group(&s->reg, group);
+    if (!g || g->g.nmembers == 0) {
+        char remark[300];
+        snprintf(remark, sizeof remark, "the consumer group[%s] not online", group);
+        server_reply_code(s, c, req, RMQ_RESP_CONSUMER_NOT_ONLINE, remark);
+        return;
+    }
+    struct buf body;
+    buf_init(&body, 0);
+    struct rmq_cmd resp;
+    int rc = encode_connections(s, g, &body);
+    if (rc == 0)
+        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
+    if (rc == 0) {
+        rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
+        if (rc == 0)
+            server_send_reply(s, c, req, &resp, false);
+        else
+            rmq_cmd_clear(&resp);
+    }
+    if (rc != 0)
+        conn_close_async(c, "out of memory building a reply");
+    buf_free(&body);
+}

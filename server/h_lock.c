@@ -1,2 +1,130 @@
-/* h_lock.c — placeholder until the module lands. */
-typedef int rmq_placeholder_h_lock;
+/* h_lock.c — LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: per-group queue locks for
+ * orderly consumers. A lock is granted when the queue is free, already held
+ * by the same client id, or its holder's lease (--lock-expiry-ms, the
+ * broker's 60 s) has run out; unlock removes it only for its holder
+ * (PROTOCOL: §2.2.10). In memory only, like the broker's. Loop thread only. */
+#include "conn.h"
+#include "err.h"
+#include "loop.h"
+#include "mem.h"
+#include "request_codes.h"
+#include "rmq_body.h"
+#include "server.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct queue_lock {
+    char *client_id; /* owned */
+    int64_t renewed_ms;
+};
+
+static size_t lock_key(char *out, size_t cap, const char *group, const struct rmq_mq *mq)
+{
+    int n = snprintf(out, cap, "%s%c%s%c%s%c%d", group, 0, mq->topic, 0, mq->broker_name, 0, (int)mq->queue_id);
+    return n < 0 ? 0 : ((size_t)n >= cap ? cap - 1 : (size_t)n);
+}
+
+static void free_lock(void *p)
+{
+    struct queue_lock *l = p;
+    if (l)
+        rmq_free(l->client_id);
+    rmq_free(l);
+}
+
+void lock_free_all(struct server *s) { hashmap_free(&s->locks, free_lock); }
+
+/* Tries to take or renew the lock; true when the client holds it after. */
+static bool try_lock(struct server *s, const char *group, const char *client, const struct rmq_mq *mq, int64_t now)
+{
+    char key[1024];
+    size_t n = lock_key(key, sizeof key, group, mq);
+    struct queue_lock *l = hashmap_get(&s->locks, key, n);
+    if (l) {
+        bool mine = !strcmp(l->client_id, client);
+        if (!mine && now - l->renewed_ms <= s->cfg->lock_expiry_ms)
+            return false;
+        if (!mine) {
+            char *id = rmq_strdup(client);
+            if (!id)
+                return false;
+            rmq_free(l->client_id);
+            l->client_id = id;
+        }
+        l->renewed_ms = now;
+        return true;
+    }
+    l = rmq_calloc(1, sizeof *l);
+    if (!l)
+        return false;
+    l->client_id = rmq_strdup(client);
+    l->renewed_ms = now;
+    if (!l->client_id || hashmap_put(&s->locks, key, n, l, NULL) != 0) {
+        free_lock(l);
+        return false;
+    }
+    return true;
+}
+
+static int parse_body(struct server *s, struct conn *c, const struct rmq_cmd *req, struct rmq_lock_body *b)
+{
+    memset(b, 0, sizeof *b);
+    char err[200], remark[256];
+    if (rmq_lock_body_parse(req->body, req->body_len, b, err, sizeof err) != 0) {
+        snprintf(remark, sizeof remark, "bad %s body: %s", rmq_request_name(req->code), err);
+        server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+        rmq_lock_body_clear(b);
+        return RMQ_EPROTO;
+    }
+    return RMQ_OK;
+}
+
+void h_lock_batch(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    struct rmq_lock_body b;
+    if (parse_body(s, c, req, &b) != 0)
+        return;
+    int64_t now = loop_now_ms(s->loop);
+    struct rmq_mq *ok = b.nmqs ? rmq_malloc(b.nmqs * sizeof *ok) : NULL;
+    size_t nok = 0;
+    struct buf body;
+    buf_init(&body, 0);
+    struct rmq_cmd resp;
+    int rc = (b.nmqs && !ok) ? RMQ_ENOMEM : 0;
+    for (size_t i = 0; rc == 0 && i < b.nmqs; i++)
+        if (try_lock(s, b.consumer_group, b.client_id, &b.mqs[i], now))
+            ok[nok++] = b.mqs[i];
+    if (rc == 0)
+        rc = rmq_lock_ok_encode(ok, nok, &body);
+    if (rc == 0)
+        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
+    if (rc == 0) {
+        rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
+        if (rc == 0)
+            server_send_reply(s, c, req, &resp, false);
+        else
+            rmq_cmd_clear(&resp);
+    }
+    if (rc != 0)
+        conn_close_async(c, "out of memory building a reply");
+    rmq_free(ok);
+    buf_free(&body);
+    rmq_lock_body_clear(&b);
+}
+
+void h_unlock_batch(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    struct rmq_lock_body b;
+    if (parse_body(s, c, req, &b) != 0)
+        return;
+    for (size_t i = 0; i < b.nmqs; i++) {
+        char key[1024];
+        size_t n = lock_key(key, sizeof key, b.consumer_group, &b.mqs[i]);
+        struct queue_lock *l = hashmap_get(&s->locks, key, n);
+        if (l && !strcmp(l->client_id, b.client_id))
+            free_lock(hashmap_remove(&s->locks, key, n));
+    }
+    rmq_lock_body_clear(&b);
+    server_reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}

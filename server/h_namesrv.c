@@ -1,2 +1,65 @@
-/* h_namesrv.c — placeholder until the module lands. */
-typedef int rmq_placeholder_h_namesrv;
+/* h_namesrv.c — GET_ROUTEINFO_BY_TOPIC, the name-server request a consumer
+ * needs (served on the same listener as the broker codes). Loop thread only. */
+#include "conn.h"
+#include "err.h"
+#include "request_codes.h"
+#include "server.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* PROTOCOL: §4.4 — quoted brokerAddrs keys for version >= V4_9_4 (401) or
+ * acceptStandardJsonOnly, fastjson's bare numbers otherwise. */
+static bool wants_quoted_ids(const struct rmq_cmd *req)
+{
+    bool std_only = false;
+    if (rmq_cmd_ext_get_bool(req, "acceptStandardJsonOnly", &std_only) == 0 && std_only)
+        return true;
+    return req->version >= 401;
+}
+
+/* The topic's definition, creating it when the daemon would: the retry
+ * topic of a known group, or any topic while auto-create is on. */
+static const struct topic *resolve_topic(struct server *s, const char *name)
+{
+    const struct topic *tp = topics_get(&s->topics, name);
+    if (tp)
+        return tp;
+    bool retry = !strncmp(name, "%RETRY%", 7);
+    if (retry && registry_group_known(&s->reg, name + 7))
+        return server_create_topic(s, name, 1);
+    if (s->cfg->auto_create_queues > 0)
+        return server_create_topic(s, name, retry ? 1 : s->cfg->auto_create_queues);
+    return NULL;
+}
+
+void h_get_route(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *name;
+    if (server_require_str(s, c, req, "topic", &name) != 0)
+        return;
+    const struct topic *tp = resolve_topic(s, name);
+    if (!tp) {
+        char remark[400];
+        snprintf(remark, sizeof remark, "No topic route info in name server for the topic: %s", name);
+        server_reply_code(s, c, req, RMQ_RESP_TOPIC_NOT_EXIST, remark);
+        return;
+    }
+    struct buf body;
+    buf_init(&body, 0);
+    struct rmq_cmd resp;
+    int rc = topics_route_encode(tp, s->cfg->cluster_name, s->advertise, wants_quoted_ids(req), &body);
+    if (rc == 0)
+        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
+    if (rc == 0) {
+        rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
+        /* A created topic is a stored fact: the route goes out after its commit. */
+        if (rc == 0)
+            server_send_reply(s, c, req, &resp, true);
+        else
+            rmq_cmd_clear(&resp);
+    }
+    if (rc != 0)
+        conn_close_async(c, "out of memory building a reply");
+    buf_free(&body);
+}

@@ -1,2 +1,50 @@
-/* log.c — placeholder until the module lands. */
-typedef int rmq_placeholder_log;
+/* log.c — see log.h. */
+#include "log.h"
+
+#include "err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static enum log_level current_level = LOG_INFO;
+
+void log_set_level(enum log_level level) { current_level = level; }
+enum log_level log_get_level(void) { return current_level; }
+
+int log_level_parse(const char *s, enum log_level *out)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(s, names[i])) {
+            *out = (enum log_level)i;
+            return RMQ_OK;
+        }
+    }
+    return RMQ_EINVAL;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    static const char *const tags[] = {"error", "warn ", "info ", "debug"};
+    if (level > current_level)
+        return;
+    char line[2048];
+    struct timeval tv;
+    struct tm tm;
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    int n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+    n += snprintf(line + n, sizeof line - (size_t)n, ".%03dZ %s ", (int)(tv.tv_usec / 1000), tags[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    fwrite(line, 1, len, stderr);
+}

@@ -1,2 +1,275 @@
-/* loop.c — placeholder until the module lands. */
-typedef int rmq_placeholder_loop;
+/* loop.c — see loop.h. Loop thread only. */
+#include "loop.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+struct watch {
+    int fd;
+    loop_fd_cb cb;
+    void *ctx;
+    int dead;
+    struct watch *next_dead;
+};
+
+struct timer {
+    int id; /* 0 = free slot */
+    int64_t when;
+    int64_t period;
+    loop_timer_cb cb;
+    void *ctx;
+};
+
+struct loop {
+    int epfd;
+    struct watch **by_fd; /* index = fd */
+    int by_fd_cap;
+    struct watch *dead;   /* freed after the current event batch */
+    struct timer *timers;
+    int ntimers, timers_cap, next_timer_id;
+    loop_hook_cb before_sleep;
+    void *before_sleep_ctx;
+    volatile sig_atomic_t stop;
+    int64_t now;
+};
+
+int64_t loop_clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int loop_new(struct loop **out)
+{
+    struct loop *l = rmq_calloc(1, sizeof *l);
+    if (!l)
+        return RMQ_ENOMEM;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (l->epfd < 0) {
+        int e = -errno;
+        rmq_free(l);
+        return e;
+    }
+    l->next_timer_id = 1;
+    l->now = loop_clock_ms();
+    *out = l;
+    return RMQ_OK;
+}
+
+static void free_dead(struct loop *l)
+{
+    while (l->dead) {
+        struct watch *w = l->dead;
+        l->dead = w->next_dead;
+        rmq_free(w);
+    }
+}
+
+void loop_free(struct loop *l)
+{
+    if (!l)
+        return;
+    for (int i = 0; i < l->by_fd_cap; i++)
+        rmq_free(l->by_fd[i]);
+    free_dead(l);
+    rmq_free(l->by_fd);
+    rmq_free(l->timers);
+    close(l->epfd);
+    rmq_free(l);
+}
+
+static uint32_t to_epoll(uint32_t events)
+{
+    return ((events & LOOP_READ) ? EPOLLIN | EPOLLRDHUP : 0) | ((events & LOOP_WRITE) ? EPOLLOUT : 0);
+}
+
+int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ctx)
+{
+    if (fd < 0)
+        return RMQ_EINVAL;
+    if (fd >= l->by_fd_cap) {
+        int cap = l->by_fd_cap ? l->by_fd_cap : 64;
+        while (cap <= fd)
+            cap *= 2;
+        struct watch **p = rmq_realloc(l->by_fd, (size_t)cap * sizeof *p);
+        if (!p)
+            return RMQ_ENOMEM;
+        memset(p + l->by_fd_cap, 0, (size_t)(cap - l->by_fd_cap) * sizeof *p);
+        l->by_fd = p;
+        l->by_fd_cap = cap;
+    }
+    if (l->by_fd[fd])
+        return RMQ_EEXIST;
+    struct watch *w = rmq_calloc(1, sizeof *w);
+    if (!w)
+        return RMQ_ENOMEM;
+    w->fd = fd;
+    w->cb = cb;
+    w->ctx = ctx;
+    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        int e = -errno;
+        rmq_free(w);
+        return e;
+    }
+    l->by_fd[fd] = w;
+    return RMQ_OK;
+}
+
+int loop_mod_fd(struct loop *l, int fd, uint32_t events)
+{
+    if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
+        return RMQ_ENOTFOUND;
+    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = l->by_fd[fd]};
+    return epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) == 0 ? RMQ_OK : -errno;
+}
+
+void loop_del_fd(struct loop *l, int fd)
+{
+    if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
+        return;
+    struct watch *w = l->by_fd[fd];
+    /* Failure only means the fd is already gone from the set; nothing to undo. */
+    (void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+    l->by_fd[fd] = NULL;
+    /* Events for it may still sit in the batch being processed: defer the free. */
+    w->dead = 1;
+    w->next_dead = l->dead;
+    l->dead = w;
+}
+
+int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_timer_cb cb, void *ctx, int *id_out)
+{
+    int slot = -1;
+    for (int i = 0; i < l->ntimers; i++) {
+        if (l->timers[i].id == 0) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot < 0) {
+        if (l->ntimers == l->timers_cap) {
+            int cap = l->timers_cap ? l->timers_cap * 2 : 8;
+            struct timer *p = rmq_realloc(l->timers, (size_t)cap * sizeof *p);
+            if (!p)
+                return RMQ_ENOMEM;
+            l->timers = p;
+            l->timers_cap = cap;
+        }
+        slot = l->ntimers++;
+    }
+    struct timer *t = &l->timers[slot];
+    t->id = l->next_timer_id++;
+    t->when = loop_clock_ms() + delay_ms;
+    t->period = period_ms;
+    t->cb = cb;
+    t->ctx = ctx;
+    if (id_out)
+        *id_out = t->id;
+    return RMQ_OK;
+}
+
+static struct timer *find_timer(struct loop *l, int id)
+{
+    for (int i = 0; i < l->ntimers; i++)
+        if (l->timers[i].id == id)
+            return &l->timers[i];
+    return NULL;
+}
+
+void loop_timer_set(struct loop *l, int id, int64_t when_ms)
+{
+    struct timer *t = find_timer(l, id);
+    if (t)
+        t->when = when_ms;
+}
+
+void loop_timer_cancel(struct loop *l, int id)
+{
+    struct timer *t = find_timer(l, id);
+    if (t)
+        t->id = 0;
+}
+
+void loop_set_before_sleep(struct loop *l, loop_hook_cb cb, void *ctx)
+{
+    l->before_sleep = cb;
+    l->before_sleep_ctx = ctx;
+}
+
+void loop_stop(struct loop *l) { l->stop = 1; }
+
+int64_t loop_now_ms(const struct loop *l) { return l->now; }
+
+static void run_timers(struct loop *l)
+{
+    /* Index loop: a callback may add timers (realloc), so never hold a pointer across it. */
+    for (int i = 0; i < l->ntimers; i++) {
+        if (l->timers[i].id == 0 || l->timers[i].when > l->now)
+            continue;
+        int id = l->timers[i].id;
+        loop_timer_cb cb = l->timers[i].cb;
+        void *ctx = l->timers[i].ctx;
+        if (l->timers[i].period > 0)
+            l->timers[i].when = l->now + l->timers[i].period;
+        else
+            l->timers[i].when = INT64_MAX;
+        cb(l, id, ctx);
+    }
+}
+
+static int next_timeout(const struct loop *l)
+{
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < l->ntimers; i++)
+        if (l->timers[i].id && l->timers[i].when < next)
+            next = l->timers[i].when;
+    if (next == INT64_MAX)
+        return 1000;
+    int64_t d = next - loop_clock_ms();
+    if (d < 0)
+        return 0;
+    return d > 1000 ? 1000 : (int)d;
+}
+
+int loop_run(struct loop *l)
+{
+    struct epoll_event events[256];
+    while (!l->stop) {
+        if (l->before_sleep)
+            l->before_sleep(l, l->before_sleep_ctx);
+        if (l->stop)
+            break;
+        int n = epoll_wait(l->epfd, events, 256, next_timeout(l));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        l->now = loop_clock_ms();
+        for (int i = 0; i < n; i++) {
+            struct watch *w = events[i].data.ptr;
+            if (w->dead)
+                continue;
+            uint32_t e = events[i].events, out = 0;
+            if (e & (EPOLLIN | EPOLLRDHUP))
+                out |= LOOP_READ;
+            if (e & EPOLLOUT)
+                out |= LOOP_WRITE;
+            if (e & (EPOLLERR | EPOLLHUP))
+                out |= LOOP_ERROR | LOOP_READ;
+            w->cb(l, w->fd, out, w->ctx);
+        }
+        free_dead(l);
+        run_timers(l);
+    }
+    return RMQ_OK;
+}

@@ -1,2 +1,152 @@
-/* mailbox.c — placeholder until the module lands. */
-typedef int rmq_placeholder_mailbox;
+/* mailbox.c — the one cross-thread channel (see mailbox.h).
+ *
+ * Design: a singly linked FIFO (head/tail) guarded by a pthread mutex, plus
+ * an eventfd the loop polls. mailbox_post appends under the lock and writes
+ * 1 to the eventfd; the eventfd counter coalesces any number of posts into
+ * one wakeup. mailbox_drain (loop thread) reads the counter, swaps the whole
+ * queue out under the lock and runs handler + done for each message with the
+ * lock released, so a handler may post again (or take as long as it likes)
+ * without blocking the HTTP thread.
+ *
+ * Threads: mailbox_post / mailbox_close from any thread; mailbox_drain on the
+ * loop thread only; mailbox_new / mailbox_free by the owner when no other
+ * thread can post any more.
+ *
+ * Ownership: the mailbox never owns a message. Between mailbox_post and the
+ * message's done() it only borrows it; done() hands it back to the poster.
+ */
+#include "mailbox.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct mailbox {
+    pthread_mutex_t lock;     /* guards head, tail, closed */
+    struct mailbox_msg *head; /* oldest first */
+    struct mailbox_msg *tail;
+    bool closed;
+    int efd; /* eventfd; readable while messages may be queued */
+};
+
+int mailbox_new(struct mailbox **out)
+{
+    struct mailbox *mb = rmq_calloc(1, sizeof *mb);
+    if (!mb)
+        return RMQ_ENOMEM;
+    int rc = pthread_mutex_init(&mb->lock, NULL);
+    if (rc != 0) {
+        rmq_free(mb);
+        return -rc;
+    }
+    mb->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (mb->efd < 0) {
+        rc = -errno;
+        pthread_mutex_destroy(&mb->lock);
+        rmq_free(mb);
+        return rc;
+    }
+    *out = mb;
+    return 0;
+}
+
+/* Detaches and returns the whole queue (oldest first); caller walks ->next. */
+static struct mailbox_msg *take_all(struct mailbox *mb)
+{
+    pthread_mutex_lock(&mb->lock);
+    struct mailbox_msg *list = mb->head;
+    mb->head = mb->tail = NULL;
+    pthread_mutex_unlock(&mb->lock);
+    return list;
+}
+
+/* Completes every message still queued with 503 so each poster gets its
+ * done() exactly once, even when the loop never ran again. */
+void mailbox_free(struct mailbox *mb)
+{
+    if (!mb)
+        return;
+    mailbox_close(mb);
+    struct mailbox_msg *msg = take_all(mb);
+    while (msg) {
+        struct mailbox_msg *next = msg->next;
+        msg->next = NULL;
+        msg->status = 503;
+        json_decref(msg->reply);
+        msg->reply = json_pack("{s:s}", "error", "shutting down");
+        if (msg->done)
+            msg->done(msg);
+        msg = next;
+    }
+    close(mb->efd);
+    pthread_mutex_destroy(&mb->lock);
+    rmq_free(mb);
+}
+
+int mailbox_fd(const struct mailbox *mb)
+{
+    return mb->efd;
+}
+
+/* Queues msg at the tail and wakes the loop. The eventfd write happens after
+ * the unlock: the loop may drain before it, which only costs one empty
+ * drain later, never a lost wakeup (the message is queued before the write).
+ * Returns 0, or RMQ_ESTATE once closed (msg untouched, done never called). */
+int mailbox_post(struct mailbox *mb, struct mailbox_msg *msg)
+{
+    msg->next = NULL;
+    pthread_mutex_lock(&mb->lock);
+    if (mb->closed) {
+        pthread_mutex_unlock(&mb->lock);
+        return RMQ_ESTATE;
+    }
+    if (mb->tail)
+        mb->tail->next = msg;
+    else
+        mb->head = msg;
+    mb->tail = msg;
+    pthread_mutex_unlock(&mb->lock);
+
+    uint64_t one = 1;
+    /* EAGAIN means the counter is at its maximum, i.e. already readable:
+     * the wakeup is pending anyway. Nothing else can fail on an eventfd. */
+    while (write(mb->efd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
+void mailbox_close(struct mailbox *mb)
+{
+    pthread_mutex_lock(&mb->lock);
+    mb->closed = true;
+    pthread_mutex_unlock(&mb->lock);
+}
+
+/* Loop thread. Clears the eventfd first, then takes the queue: a post that
+ * lands after the swap re-arms the eventfd, so it is seen on the next wakeup.
+ * handler fills status/reply; done hands the message back (after which we
+ * must not touch it, hence reading ->next first). Returns the count run. */
+int mailbox_drain(struct mailbox *mb, mailbox_handler handler, void *ctx)
+{
+    uint64_t count;
+    while (read(mb->efd, &count, sizeof count) < 0 && errno == EINTR)
+        ;
+    int n = 0;
+    struct mailbox_msg *msg = take_all(mb);
+    while (msg) {
+        struct mailbox_msg *next = msg->next;
+        msg->next = NULL;
+        handler(ctx, msg);
+        if (msg->done)
+            msg->done(msg);
+        msg = next;
+        n++;
+    }
+    return n;
+}

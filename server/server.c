@@ -1,2 +1,595 @@
-/* server.c — placeholder until the module lands. */
-typedef int rmq_placeholder_server;
+/* server.c — wires the modules together and runs one loop iteration's
+ * bookkeeping (see server.h). Loop thread only, except server_init and
+ * server_fini which run on the main thread before and after the loop. */
+#include "server.h"
+
+#include "conn.h"
+#include "err.h"
+#include "http_admin.h"
+#include "log.h"
+#include "loop.h"
+#include "mailbox.h"
+#include "mem.h"
+#include "net.h"
+#include "request_codes.h"
+#include "rmq_body.h"
+#include "store.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+int64_t server_now_ms(const struct server *s) { return s->wall_base_ms + (loop_now_ms(s->loop) - s->mono_base_ms); }
+
+/* ---- replies ---- */
+
+void server_send_reply(struct server *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
+                       bool durable)
+{
+    (void)s;
+    if (!rmq_cmd_is_oneway(req))
+        conn_send(c, resp, durable);
+    rmq_cmd_clear(resp);
+}
+
+void server_reply_code(struct server *s, struct conn *c, const struct rmq_cmd *req, int32_t code,
+                       const char *remark)
+{
+    struct rmq_cmd resp;
+    if (rmq_cmd_init_response(&resp, req, code, remark) != 0) {
+        conn_close_async(c, "out of memory building a reply");
+        return;
+    }
+    server_send_reply(s, c, req, &resp, false);
+}
+
+int server_require_i64(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *field,
+                       int64_t *out)
+{
+    int rc = rmq_cmd_ext_get_i64(req, field, out);
+    if (rc == 0)
+        return 0;
+    char remark[160];
+    snprintf(remark, sizeof remark, "%s field %s in %s request", rc == RMQ_ENOTFOUND ? "missing" : "non-integer",
+             field, rmq_request_name(req->code));
+    server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+    return rc;
+}
+
+int server_require_str(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *field,
+                       const char **out)
+{
+    const char *v = rmq_cmd_ext_get(req, field);
+    if (v && *v && topics_name_ok(v)) {
+        *out = v;
+        return 0;
+    }
+    char remark[160];
+    snprintf(remark, sizeof remark, "%s field %s in %s request", v && *v ? "invalid" : "missing", field,
+             rmq_request_name(req->code));
+    server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+    return RMQ_EINVAL;
+}
+
+/* ---- topics ---- */
+
+int server_put_topic(struct server *s, const char *name, const struct topic_broker *brokers, size_t n)
+{
+    int rc = topics_put(&s->topics, name, brokers, n);
+    if (rc != 0)
+        return rc;
+    struct store_topic_broker sb[TOPIC_MAX_BROKERS];
+    for (size_t i = 0; i < n; i++)
+        sb[i] = (struct store_topic_broker){brokers[i].broker_name, brokers[i].read_queue_nums,
+                                            brokers[i].write_queue_nums, brokers[i].perm};
+    rc = store_put_topic(s->store, name, sb, n, server_now_ms(s));
+    if (rc != 0)
+        log_error("store: saving topic %s failed: %s", name, store_errmsg(s->store));
+    return rc;
+}
+
+const struct topic *server_create_topic(struct server *s, const char *name, int nqueues)
+{
+    struct topic_broker b = {(char *)s->cfg->broker_name, nqueues, nqueues, TOPIC_PERM_RW};
+    if (server_put_topic(s, name, &b, 1) != 0)
+        return NULL;
+    log_info("topic %s created with %d queue(s) on %s", name, nqueues, s->cfg->broker_name);
+    return topics_get(&s->topics, name);
+}
+
+/* ---- membership hooks: persist, log, schedule NOTIFY ---- */
+
+/* Appends the JSON array of g's member client ids to out; with extra/at,
+ * also inserts extra at index at (to rebuild the list before a leave). */
+static int members_json(const struct mship_group *g, const char *extra, size_t at, struct buf *out)
+{
+    int rc = buf_append_u8(out, '[');
+    size_t n = g->nmembers + (extra ? 1 : 0);
+    for (size_t i = 0, k = 0; rc == 0 && i < n; i++) {
+        if (i)
+            rc = buf_append_u8(out, ',');
+        const char *id = (extra && i == at) ? extra : g->members[k++].client_id;
+        if (rc == 0)
+            rc = rmq_json_append_string(out, id);
+    }
+    if (rc == 0)
+        rc = buf_append_u8(out, ']');
+    if (rc == 0)
+        rc = buf_terminate(out);
+    return rc;
+}
+
+/* Records a membership event: store row, one info log line. before_extra /
+ * before_skip describe how the member list looked before the change. */
+static void record_event(struct server *s, struct reg_group *g, const char *kind, const char *client_id,
+                         uint64_t channel_id, const char *before_extra, size_t before_at, long before_skip)
+{
+    struct buf after, before;
+    buf_init(&after, 0);
+    buf_init(&before, 0);
+    int rc = members_json(&g->g, NULL, 0, &after);
+    if (rc == 0 && before_skip >= 0) {
+        /* A join: the list before is the list after without the new member. */
+        struct mship_group tmp = g->g;
+        struct mship_member *copy = NULL;
+        if (tmp.nmembers > 0) {
+            copy = rmq_malloc(tmp.nmembers * sizeof *copy);
+            rc = copy ? 0 : RMQ_ENOMEM;
+            if (copy) {
+                size_t k = 0;
+                for (size_t i = 0; i < tmp.nmembers; i++)
+                    if ((long)i != before_skip)
+                        copy[k++] = tmp.members[i];
+                tmp.members = copy;
+                tmp.nmembers = k;
+            }
+        }
+        if (rc == 0)
+            rc = members_json(&tmp, NULL, 0, &before);
+        rmq_free(copy);
+    } else if (rc == 0) {
+        rc = members_json(&g->g, before_extra, before_at, &before);
+    }
+    if (rc != 0) {
+        log_error("event %s for group %s not recorded: out of memory", kind, g->g.name);
+    } else {
+        struct store_event ev = {server_now_ms(s), g->g.name, kind, client_id, (int64_t)channel_id,
+                                 (const char *)buf_head(&before), (const char *)buf_head(&after)};
+        if (store_append_event(s->store, &ev, NULL) != 0)
+            log_error("store: event for group %s failed: %s", g->g.name, store_errmsg(s->store));
+        log_info("group %s: %s %s -> members %s", g->g.name, kind, client_id ? client_id : "",
+                 (const char *)buf_head(&after));
+    }
+    buf_free(&after);
+    buf_free(&before);
+    s->stats.changes++;
+}
+
+static void schedule_notify(struct server *s, struct reg_group *g)
+{
+    if (mship_notifies(&g->g))
+        registry_mark_notify(&s->reg, g);
+}
+
+static void hook_joined(void *ctx, struct reg_group *g, const struct mship_member *m)
+{
+    struct server *s = ctx;
+    int64_t now = server_now_ms(s);
+    store_put_group(s->store, g->g.name, rmq_consume_type_name(g->g.consume_type),
+                    rmq_message_model_name(g->g.message_model),
+                    rmq_consume_from_where_name(g->g.consume_from_where), now);
+    store_member_join(s->store, g->g.name, (int64_t)m->channel_id, m->client_id, now);
+    record_event(s, g, "join", m->client_id, m->channel_id, NULL, 0, (long)(m - g->g.members));
+    schedule_notify(s, g);
+}
+
+static void hook_left(void *ctx, struct reg_group *g, const struct mship_member *m, size_t index,
+                      enum reg_leave_reason why)
+{
+    struct server *s = ctx;
+    const char *kind = reg_leave_reason_name(why);
+    store_member_leave(s->store, g->g.name, (int64_t)m->channel_id, kind, server_now_ms(s));
+    record_event(s, g, kind, m->client_id, m->channel_id, m->client_id, index, -1);
+    if (why == REG_LEAVE_EXPIRE) {
+        s->stats.expirations++;
+        /* PROTOCOL: the broker stays silent on expiry; rmqcoord notifies unless told not to. */
+        if (!s->cfg->notify_on_expiry)
+            return;
+    }
+    schedule_notify(s, g);
+}
+
+static void save_subscriptions(struct server *s, const struct reg_group *g)
+{
+    struct store_subscription subs[64];
+    struct buf tags[64];
+    size_t n = g->g.nsubs < 64 ? g->g.nsubs : 64;
+    for (size_t i = 0; i < n; i++) {
+        const struct rmq_subscription *sub = &g->g.subs[i];
+        buf_init(&tags[i], 0);
+        int rc = buf_append_u8(&tags[i], '[');
+        for (size_t t = 0; rc == 0 && t < sub->ntags; t++) {
+            if (t)
+                rc = buf_append_u8(&tags[i], ',');
+            if (rc == 0)
+                rc = rmq_json_append_string(&tags[i], sub->tags[t]);
+        }
+        if (rc == 0)
+            rc = buf_append_u8(&tags[i], ']');
+        if (rc == 0)
+            rc = buf_terminate(&tags[i]);
+        subs[i] = (struct store_subscription){sub->topic, sub->sub_string, sub->expression_type,
+                                              rc == 0 ? (const char *)buf_head(&tags[i]) : "[]", sub->sub_version};
+    }
+    if (store_put_subscriptions(s->store, g->g.name, subs, n, server_now_ms(s)) != 0)
+        log_error("store: subscriptions of %s failed: %s", g->g.name, store_errmsg(s->store));
+    for (size_t i = 0; i < n; i++)
+        buf_free(&tags[i]);
+}
+
+static void hook_subscriptions(void *ctx, struct reg_group *g, unsigned flags)
+{
+    struct server *s = ctx;
+    save_subscriptions(s, g);
+    /* A first heartbeat joins and subscribes at once: that is one change, the join. */
+    if (flags & MSHIP_JOINED)
+        return;
+    record_event(s, g, "subscription", NULL, 0, NULL, 0, -2 /* list unchanged */);
+    schedule_notify(s, g);
+}
+
+static void hook_heartbeat(void *ctx, struct reg_group *g, const struct mship_member *m, unsigned flags)
+{
+    struct server *s = ctx;
+    store_member_heartbeat(s->store, g->g.name, (int64_t)m->channel_id, server_now_ms(s));
+    if ((flags & MSHIP_SUB_REPLACED) && !(flags & (MSHIP_SUB_ADDED | MSHIP_SUB_REMOVED)))
+        save_subscriptions(s, g);
+    /* PROTOCOL: §3.2 — the broker creates %RETRY%<group> (1 queue) at the first heartbeat. */
+    char retry[300];
+    snprintf(retry, sizeof retry, "%%RETRY%%%s", g->g.name);
+    if (!topics_get(&s->topics, retry) && topics_name_ok(retry))
+        server_create_topic(s, retry, 1);
+}
+
+static void hook_group_empty(void *ctx, struct reg_group *g)
+{
+    struct server *s = ctx;
+    pull_release_group(s, g->g.name);
+}
+
+/* ---- connections ---- */
+
+static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
+{
+    struct server *s = ctx;
+    s->stats.requests++;
+    if (rmq_cmd_is_response(cmd)) {
+        /* PROTOCOL: the daemon never waits on replies to its own requests; drop them. */
+        log_debug("response code %d opaque %d from %s dropped", cmd->code, cmd->opaque, c->peer);
+        return;
+    }
+    dispatch_request(s, c, cmd);
+}
+
+static void on_close(void *ctx, struct conn *c)
+{
+    struct server *s = ctx;
+    log_debug("connection %s closed: %s", c->peer, c->close_reason);
+    pull_drop_conn(s, c);
+    registry_channel_close(&s->reg, c->id);
+    store_close_channel(s->store, (int64_t)c->id, c->close_reason, server_now_ms(s));
+}
+
+static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)events;
+    struct server *s = ctx;
+    for (int i = 0; i < 64; i++) {
+        char peer[64];
+        int cfd = net_accept(fd, peer, sizeof peer);
+        if (cfd == -EAGAIN)
+            return;
+        if (cfd < 0) {
+            log_warn("accept failed: %s", strerror(-cfd));
+            return;
+        }
+        uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
+        struct conn *c;
+        if (conn_set_adopt(s->conns, cfd, id, peer, loop_now_ms(l), &c) != 0) {
+            log_warn("connection from %s refused: out of resources", peer);
+            continue;
+        }
+        if (registry_channel_open(&s->reg, id, c, peer, server_now_ms(s)) != 0) {
+            conn_close_async(c, "out of memory");
+            continue;
+        }
+        store_open_channel(s->store, (int64_t)id, peer, server_now_ms(s));
+        s->stats.connections_accepted++;
+        log_debug("connection %s accepted (channel %llu)", peer, (unsigned long long)id);
+    }
+}
+
+/* ---- loop hooks ---- */
+
+static void before_sleep(struct loop *l, void *ctx)
+{
+    (void)l;
+    struct server *s = ctx;
+    /* Closing connections can schedule NOTIFYs, and writing can close
+     * connections: repeat a few times so nothing waits for the next event. */
+    for (int round = 0; round < 4; round++) {
+        conn_set_reap(s->conns);
+        notify_flush(s);
+        bool durable_ok = true;
+        if (store_in_batch(s->store) && store_commit(s->store) != 0) {
+            log_error("store: commit failed: %s", store_errmsg(s->store));
+            durable_ok = false;
+        }
+        conn_set_flush(s->conns, durable_ok);
+        if (!s->reg.pending)
+            break;
+    }
+    conn_set_reap(s->conns);
+}
+
+static void expiry_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    struct server *s = ctx;
+    uint64_t ids[256];
+    size_t n = registry_expire(&s->reg, server_now_ms(s), s->cfg->channel_expiry_ms, ids, 256);
+    for (size_t i = 0; i < n; i++) {
+        struct reg_channel *ch = registry_channel(&s->reg, ids[i]);
+        /* PROTOCOL: §3.5 — an expired channel is closed. */
+        if (ch && ch->conn)
+            conn_close_async(ch->conn, "expired: no heartbeat within the channel expiry");
+    }
+}
+
+static void pull_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    pull_on_timer(ctx);
+}
+
+static void on_mailbox(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l;
+    (void)fd;
+    (void)events;
+    struct server *s = ctx;
+    mailbox_drain(s->mailbox, admin_live_handle, s);
+}
+
+static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)events;
+    struct server *s = ctx;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        log_info("signal %u received, shutting down", si.ssi_signo);
+        s->stopping = true;
+        loop_stop(l);
+    }
+}
+
+/* ---- setup and teardown ---- */
+
+static int load_topic(void *ctx, const char *topic, const struct store_topic_broker *brokers, size_t n)
+{
+    struct server *s = ctx;
+    struct topic_broker tb[TOPIC_MAX_BROKERS];
+    if (n > TOPIC_MAX_BROKERS)
+        n = TOPIC_MAX_BROKERS;
+    for (size_t i = 0; i < n; i++)
+        tb[i] = (struct topic_broker){(char *)brokers[i].broker_name, brokers[i].read_queue_nums,
+                                      brokers[i].write_queue_nums, brokers[i].perm};
+    if (topics_put(&s->topics, topic, tb, n) != 0)
+        log_warn("store: topic %s skipped (invalid definition)", topic);
+    if (!strncmp(topic, "%RETRY%", 7))
+        registry_mark_known(&s->reg, topic + 7);
+    return 0;
+}
+
+static int load_offset(void *ctx, const char *group, const char *topic, int queue_id, int64_t offset)
+{
+    struct server *s = ctx;
+    registry_mark_known(&s->reg, group);
+    return server_offset_load(s, group, topic, queue_id, offset);
+}
+
+static int open_listeners(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        int fd = net_listen(cfg->listen[i].host, cfg->listen[i].port);
+        if (fd < 0) {
+            log_error("cannot listen on %s:%u: %s", cfg->listen[i].host, cfg->listen[i].port, strerror(-fd));
+            return fd;
+        }
+        s->listen_fds[s->nlisten++] = fd;
+        uint16_t port = 0;
+        char bound[300];
+        if (net_local_addr(fd, bound, sizeof bound, &port) != 0)
+            snprintf(bound, sizeof bound, "%s:%u", cfg->listen[i].host, cfg->listen[i].port);
+        snprintf(s->listen_addrs[i], sizeof s->listen_addrs[i], "%s", bound);
+        int rc = loop_add_fd(s->loop, fd, LOOP_READ, on_accept, s);
+        if (rc != 0)
+            return rc;
+        if (i == 0 && !cfg->advertise_set) {
+            /* Clients connect to the advertised address: never advertise a wildcard. */
+            const char *host = cfg->listen[0].host;
+            if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !*host)
+                host = "127.0.0.1";
+            snprintf(s->advertise, sizeof s->advertise, "%s:%u", host, port);
+        }
+    }
+    if (cfg->advertise_set)
+        snprintf(s->advertise, sizeof s->advertise, "%s:%u", cfg->advertise.host, cfg->advertise.port);
+    return RMQ_OK;
+}
+
+static int setup_signals(struct server *s)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return -errno;
+    s->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (s->signal_fd < 0)
+        return -errno;
+    signal(SIGPIPE, SIG_IGN);
+    return loop_add_fd(s->loop, s->signal_fd, LOOP_READ, on_signal, s);
+}
+
+static int setup_store(struct server *s)
+{
+    char err[256];
+    int rc = store_open(s->cfg->store_path, &s->store, err, sizeof err);
+    if (rc != 0) {
+        log_error("cannot open store %s: %s", s->cfg->store_path, err);
+        return rc;
+    }
+    s->run_id = store_run_id(s->store);
+    int groups = 0;
+    rc = store_recover(s->store, server_now_ms(s), &groups);
+    if (rc != 0) {
+        log_error("store recovery failed: %s", store_errmsg(s->store));
+        return rc;
+    }
+    if (groups > 0)
+        log_info("store: %d group(s) had members when the previous run ended; marked gone", groups);
+    rc = store_load_topics(s->store, load_topic, s);
+    if (rc == 0)
+        rc = store_load_offsets(s->store, load_offset, s);
+    if (rc != 0) {
+        log_error("store: loading failed: %s", store_errmsg(s->store));
+        return rc;
+    }
+    for (size_t i = 0; i < s->cfg->ntopics; i++)
+        if (!topics_get(&s->topics, s->cfg->topics[i].name) &&
+            !server_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))
+            return RMQ_EIO;
+    return store_commit(s->store);
+}
+
+static int setup_http(struct server *s)
+{
+    int rc = mailbox_new(&s->mailbox);
+    if (rc != 0)
+        return rc;
+    rc = loop_add_fd(s->loop, mailbox_fd(s->mailbox), LOOP_READ, on_mailbox, s);
+    if (rc != 0 || !s->cfg->http_enabled)
+        return rc;
+    struct http_admin_options opt = {
+        .host = s->cfg->http.host,
+        .port = s->cfg->http.port,
+        .store_path = s->cfg->store_path,
+        .mailbox = s->mailbox,
+    };
+    char err[256];
+    rc = http_admin_start(&opt, &s->http, err, sizeof err);
+    if (rc != 0) {
+        log_error("cannot start HTTP admin on %s:%u: %s", s->cfg->http.host, s->cfg->http.port, err);
+        return rc;
+    }
+    s->http_port = http_admin_port(s->http);
+    return RMQ_OK;
+}
+
+int server_init(struct server *s, const struct config *cfg)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->signal_fd = -1;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    s->wall_base_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    int rc = loop_new(&s->loop);
+    if (rc != 0)
+        return rc;
+    s->mono_base_ms = loop_now_ms(s->loop);
+    s->started_ms = s->wall_base_ms;
+    struct registry_hooks hooks = {
+        .ctx = s,
+        .joined = hook_joined,
+        .left = hook_left,
+        .subscriptions_changed = hook_subscriptions,
+        .heartbeat = hook_heartbeat,
+        .group_empty = hook_group_empty,
+    };
+    registry_init(&s->reg, &hooks);
+    topics_init(&s->topics);
+    hashmap_init(&s->offsets);
+    hashmap_init(&s->queue_max);
+    hashmap_init(&s->locks);
+    struct conn_set_options copt = {
+        .max_frame = cfg->max_frame_bytes,
+        .max_output = cfg->max_pending_output,
+        .on_frame = on_frame,
+        .on_close = on_close,
+        .ctx = s,
+    };
+    if ((rc = conn_set_new(s->loop, &copt, &s->conns)) != 0 || (rc = setup_store(s)) != 0 ||
+        (rc = setup_signals(s)) != 0 || (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0)
+        return rc;
+    int timer;
+    int64_t scan = cfg->expiry_scan_ms;
+    if ((rc = loop_add_timer(s->loop, scan, scan, expiry_timer, s, &timer)) != 0 ||
+        (rc = loop_add_timer(s->loop, 50, 50, pull_timer, s, &timer)) != 0)
+        return rc;
+    loop_set_before_sleep(s->loop, before_sleep, s);
+    return RMQ_OK;
+}
+
+int server_run(struct server *s)
+{
+    printf("READY remoting=");
+    for (size_t i = 0; i < s->nlisten; i++)
+        printf("%s%s", i ? "," : "", s->listen_addrs[i]);
+    if (s->http)
+        printf(" http=%s:%u\n", s->cfg->http.host, s->http_port);
+    else
+        printf(" http=off\n");
+    fflush(stdout);
+    log_info("rmqcoord serving: remoting %s, advertised broker address %s, store %s", s->listen_addrs[0],
+             s->advertise, s->cfg->store_path);
+    return loop_run(s->loop);
+}
+
+static void free_box(void *p) { rmq_free(p); }
+
+void server_fini(struct server *s)
+{
+    /* Stop the HTTP thread first: it must not post into a loop being torn down. */
+    http_admin_stop(s->http);
+    s->http = NULL;
+    if (s->conns) {
+        pull_free_all(s);
+        conn_set_free(s->conns);
+        s->conns = NULL;
+    }
+    if (s->store && store_in_batch(s->store) && store_commit(s->store) != 0)
+        log_error("store: final commit failed: %s", store_errmsg(s->store));
+    store_close(s->store);
+    s->store = NULL;
+    mailbox_free(s->mailbox);
+    for (size_t i = 0; i < s->nlisten; i++)
+        close(s->listen_fds[i]);
+    if (s->signal_fd >= 0)
+        close(s->signal_fd);
+    lock_free_all(s);
+    registry_free(&s->reg);
+    topics_free(&s->topics);
+    hashmap_free(&s->offsets, free_box);
+    hashmap_free(&s->queue_max, free_box);
+    loop_free(s->loop);
+}

@@ -1,2 +1,808 @@
-/* store.c — placeholder until the module lands. */
-typedef int rmq_placeholder_store;
+/* store.c — the SQLite writer: open + migrate, batched writes, recovery.
+ *
+ * Owned by the loop thread: one connection opened SQLITE_OPEN_NOMUTEX, never
+ * touched by another thread (store_read.c has its own connection).
+ *
+ * Design:
+ * - Every statement is prepared once at open (the stmt table below) with
+ *   SQLITE_PREPARE_PERSISTENT and reused; exec_st() binds, steps, and always
+ *   resets, so no statement holds a read lock or a borrowed string after the
+ *   call returns.
+ * - Group commit: the first write after a commit runs BEGIN IMMEDIATE (so a
+ *   foreign writer is detected at that write, not at commit time), and
+ *   store_commit() COMMITs. The loop commits once per iteration, so the fsync
+ *   cost is paid per iteration, not per write.
+ * - A write made of several statements (a topic and its brokers, a
+ *   subscription set, a channel close that ends its members, recovery) runs
+ *   inside a SAVEPOINT, so a failing call leaves the batch as it was before
+ *   the call instead of half-applied.
+ * - If SQLite itself rolls the whole batch back (I/O error, disk full), the
+ *   store notes it (batch_lost) and the next store_commit returns RMQ_EIO,
+ *   so the caller never acknowledges a write that vanished.
+ * - Foreign keys are on: a member needs its channel and group rows first.
+ *   Natural order: store_open_channel at accept, then per heartbeat
+ *   store_put_client, store_put_group, store_member_join, subscriptions.
+ *
+ * Errors: 0, or RMQ_EIO for SQLite failures, RMQ_EINVAL for a violated
+ * constraint (bad argument, missing parent row), RMQ_EEXIST for a duplicate
+ * key, RMQ_ENOTFOUND when an update matched no row, RMQ_ENOMEM, or -errno
+ * from creating the file. store_errmsg() says what failed.
+ */
+#include "store.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Generated from schema/NNNN_*.sql by schema/embed_sql.c (see meson.build);
+ * schema_migrations[i] takes the database from user_version i to i + 1. */
+extern const char *const schema_migrations[];
+extern const unsigned schema_migration_count;
+
+/* Writers can wait this long for a lock held by another connection (a
+ * checkpointing reader, an admin sqlite3 shell) before failing. */
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+/* clang-format off */
+enum stmt_id {
+    ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO, ST_RUN_INSERT,
+    ST_TOPIC_UPSERT, ST_TOPIC_BROKERS_CLEAR, ST_TOPIC_BROKER_PUT, ST_TOPIC_DELETE, ST_OFFSET_PUT,
+    ST_CLIENT_PUT, ST_CHANNEL_OPEN, ST_CHANNEL_CLOSE, ST_CHANNEL_MEMBERS_LEAVE, ST_GROUP_PUT, ST_MEMBER_JOIN,
+    ST_MEMBER_HEARTBEAT, ST_MEMBER_LEAVE, ST_SUBS_CLEAR, ST_SUB_PUT, ST_EVENT_APPEND, ST_RECOVER_EVENTS,
+    ST_RECOVER_MEMBERS, ST_RECOVER_CHANNELS, ST_LOAD_TOPICS, ST_LOAD_OFFSETS, ST_COUNT,
+};
+/* clang-format on */
+
+static const struct {
+    const char *name; /* for error messages */
+    const char *sql;
+} stmt_def[ST_COUNT] = {
+    [ST_BEGIN] = {"begin", "BEGIN IMMEDIATE"},
+    [ST_COMMIT] = {"commit", "COMMIT"},
+    [ST_ROLLBACK] = {"rollback", "ROLLBACK"},
+    [ST_SAVEPOINT] = {"savepoint", "SAVEPOINT store_write"},
+    [ST_RELEASE] = {"release", "RELEASE store_write"},
+    [ST_ROLLBACK_TO] = {"rollback to", "ROLLBACK TO store_write"},
+    [ST_RUN_INSERT] = {"insert run", "INSERT INTO runs (started_ms, schema_version) VALUES (?1, ?2)"},
+    [ST_TOPIC_UPSERT] = {"put topic", "INSERT INTO topics (name, updated_ms) VALUES (?1, ?2) "
+                                      "ON CONFLICT (name) DO UPDATE SET updated_ms = excluded.updated_ms"},
+    [ST_TOPIC_BROKERS_CLEAR] = {"clear topic brokers", "DELETE FROM topic_brokers WHERE topic = ?1"},
+    [ST_TOPIC_BROKER_PUT] =
+        {"put topic broker",
+         "INSERT INTO topic_brokers (topic, broker_name, read_queue_nums, write_queue_nums, "
+         "perm) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (topic, broker_name) DO UPDATE SET "
+         "read_queue_nums = excluded.read_queue_nums, write_queue_nums = "
+         "excluded.write_queue_nums, perm = excluded.perm"},
+    [ST_TOPIC_DELETE] = {"delete topic", "DELETE FROM topics WHERE name = ?1"},
+    [ST_OFFSET_PUT] = {"put offset",
+                       "INSERT INTO offsets (group_name, topic, queue_id, queue_offset, updated_ms) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (group_name, topic, queue_id) DO UPDATE SET "
+                       "queue_offset = excluded.queue_offset, updated_ms = excluded.updated_ms"},
+    [ST_CLIENT_PUT] = {"put client",
+                       "INSERT INTO clients (client_id, language, version, first_seen_ms, last_heartbeat_ms) "
+                       "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (client_id) DO UPDATE SET language = "
+                       "excluded.language, version = excluded.version, last_heartbeat_ms = "
+                       "excluded.last_heartbeat_ms"},
+    [ST_CHANNEL_OPEN] = {"open channel",
+                         "INSERT INTO channels (id, run_id, remote_addr, opened_ms) VALUES (?1, ?2, ?3, ?4)"},
+    [ST_CHANNEL_CLOSE] = {"close channel", "UPDATE channels SET closed_ms = ?2, close_reason = ?3 "
+                                           "WHERE id = ?1 AND closed_ms IS NULL"},
+    [ST_CHANNEL_MEMBERS_LEAVE] = {"end channel members", "UPDATE members SET left_ms = ?2, leave_reason = ?3 "
+                                                         "WHERE channel_id = ?1 AND left_ms IS NULL"},
+    [ST_GROUP_PUT] =
+        {"put group",
+         "INSERT INTO consumer_groups (name, consume_type, message_model, consume_from_where, "
+         "created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (name) DO UPDATE SET "
+         "consume_type = excluded.consume_type, message_model = excluded.message_model, "
+         "consume_from_where = excluded.consume_from_where, updated_ms = excluded.updated_ms"},
+    /* A repeated join of a live (group, channel) refreshes it instead of failing. */
+    [ST_MEMBER_JOIN] =
+        {"member join",
+         "INSERT INTO members (group_name, channel_id, client_id, joined_ms, last_heartbeat_ms) "
+         "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (group_name, channel_id) WHERE left_ms IS NULL "
+         "DO UPDATE SET client_id = excluded.client_id, last_heartbeat_ms = "
+         "excluded.last_heartbeat_ms"},
+    [ST_MEMBER_HEARTBEAT] = {"member heartbeat",
+                             "UPDATE members SET last_heartbeat_ms = ?3 "
+                             "WHERE group_name = ?1 AND channel_id = ?2 AND left_ms IS NULL"},
+    [ST_MEMBER_LEAVE] = {"member leave", "UPDATE members SET left_ms = ?3, leave_reason = ?4 "
+                                         "WHERE group_name = ?1 AND channel_id = ?2 AND left_ms IS NULL"},
+    [ST_SUBS_CLEAR] = {"clear subscriptions", "DELETE FROM subscriptions WHERE group_name = ?1"},
+    [ST_SUB_PUT] =
+        {"put subscription",
+         "INSERT INTO subscriptions (group_name, topic, sub_string, expression_type, tags_json, "
+         "sub_version, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (group_name, topic) "
+         "DO UPDATE SET sub_string = excluded.sub_string, expression_type = excluded.expression_type, "
+         "tags_json = excluded.tags_json, sub_version = excluded.sub_version, updated_ms = "
+         "excluded.updated_ms"},
+    [ST_EVENT_APPEND] = {"append event",
+                         "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
+                         "after_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+    /* One event per group with members left live by an earlier run; the
+     * inner ORDER BY fixes the order json_group_array sees the client ids. */
+    [ST_RECOVER_EVENTS] =
+        {"recover events",
+         "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
+         "after_json) SELECT ?1, group_name, 'restart', NULL, NULL, json_group_array(client_id), "
+         "'[]' FROM (SELECT DISTINCT m.group_name, m.client_id FROM members m JOIN channels c ON "
+         "c.id = m.channel_id WHERE m.left_ms IS NULL AND c.run_id < ?2 ORDER BY m.group_name, "
+         "m.client_id) GROUP BY group_name ORDER BY group_name"},
+    [ST_RECOVER_MEMBERS] =
+        {"recover members",
+         "UPDATE members SET left_ms = ?1, leave_reason = 'restart' WHERE left_ms IS NULL AND "
+         "channel_id IN (SELECT id FROM channels WHERE run_id < ?2)"},
+    [ST_RECOVER_CHANNELS] = {"recover channels",
+                             "UPDATE channels SET closed_ms = ?1, close_reason = 'restart' "
+                             "WHERE closed_ms IS NULL AND run_id < ?2"},
+    [ST_LOAD_TOPICS] =
+        {"load topics",
+         "SELECT t.name, b.broker_name, b.read_queue_nums, b.write_queue_nums, b.perm FROM topics t "
+         "LEFT JOIN topic_brokers b ON b.topic = t.name ORDER BY t.name, b.broker_name"},
+    [ST_LOAD_OFFSETS] = {"load offsets", "SELECT group_name, topic, queue_id, queue_offset FROM offsets "
+                                         "ORDER BY group_name, topic, queue_id"},
+};
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    int64_t run_id;
+    bool in_batch;   /* BEGIN has run and COMMIT has not */
+    bool batch_lost; /* SQLite rolled an open batch back; the next store_commit reports it */
+    char errbuf[256];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Maps a (extended) SQLite result code to an RMQ_E* code: constraint
+ * failures are the caller's input, everything else is storage trouble. */
+static int map_rc(int rc)
+{
+    switch (rc) {
+    case SQLITE_CONSTRAINT_PRIMARYKEY:
+    case SQLITE_CONSTRAINT_UNIQUE: return RMQ_EEXIST;
+    case SQLITE_NOMEM: return RMQ_ENOMEM;
+    default: break;
+    }
+    return (rc & 0xff) == SQLITE_CONSTRAINT ? RMQ_EINVAL : RMQ_EIO;
+}
+
+/* Records a failed SQLite call (rc) in errbuf and returns its RMQ_E* code.
+ * Also notices when SQLite has rolled the whole batch back on its own (it
+ * does for I/O errors, SQLITE_FULL, SQLITE_NOMEM), so the loss is reported
+ * by the next store_commit instead of passing silently. */
+static int fail(struct store *s, int rc, const char *what)
+{
+    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s (%d)", what, sqlite3_errmsg(s->db), rc);
+    if (s->in_batch && sqlite3_get_autocommit(s->db)) {
+        s->in_batch = false;
+        s->batch_lost = true;
+    }
+    return map_rc(rc);
+}
+
+/* Records a caller error that never reached SQLite; returns code. */
+static int refuse(struct store *s, int code, const char *what)
+{
+    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", what, rmq_strerror(code));
+    return code;
+}
+
+/* Binds the arguments described by fmt to st, one character per parameter:
+ * 's' const char * (NULL binds SQL NULL; bound SQLITE_STATIC, which is safe
+ * because exec_st clears bindings before returning), 'd' int, 'I' int64_t,
+ * 'N' int64_t where 0 binds SQL NULL. Returns a SQLite code. */
+static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
+{
+    int rc = SQLITE_OK;
+    for (int i = 0; fmt[i] && rc == SQLITE_OK; i++) {
+        switch (fmt[i]) {
+        case 's': {
+            const char *v = va_arg(ap, const char *);
+            rc = v ? sqlite3_bind_text(st, i + 1, v, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i + 1);
+            break;
+        }
+        case 'd': rc = sqlite3_bind_int(st, i + 1, va_arg(ap, int)); break;
+        case 'I': rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t)); break;
+        case 'N': {
+            int64_t v = va_arg(ap, int64_t);
+            rc = v ? sqlite3_bind_int64(st, i + 1, v) : sqlite3_bind_null(st, i + 1);
+            break;
+        }
+        default: rc = SQLITE_MISUSE; break;
+        }
+    }
+    return rc;
+}
+
+/* Runs cached statement id to completion with the parameters in fmt (see
+ * bind_va). *changes (may be NULL) gets the number of rows it changed.
+ * Returns 0 or an RMQ_E* code with errbuf set. */
+static int exec_st_va(struct store *s, enum stmt_id id, int *changes, const char *fmt, va_list ap)
+{
+    sqlite3_stmt *st = s->st[id];
+    int rc = bind_va(st, fmt, ap);
+    if (rc == SQLITE_OK) {
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            ;
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    int err = rc == SQLITE_OK ? 0 : fail(s, rc, stmt_def[id].name);
+    if (!err && changes)
+        *changes = sqlite3_changes(s->db);
+    /* reset returns the step error again, already handled above;
+     * clear_bindings always returns SQLITE_OK. */
+    (void)sqlite3_reset(st);
+    (void)sqlite3_clear_bindings(st);
+    return err;
+}
+
+static int exec_st(struct store *s, enum stmt_id id, int *changes, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int err = exec_st_va(s, id, changes, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* Opens the batch transaction if none is open (the first write after a
+ * commit). Returns 0 or an RMQ_E* code. */
+static int batch_begin(struct store *s)
+{
+    if (s->in_batch)
+        return 0;
+    int err = exec_st(s, ST_BEGIN, NULL, "");
+    if (!err)
+        s->in_batch = true;
+    return err;
+}
+
+/* Starts a multi-statement write: the batch, then a savepoint inside it. */
+static int write_begin(struct store *s)
+{
+    int err = batch_begin(s);
+    return err ? err : exec_st(s, ST_SAVEPOINT, NULL, "");
+}
+
+/* Ends a multi-statement write: keeps its changes when err is 0, otherwise
+ * undoes them so the batch is as it was before the call. Returns err, or
+ * the savepoint's own failure. If even the undo fails, the whole batch is
+ * rolled back and reported lost (a half-applied write must not commit). */
+static int write_end(struct store *s, int err)
+{
+    if (!err)
+        return exec_st(s, ST_RELEASE, NULL, "");
+    if (!s->in_batch)
+        return err; /* SQLite already rolled the whole batch back; fail() noted it */
+    if (exec_st(s, ST_ROLLBACK_TO, NULL, "") == 0 && exec_st(s, ST_RELEASE, NULL, "") == 0)
+        return err;
+    if (exec_st(s, ST_ROLLBACK, NULL, "") == 0 || sqlite3_get_autocommit(s->db)) {
+        s->in_batch = false;
+        s->batch_lost = true;
+    }
+    return err;
+}
+
+/* Runs a single-statement write in the batch; a statement is atomic on its
+ * own, so no savepoint is needed. Returns 0 or an RMQ_E* code. */
+static int write_one(struct store *s, int *changes, enum stmt_id id, const char *fmt, ...)
+{
+    int err = batch_begin(s);
+    if (err)
+        return err;
+    va_list ap;
+    va_start(ap, fmt);
+    err = exec_st_va(s, id, changes, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* Reads a single integer from a PRAGMA (or any one-row query). */
+static int query_int(struct store *s, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            rc = SQLITE_ERROR; /* a pragma the library does not know returns no row */
+        }
+    }
+    int err = rc == SQLITE_OK ? 0 : fail(s, rc, sql);
+    (void)sqlite3_finalize(st); /* returns the step error again, handled above */
+    return err;
+}
+
+/* Runs SQL text that may hold several statements (migrations, pragmas). */
+static int exec_sql(struct store *s, const char *sql, const char *what)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        return 0;
+    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s (%d)", what, msg ? msg : sqlite3_errstr(rc), rc);
+    sqlite3_free(msg);
+    return map_rc(rc);
+}
+
+/* Switches to WAL so the HTTP thread's reader sees committed snapshots while
+ * the loop writes. synchronous=FULL: a commit is fsynced before COMMIT
+ * returns, which is what lets the loop acknowledge an offset right after
+ * store_commit (NORMAL would survive a process crash but could lose the
+ * last commits on power loss). Group commit keeps it to one fsync per loop
+ * iteration, not per write. */
+static int configure(struct store *s)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *mode = sqlite3_column_text(st, 0);
+        rc = mode && strcmp((const char *)mode, "wal") == 0 ? SQLITE_OK : SQLITE_CANTOPEN;
+    }
+    int err = rc == SQLITE_OK ? 0 : fail(s, rc, "journal_mode=WAL");
+    (void)sqlite3_finalize(st); /* returns the step error again, handled above */
+    if (err)
+        return err;
+    return exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
+}
+
+/* Returns RMQ_EINVAL with errbuf set if the file's schema is newer than
+ * every migration this binary carries (a downgrade must not scribble on
+ * tables it does not understand). */
+static int check_version(struct store *s, int64_t version)
+{
+    if (version >= 0 && version <= (int64_t)schema_migration_count)
+        return 0;
+    snprintf(s->errbuf, sizeof s->errbuf,
+             "database schema version %lld is newer than this binary supports (%u); refusing to open",
+             (long long)version, schema_migration_count);
+    return RMQ_EINVAL;
+}
+
+/* Applies the missing migrations, each in its own IMMEDIATE transaction
+ * together with its user_version bump, so a crash leaves the file at a
+ * whole version. The version is re-read inside the transaction in case
+ * another process migrated first. Runs before foreign keys are enabled, so a
+ * future migration may rebuild a table the way SQLite documents. */
+static int migrate(struct store *s)
+{
+    for (;;) {
+        int64_t v = 0;
+        int err = exec_sql(s, "BEGIN IMMEDIATE", "migration begin");
+        if (err)
+            return err;
+        if ((err = query_int(s, "PRAGMA user_version", &v)) != 0 || (err = check_version(s, v)) != 0) {
+            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* keep err's message */
+            return err;
+        }
+        if (v == (int64_t)schema_migration_count)
+            return exec_sql(s, "COMMIT", "migration end");
+        char what[64], bump[64];
+        snprintf(what, sizeof what, "migration %04lld", (long long)v + 1);
+        snprintf(bump, sizeof bump, "PRAGMA user_version = %lld", (long long)v + 1);
+        if ((err = exec_sql(s, schema_migrations[v], what)) != 0 || (err = exec_sql(s, bump, what)) != 0 ||
+            (err = exec_sql(s, "COMMIT", what)) != 0) {
+            /* keep the migration's message; the rollback result adds nothing */
+            if (!sqlite3_get_autocommit(s->db))
+                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            return err;
+        }
+    }
+}
+
+static int enable_foreign_keys(struct store *s)
+{
+    int64_t on = 0;
+    int err = exec_sql(s, "PRAGMA foreign_keys = ON", "foreign_keys");
+    if (!err)
+        err = query_int(s, "PRAGMA foreign_keys", &on);
+    if (!err && on != 1)
+        err = refuse(s, RMQ_EIO, "foreign_keys unsupported by this SQLite");
+    return err;
+}
+
+static int prepare_all(struct store *s)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        int rc = sqlite3_prepare_v3(s->db, stmt_def[i].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
+        if (rc != SQLITE_OK)
+            return fail(s, rc, stmt_def[i].name);
+    }
+    return 0;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Finalizes and closes without committing (open failures, store_close). */
+static void destroy(struct store *s)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        (void)sqlite3_finalize(s->st[i]); /* returns the last step error, already reported */
+    int rc = sqlite3_close(s->db);
+    assert(rc == SQLITE_OK); /* every statement is finalized, so close cannot be busy */
+    (void)rc;
+    rmq_free(s);
+}
+
+/* Creates the file with mode 0600 before SQLite sees it: SQLite would
+ * create it 0644 (less the umask), and its -wal/-shm files copy the mode
+ * of the database file, so this one open() protects all three. */
+static int create_file(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        int e = errno;
+        set_err(err, errlen, "open %s: %s", path, strerror(e));
+        return -e;
+    }
+    if (close(fd) != 0 && errno != EINTR) {
+        int e = errno;
+        set_err(err, errlen, "close %s: %s", path, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+int store_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+    if (!out || !path) {
+        set_err(err, errlen, "store_open: %s", rmq_strerror(RMQ_EINVAL));
+        return RMQ_EINVAL;
+    }
+    *out = NULL;
+    int e = create_file(path, err, errlen);
+    if (e)
+        return e;
+    struct store *s = rmq_calloc(1, sizeof *s);
+    if (!s) {
+        set_err(err, errlen, "store_open: %s", rmq_strerror(RMQ_ENOMEM));
+        return RMQ_ENOMEM;
+    }
+    int rc = sqlite3_open_v2(path, &s->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+    if (rc != SQLITE_OK) {
+        e = s->db ? fail(s, rc, path) : RMQ_ENOMEM;
+        if (!s->db)
+            snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", path, sqlite3_errstr(rc));
+        goto fail;
+    }
+    if ((rc = sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS)) != SQLITE_OK) {
+        e = fail(s, rc, "busy_timeout");
+        goto fail;
+    }
+    /* Refuse a newer schema before anything (even the WAL switch) writes. */
+    int64_t version = 0;
+    if ((e = query_int(s, "PRAGMA user_version", &version)) != 0 || (e = check_version(s, version)) != 0 ||
+        (e = configure(s)) != 0 || (e = migrate(s)) != 0 || (e = enable_foreign_keys(s)) != 0 ||
+        (e = prepare_all(s)) != 0)
+        goto fail;
+    if ((e = exec_st(s, ST_RUN_INSERT, NULL, "Id", wall_ms(), (int)schema_migration_count)) != 0)
+        goto fail;
+    s->run_id = sqlite3_last_insert_rowid(s->db);
+    s->errbuf[0] = 0;
+    *out = s;
+    return 0;
+fail:
+    set_err(err, errlen, "%s", s->errbuf);
+    destroy(s);
+    return e;
+}
+
+void store_close(struct store *s)
+{
+    if (!s)
+        return;
+    /* Nobody is left to hear a failure; a lost batch is what a crash here
+     * would have lost too. */
+    if (s->in_batch)
+        (void)store_commit(s);
+    destroy(s);
+}
+
+const char *store_errmsg(const struct store *s)
+{
+    return s->errbuf;
+}
+
+int64_t store_run_id(const struct store *s)
+{
+    return s->run_id;
+}
+
+bool store_in_batch(const struct store *s)
+{
+    return s->in_batch;
+}
+
+int store_commit(struct store *s)
+{
+    bool lost = s->batch_lost;
+    s->batch_lost = false;
+    if (!s->in_batch)
+        return lost ? RMQ_EIO : 0; /* errbuf still names the failure that lost it */
+    if (exec_st(s, ST_COMMIT, NULL, "") == 0) {
+        s->in_batch = false;
+        return lost ? RMQ_EIO : 0;
+    }
+    /* The batch is not durable. Undo what is left of it so the connection
+     * is clean and the next write starts a fresh batch; keep the COMMIT's
+     * message, which says why. */
+    char why[sizeof s->errbuf];
+    memcpy(why, s->errbuf, sizeof why);
+    if (!sqlite3_get_autocommit(s->db))
+        (void)exec_st(s, ST_ROLLBACK, NULL, "");
+    memcpy(s->errbuf, why, sizeof why);
+    s->in_batch = !sqlite3_get_autocommit(s->db);
+    s->batch_lost = s->in_batch; /* a batch we could not even roll back is still a lost one */
+    return RMQ_EIO;
+}
+
+int store_recover(struct store *s, int64_t now_ms, int *groups_out)
+{
+    int groups = 0;
+    int err = write_begin(s);
+    if (err)
+        return err;
+    err = exec_st(s, ST_RECOVER_EVENTS, &groups, "II", now_ms, s->run_id);
+    if (!err)
+        err = exec_st(s, ST_RECOVER_MEMBERS, NULL, "II", now_ms, s->run_id);
+    if (!err)
+        err = exec_st(s, ST_RECOVER_CHANNELS, NULL, "II", now_ms, s->run_id);
+    if ((err = write_end(s, err)) != 0 || (err = store_commit(s)) != 0)
+        return err;
+    if (groups_out)
+        *groups_out = groups;
+    return 0;
+}
+
+/* Accumulates the broker rows of one topic while load_topics scans. */
+struct topic_acc {
+    char *topic;
+    struct store_topic_broker *brokers;
+    size_t n, cap;
+};
+
+static void topic_acc_clear(struct topic_acc *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        rmq_free((char *)a->brokers[i].broker_name);
+    rmq_free(a->topic);
+    a->topic = NULL;
+    a->n = 0;
+}
+
+static int topic_acc_add(struct topic_acc *a, sqlite3_stmt *st)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 8;
+        struct store_topic_broker *b = rmq_realloc(a->brokers, cap * sizeof *b);
+        if (!b)
+            return RMQ_ENOMEM;
+        a->brokers = b;
+        a->cap = cap;
+    }
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    char *copy = name ? rmq_strdup(name) : NULL;
+    if (!copy)
+        return RMQ_ENOMEM; /* the column is NOT NULL, so NULL here is SQLite's OOM */
+    a->brokers[a->n++] = (struct store_topic_broker){
+        .broker_name = copy,
+        .read_queue_nums = sqlite3_column_int(st, 2),
+        .write_queue_nums = sqlite3_column_int(st, 3),
+        .perm = sqlite3_column_int(st, 4),
+    };
+    return 0;
+}
+
+/* One row of the topics LEFT JOIN brokers scan: rows of one topic are
+ * adjacent (ORDER BY), so a change of name hands the finished topic to cb.
+ * Returns 0, cb's non-zero result, or an RMQ_E* code. */
+static int topic_row(struct topic_acc *a, sqlite3_stmt *st, store_topic_cb cb, void *ctx)
+{
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (!name)
+        return RMQ_ENOMEM;
+    if (a->topic && strcmp(a->topic, name) != 0) {
+        int r = cb(ctx, a->topic, a->brokers, a->n);
+        topic_acc_clear(a);
+        if (r)
+            return r;
+    }
+    if (!a->topic && !(a->topic = rmq_strdup(name)))
+        return RMQ_ENOMEM;
+    return sqlite3_column_type(st, 1) == SQLITE_NULL ? 0 : topic_acc_add(a, st);
+}
+
+/* Calls cb once per topic with its brokers (borrowed for the call; n may be
+ * 0). cb must not write to the store: the scan is still running. On a
+ * SQLite error mid-scan, cb has already seen the topics before it. */
+int store_load_topics(struct store *s, store_topic_cb cb, void *ctx)
+{
+    if (!cb)
+        return refuse(s, RMQ_EINVAL, "load topics");
+    sqlite3_stmt *st = s->st[ST_LOAD_TOPICS];
+    struct topic_acc a = {0};
+    int rc, r = 0;
+    while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        r = topic_row(&a, st, cb, ctx);
+    if (r == RMQ_ENOMEM)
+        r = refuse(s, RMQ_ENOMEM, stmt_def[ST_LOAD_TOPICS].name);
+    else if (r == 0 && rc != SQLITE_DONE)
+        r = fail(s, rc, stmt_def[ST_LOAD_TOPICS].name);
+    (void)sqlite3_reset(st); /* returns the step error again, handled above */
+    if (r == 0 && a.topic)
+        r = cb(ctx, a.topic, a.brokers, a.n);
+    topic_acc_clear(&a);
+    rmq_free(a.brokers);
+    return r;
+}
+
+/* Calls cb once per stored offset (strings borrowed for the call). Same
+ * rules as store_load_topics. */
+int store_load_offsets(struct store *s, store_offset_cb cb, void *ctx)
+{
+    if (!cb)
+        return refuse(s, RMQ_EINVAL, "load offsets");
+    sqlite3_stmt *st = s->st[ST_LOAD_OFFSETS];
+    int rc, r = 0;
+    while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *group = (const char *)sqlite3_column_text(st, 0);
+        const char *topic = (const char *)sqlite3_column_text(st, 1);
+        if (!group || !topic)
+            r = refuse(s, RMQ_ENOMEM, stmt_def[ST_LOAD_OFFSETS].name);
+        else
+            r = cb(ctx, group, topic, sqlite3_column_int(st, 2), sqlite3_column_int64(st, 3));
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = fail(s, rc, stmt_def[ST_LOAD_OFFSETS].name);
+    (void)sqlite3_reset(st); /* returns the step error again, handled above */
+    return r;
+}
+
+int store_put_topic(struct store *s, const char *topic, const struct store_topic_broker *brokers, size_t n,
+                    int64_t now_ms)
+{
+    if (n && !brokers)
+        return refuse(s, RMQ_EINVAL, "put topic");
+    int err = write_begin(s);
+    if (err)
+        return err;
+    err = exec_st(s, ST_TOPIC_UPSERT, NULL, "sI", topic, now_ms);
+    if (!err)
+        err = exec_st(s, ST_TOPIC_BROKERS_CLEAR, NULL, "s", topic);
+    for (size_t i = 0; i < n && !err; i++)
+        err = exec_st(s, ST_TOPIC_BROKER_PUT, NULL, "ssddd", topic, brokers[i].broker_name,
+                      brokers[i].read_queue_nums, brokers[i].write_queue_nums, brokers[i].perm);
+    return write_end(s, err);
+}
+
+int store_delete_topic(struct store *s, const char *topic)
+{
+    int changes = 0;
+    int err = write_one(s, &changes, ST_TOPIC_DELETE, "s", topic);
+    return err ? err : changes ? 0 : refuse(s, RMQ_ENOTFOUND, "delete topic");
+}
+
+int store_put_offset(struct store *s, const char *group, const char *topic, int queue_id, int64_t offset,
+                     int64_t now_ms)
+{
+    return write_one(s, NULL, ST_OFFSET_PUT, "ssdII", group, topic, queue_id, offset, now_ms);
+}
+
+int store_put_client(struct store *s, const char *client_id, const char *language, int version,
+                     int64_t now_ms)
+{
+    return write_one(s, NULL, ST_CLIENT_PUT, "ssdI", client_id, language, version, now_ms);
+}
+
+int store_open_channel(struct store *s, int64_t channel_id, const char *remote_addr, int64_t now_ms)
+{
+    return write_one(s, NULL, ST_CHANNEL_OPEN, "IIsI", channel_id, s->run_id, remote_addr, now_ms);
+}
+
+/* Also ends any member still live on the channel (same reason), so a
+ * closed channel never keeps live members even if the caller missed one.
+ * RMQ_ENOTFOUND if the channel is unknown or already closed. */
+int store_close_channel(struct store *s, int64_t channel_id, const char *reason, int64_t now_ms)
+{
+    int changes = 0;
+    int err = write_begin(s);
+    if (err)
+        return err;
+    err = exec_st(s, ST_CHANNEL_CLOSE, &changes, "IIs", channel_id, now_ms, reason);
+    if (!err && changes == 0)
+        err = refuse(s, RMQ_ENOTFOUND, "close channel");
+    if (!err)
+        err = exec_st(s, ST_CHANNEL_MEMBERS_LEAVE, NULL, "IIs", channel_id, now_ms, reason);
+    return write_end(s, err);
+}
+
+int store_put_group(struct store *s, const char *group, const char *consume_type, const char *message_model,
+                    const char *consume_from_where, int64_t now_ms)
+{
+    return write_one(s, NULL, ST_GROUP_PUT, "ssssI", group, consume_type, message_model, consume_from_where,
+                     now_ms);
+}
+
+int store_member_join(struct store *s, const char *group, int64_t channel_id, const char *client_id,
+                      int64_t now_ms)
+{
+    return write_one(s, NULL, ST_MEMBER_JOIN, "sIsI", group, channel_id, client_id, now_ms);
+}
+
+/* RMQ_ENOTFOUND when the (group, channel) has no live member. */
+int store_member_heartbeat(struct store *s, const char *group, int64_t channel_id, int64_t now_ms)
+{
+    int changes = 0;
+    int err = write_one(s, &changes, ST_MEMBER_HEARTBEAT, "sII", group, channel_id, now_ms);
+    return err ? err : changes ? 0 : refuse(s, RMQ_ENOTFOUND, "member heartbeat");
+}
+
+/* RMQ_ENOTFOUND when the (group, channel) has no live member. */
+int store_member_leave(struct store *s, const char *group, int64_t channel_id, const char *reason,
+                       int64_t now_ms)
+{
+    int changes = 0;
+    int err = write_one(s, &changes, ST_MEMBER_LEAVE, "sIIs", group, channel_id, now_ms, reason);
+    return err ? err : changes ? 0 : refuse(s, RMQ_ENOTFOUND, "member leave");
+}
+
+/* A NULL tags_json stores "[]"; a repeated topic in subs keeps the last. */
+int store_put_subscriptions(struct store *s, const char *group, const struct store_subscription *subs,
+                            size_t n, int64_t now_ms)
+{
+    if (n && !subs)
+        return refuse(s, RMQ_EINVAL, "put subscriptions");
+    int err = write_begin(s);
+    if (err)
+        return err;
+    err = exec_st(s, ST_SUBS_CLEAR, NULL, "s", group);
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct store_subscription *u = &subs[i];
+        err = exec_st(s, ST_SUB_PUT, NULL, "sssssII", group, u->topic, u->sub_string, u->expression_type,
+                      u->tags_json ? u->tags_json : "[]", u->sub_version, now_ms);
+    }
+    return write_end(s, err);
+}
+
+/* NULL before/after store "[]"; channel_id 0 and a NULL client_id are
+ * stored as SQL NULL. */
+int store_append_event(struct store *s, const struct store_event *ev, int64_t *id_out)
+{
+    if (!ev)
+        return refuse(s, RMQ_EINVAL, "append event");
+    int err = write_one(s, NULL, ST_EVENT_APPEND, "IsssNss", ev->ts_ms, ev->group, ev->kind, ev->client_id,
+                        ev->channel_id, ev->before_json ? ev->before_json : "[]",
+                        ev->after_json ? ev->after_json : "[]");
+    if (!err && id_out)
+        *id_out = sqlite3_last_insert_rowid(s->db);
+    return err;
+}

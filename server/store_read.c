@@ -1,2 +1,323 @@
-/* store_read.c — placeholder until the module lands. */
-typedef int rmq_placeholder_store_read;
+/* store_read.c — read-only SQLite access for the HTTP thread.
+ *
+ * Owned by the thread that opened it (SQLITE_OPEN_NOMUTEX and cached
+ * statements: two threads must not share one reader). The connection is
+ * SQLITE_OPEN_READONLY, so nothing here can change the database. The file is
+ * in WAL mode (store.c sets it), so a read runs against a snapshot of the
+ * last commit and neither waits for nor blocks the loop's writer. Each query
+ * resets its statement before returning, which ends the read transaction:
+ * every call sees a fresh snapshot and none pins the WAL against
+ * checkpoints.
+ *
+ * Results are new jansson references owned by the caller; the allocation goes
+ * through jansson's hooks (rmq_mem_install_jansson points them at mem.h).
+ */
+#include "store_read.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A reader waits only briefly: in WAL mode it is blocked only while a
+ * connection recovers the WAL index, which is quick. */
+#define STORE_READER_BUSY_TIMEOUT_MS 2000
+#define STORE_READER_MAX_LIMIT 1000
+
+#define EVENTS_SELECT                                                                                        \
+    "SELECT id, ts_ms, group_name, kind, client_id, channel_id, before_json, after_json FROM events "
+
+struct store_reader {
+    sqlite3 *db;
+    sqlite3_stmt *events_all;   /* ?1 since id, ?2 limit */
+    sqlite3_stmt *events_group; /* ?1 since id, ?2 limit, ?3 group (served by index events_group_id) */
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int sqlite_err(sqlite3 *db, int rc, const char *what, char *err, size_t errlen)
+{
+    set_err(err, errlen, "%s: %s (%d)", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), rc);
+    return (rc & 0xff) == SQLITE_NOMEM ? RMQ_ENOMEM : RMQ_EIO;
+}
+
+void store_reader_close(struct store_reader *r)
+{
+    if (!r)
+        return;
+    /* finalize returns the last step's error, already reported */
+    (void)sqlite3_finalize(r->events_all);
+    (void)sqlite3_finalize(r->events_group);
+    int rc = sqlite3_close(r->db);
+    (void)rc; /* SQLITE_OK: every statement is finalized, so close cannot be busy */
+    rmq_free(r);
+}
+
+/* Opens the read-only connection and prepares its statements; preparing
+ * also checks that the schema is there. New *out owned by the caller
+ * (store_reader_close). Returns 0, RMQ_EIO or RMQ_ENOMEM, with err filled. */
+int store_reader_open(const char *path, struct store_reader **out, char *err, size_t errlen)
+{
+    if (!out || !path) {
+        set_err(err, errlen, "store_reader_open: %s", rmq_strerror(RMQ_EINVAL));
+        return RMQ_EINVAL;
+    }
+    *out = NULL;
+    if (sqlite3_threadsafe() == 0) { /* NOMUTEX below relies on a thread-capable build */
+        set_err(err, errlen, "store_reader_open: SQLite was built without thread support");
+        return RMQ_EIO;
+    }
+    struct store_reader *r = rmq_calloc(1, sizeof *r);
+    if (!r) {
+        set_err(err, errlen, "store_reader_open: %s", rmq_strerror(RMQ_ENOMEM));
+        return RMQ_ENOMEM;
+    }
+    int e = 0;
+    int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        e = sqlite_err(r->db, rc, path, err, errlen);
+        goto fail;
+    }
+    if ((rc = sqlite3_busy_timeout(r->db, STORE_READER_BUSY_TIMEOUT_MS)) != SQLITE_OK) {
+        e = sqlite_err(r->db, rc, "busy_timeout", err, errlen);
+        goto fail;
+    }
+    rc = sqlite3_prepare_v3(r->db, EVENTS_SELECT "WHERE id > ?1 ORDER BY id LIMIT ?2", -1,
+                            SQLITE_PREPARE_PERSISTENT, &r->events_all, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(r->db, EVENTS_SELECT "WHERE group_name = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+                                -1, SQLITE_PREPARE_PERSISTENT, &r->events_group, NULL);
+    if (rc != SQLITE_OK) {
+        e = sqlite_err(r->db, rc, "prepare events", err, errlen);
+        goto fail;
+    }
+    *out = r;
+    return 0;
+fail:
+    store_reader_close(r);
+    return e;
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid, by the
+ * same rules jansson applies (no overlongs, surrogates or > U+10FFFF). */
+static size_t utf8_seq(const unsigned char *p, size_t left)
+{
+    unsigned c = p[0];
+    size_t n;
+    unsigned long v;
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2)
+        return 0;
+    if (c < 0xE0)
+        n = 2, v = c & 0x1F;
+    else if (c < 0xF0)
+        n = 3, v = c & 0x0F;
+    else if (c < 0xF5)
+        n = 4, v = c & 0x07;
+    else
+        return 0;
+    if (n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3F);
+    }
+    if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) || (n == 3 && v < 0x800) || (n == 4 && v < 0x10000))
+        return 0;
+    return n;
+}
+
+/* New NUL-terminated copy of the n bytes at t with each invalid UTF-8
+ * byte replaced by '?' (caller frees with rmq_free; NULL on OOM). Names
+ * arrive from remote clients and are stored as sent; one bad byte must not
+ * make the whole event page fail. */
+static char *utf8_lossy_copy(const unsigned char *t, size_t n)
+{
+    char *copy = rmq_malloc(n + 1);
+    if (!copy)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(t + i, n - i);
+        if (k == 0) {
+            copy[i++] = '?';
+            continue;
+        }
+        memcpy(copy + i, t + i, k);
+        i += k;
+    }
+    copy[n] = 0;
+    return copy;
+}
+
+static json_t *string_lossy(const unsigned char *t, size_t n)
+{
+    char *copy = utf8_lossy_copy(t, n);
+    json_t *v = copy ? json_stringn(copy, n) : NULL;
+    rmq_free(copy);
+    return v;
+}
+
+/* New JSON value for a text column: a string, or null for SQL NULL.
+ * NULL only on OOM. */
+static json_t *text_value(sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return json_null();
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (!t)
+        return NULL; /* the text conversion ran out of memory */
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    json_t *v = json_stringn((const char *)t, n);
+    return v ? v : string_lossy(t, n);
+}
+
+/* jansson 2.14 returns NULL without filling the error when its lexer
+ * cannot allocate, and sets a code on every other failure: so preset "out
+ * of memory" and let a real parse error overwrite it. */
+static void jerr_preset(json_error_t *e)
+{
+    memset(e, 0, sizeof *e);
+    e->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
+}
+
+/* New JSON value parsed from a stored JSON array column; null if the text
+ * is somehow not an array (the schema's CHECK makes that a corrupted row).
+ * NULL only on OOM. */
+static json_t *array_value(sqlite3_stmt *st, int col)
+{
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    if (!t)
+        return sqlite3_column_type(st, col) == SQLITE_NULL ? json_null() : NULL;
+    json_error_t jerr;
+    jerr_preset(&jerr);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    json_t *v = json_loadb(t, n, 0, &jerr);
+    if (!v && json_error_code(&jerr) == json_error_invalid_utf8) {
+        /* client ids are embedded as sent (store_recover's json_group_array) */
+        char *copy = utf8_lossy_copy((const unsigned char *)t, n);
+        if (!copy)
+            return NULL;
+        jerr_preset(&jerr);
+        v = json_loadb(copy, n, 0, &jerr);
+        rmq_free(copy);
+    }
+    if (!v)
+        return json_error_code(&jerr) == json_error_out_of_memory ? NULL : json_null();
+    if (!json_is_array(v)) {
+        json_decref(v);
+        return json_null();
+    }
+    return v;
+}
+
+/* New JSON object for the current events row, NULL on OOM. */
+static json_t *event_row(sqlite3_stmt *st)
+{
+    json_t *ev = json_object();
+    if (!ev)
+        return NULL;
+    /* json_object_set_new steals the value even when it fails, and fails
+     * on a NULL value, so each line both checks and cleans up. */
+    if (json_object_set_new(ev, "id", json_integer(sqlite3_column_int64(st, 0))) ||
+        json_object_set_new(ev, "ts", json_integer(sqlite3_column_int64(st, 1))) ||
+        json_object_set_new(ev, "group", text_value(st, 2)) ||
+        json_object_set_new(ev, "kind", text_value(st, 3)) ||
+        json_object_set_new(ev, "clientId", text_value(st, 4)) ||
+        json_object_set_new(ev, "channelId",
+                            sqlite3_column_type(st, 5) == SQLITE_NULL
+                                ? json_null()
+                                : json_integer(sqlite3_column_int64(st, 5))) ||
+        json_object_set_new(ev, "before", array_value(st, 6)) ||
+        json_object_set_new(ev, "after", array_value(st, 7))) {
+        json_decref(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* Steps st, appending one object per row to events; *next gets the id of
+ * the last row. Returns 0, RMQ_ENOMEM or RMQ_EIO (err filled). */
+static int collect_events(struct store_reader *r, sqlite3_stmt *st, json_t *events, int64_t *next, char *err,
+                          size_t errlen)
+{
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (json_array_append_new(events, event_row(st)) != 0) {
+            set_err(err, errlen, "events: %s", rmq_strerror(RMQ_ENOMEM));
+            return RMQ_ENOMEM;
+        }
+        *next = sqlite3_column_int64(st, 0);
+    }
+    return rc == SQLITE_DONE ? 0 : sqlite_err(r->db, rc, "events", err, errlen);
+}
+
+/* See store_read.h. A negative since_id reads from the start; limit is
+ * clamped to 1..1000. "next" is the id of the last event returned, or
+ * since_id when none is, so a poller can always pass it back unchanged. */
+json_t *store_reader_events(struct store_reader *r, const char *group, int64_t since_id, int limit, char *err,
+                            size_t errlen)
+{
+    if (!r) {
+        set_err(err, errlen, "events: %s", rmq_strerror(RMQ_EINVAL));
+        return NULL;
+    }
+    if (since_id < 0)
+        since_id = 0;
+    if (limit < 1)
+        limit = 1;
+    if (limit > STORE_READER_MAX_LIMIT)
+        limit = STORE_READER_MAX_LIMIT;
+    sqlite3_stmt *st = group ? r->events_group : r->events_all;
+    int rc = sqlite3_bind_int64(st, 1, since_id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 2, limit);
+    if (rc == SQLITE_OK && group)
+        rc = sqlite3_bind_text(st, 3, group, -1, SQLITE_STATIC); /* cleared below, before group goes away */
+    json_t *events = NULL, *out = NULL;
+    int64_t next = since_id;
+    int e = 0;
+    if (rc != SQLITE_OK)
+        e = sqlite_err(r->db, rc, "events bind", err, errlen);
+    else if (!(events = json_array()))
+        e = RMQ_ENOMEM;
+    else
+        e = collect_events(r, st, events, &next, err, errlen);
+    /* Ends the read transaction. reset repeats the step error (handled);
+     * clear_bindings always returns SQLITE_OK. */
+    (void)sqlite3_reset(st);
+    (void)sqlite3_clear_bindings(st);
+    if (!e) {
+        json_t *owned = events; /* from here on owned by out (set_new steals even on failure) */
+        events = NULL;
+        if (!(out = json_object())) {
+            json_decref(owned);
+            e = RMQ_ENOMEM;
+        } else if (json_object_set_new(out, "events", owned) ||
+                   json_object_set_new(out, "next", json_integer(next))) {
+            e = RMQ_ENOMEM;
+        }
+    }
+    if (e) {
+        if (e == RMQ_ENOMEM)
+            set_err(err, errlen, "events: %s", rmq_strerror(RMQ_ENOMEM));
+        json_decref(events);
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}

@@ -1,0 +1,57 @@
+/* config.h — the daemon's settings: flags, defaults, validation, --help.
+ *
+ * Filled once by config_parse on the main thread before anything starts and
+ * read-only afterwards (threads may read it freely).
+ */
+#ifndef RMQ_CONFIG_H
+#define RMQ_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_LISTEN 8
+#define CONFIG_MAX_TOPICS 64
+
+struct config_addr {
+    char host[256];
+    uint16_t port;
+};
+
+struct config_topic {
+    char name[256];
+    int queues;
+};
+
+struct config {
+    struct config_addr listen[CONFIG_MAX_LISTEN];
+    size_t nlisten;
+    struct config_addr advertise; /* port 0 = the first listener's bound address */
+    bool advertise_set;
+    struct config_addr http;
+    bool http_enabled;
+    char store_path[4096];
+    int64_t channel_expiry_ms;
+    int64_t expiry_scan_ms;
+    bool notify_on_expiry;
+    int auto_create_queues;   /* 0 = auto-create off */
+    size_t max_frame_bytes;
+    size_t max_pending_output;/* per connection; a slower reader is dropped */
+    int64_t pull_hold_max_ms;
+    int64_t lock_expiry_ms;
+    char broker_name[128];
+    char cluster_name[128];
+    struct config_topic topics[CONFIG_MAX_TOPICS];
+    size_t ntopics;
+    int log_level; /* enum log_level */
+};
+
+/* Fills *cfg from argv (argv[0] = "serve"). Returns 0 to run, 1 when
+ * --help/--version was printed (exit 0), or RMQ_EINVAL after printing a
+ * clear error to stderr (exit 2). */
+int config_parse(struct config *cfg, int argc, char **argv);
+/* Parses "HOST:PORT" (also "[v6]:PORT"). 0 or RMQ_EINVAL. */
+int config_parse_addr(const char *s, struct config_addr *out);
+void config_print_help(void);
+
+#endif

@@ -1,0 +1,85 @@
+/* conn.h — TCP connections carrying remoting frames.
+ *
+ * A conn_set owns every connection: it reads and decodes frames (handing
+ * each to on_frame), queues encoded replies in a per-connection output
+ * buffer, writes them in conn_set_flush (called before the loop sleeps),
+ * arms writability only while bytes remain, and frees connections marked
+ * with conn_close_async in conn_set_reap — never inside their own callback.
+ * Knows frames, not request codes. Loop thread only.
+ */
+#ifndef RMQ_CONN_H
+#define RMQ_CONN_H
+
+#include "buf.h"
+#include "remoting_frame.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct loop;
+struct conn_set;
+
+struct conn {
+    int fd;
+    uint64_t id;   /* unique across restarts (the store's channel id) */
+    char peer[64]; /* "ip:port" */
+    int64_t opened_ms;
+    struct rmq_frame_decoder dec;
+    struct buf out;
+    bool closing;
+    bool write_armed;
+    bool in_flush_list;
+    bool durable_pending; /* queued output reports a stored fact */
+    char close_reason[200];
+    void *user; /* the owner's per-connection state (borrowed) */
+    struct conn_set *set;
+    struct conn *prev, *next;   /* all connections */
+    struct conn *next_flush;    /* connections with output queued */
+    struct conn *next_close;    /* connections to reap */
+};
+
+/* on_frame: a decoded frame; cmd is borrowed (cleared after the call; the
+ * callback may take its body by setting cmd->body = NULL). on_close: the
+ * connection is about to be freed (reason in c->close_reason). */
+typedef void (*conn_frame_cb)(void *ctx, struct conn *c, struct rmq_cmd *cmd);
+typedef void (*conn_close_cb)(void *ctx, struct conn *c);
+
+struct conn_set_options {
+    size_t max_frame;
+    size_t max_output;
+    conn_frame_cb on_frame;
+    conn_close_cb on_close;
+    void *ctx;
+};
+
+/* New set, owned by the caller (conn_set_free). 0 or RMQ_ENOMEM. */
+int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct conn_set **out);
+/* Closes every connection (on_close is called for each) and frees. */
+void conn_set_free(struct conn_set *s);
+size_t conn_set_count(const struct conn_set *s);
+
+/* Adopts an accepted fd; the new conn gets id. 0 or an error (fd closed). */
+int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, int64_t now_ms, struct conn **out);
+
+/* Encodes cmd and queues it. durable: the reply reports a stored fact and
+ * must not go out if the store commit before this flush fails. 0, or an
+ * error after which the connection is closing (output limit, memory). */
+int conn_send(struct conn *c, const struct rmq_cmd *cmd, bool durable);
+/* Queues pre-encoded frame bytes (e.g. one NOTIFY shared by many). */
+int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n);
+
+/* Marks c for closing; its frames stop being dispatched and it is freed in
+ * conn_set_reap. The first reason given wins. */
+void conn_close_async(struct conn *c, const char *reason);
+
+/* Before sleep: if durable_ok is false, connections with durable output are
+ * closed instead (nothing unstored is acknowledged); then writes all queued
+ * output, arming writability where the socket is full. */
+void conn_set_flush(struct conn_set *s, bool durable_ok);
+/* Frees every connection marked closing (calling on_close first). */
+void conn_set_reap(struct conn_set *s);
+/* First connection of the set (iterate with ->next). */
+struct conn *conn_set_first(struct conn_set *s);
+
+#endif

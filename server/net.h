@@ -1,0 +1,20 @@
+/* net.h — socket helpers: listen, accept (non-blocking, close-on-exec),
+ * TCP_NODELAY, address formatting. Knows nothing of RocketMQ. Return 0 / an
+ * fd, or -errno (getaddrinfo failures map to -EADDRNOTAVAIL). */
+#ifndef RMQ_NET_H
+#define RMQ_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Non-blocking listening TCP socket on host:port (port 0 = any free port),
+ * SO_REUSEADDR, backlog 1024. Returns the fd or -errno. */
+int net_listen(const char *host, uint16_t port);
+/* The bound local address of fd as "ip:port" into out; 0 or -errno. */
+int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out);
+/* Accepts one connection (non-blocking, cloexec, TCP_NODELAY, keepalive);
+ * the peer "ip:port" goes to peer. Returns the fd, -EAGAIN when none is
+ * pending, or -errno. */
+int net_accept(int lfd, char *peer, size_t peerlen);
+
+#endif

@@ -1,0 +1,439 @@
+"""Integration tests: the real rmqcoord daemon on loopback, driven over TCP
+and HTTP the way RocketMQ clients and operators drive it."""
+import json
+import os
+import signal
+import socket
+import sqlite3
+import struct
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body  # noqa: E402
+
+HB, UNREG, LIST, ROUTE, NOTIFY = 34, 35, 38, 105, 40
+QUERY_OFF, UPDATE_OFF, MAX_OFF, PULL, LOCK, UNLOCK = 14, 15, 30, 11, 41, 42
+DATA = os.environ.get("RMQ_TEST_DATA", os.path.join(os.path.dirname(__file__), "..", "data"))
+
+
+def consumer_list(conn, group):
+    r = conn.request(LIST, {"consumerGroup": group})
+    if r is None or r.code != 0:
+        return r
+    return sorted(r.json()["consumerIdList"])
+
+
+class DaemonTest(unittest.TestCase):
+    extra = ("--channel-expiry-ms", "1500", "--expiry-scan-ms", "100", "--pull-hold-max-ms", "15000")
+
+    def setUp(self):
+        self.d = Daemon(*self.extra)
+        self.conns = []
+
+    def tearDown(self):
+        for c in self.conns:
+            c.close()
+        alive = self.d.alive()
+        rc = self.d.stop()
+        if not alive or rc not in (0, None):
+            print(self.d.logtext(), file=sys.stderr)
+        self.assertTrue(alive, "daemon died during the test")
+        self.assertEqual(rc, 0, "daemon did not shut down cleanly")
+
+    def conn(self):
+        c = self.d.connect()
+        self.conns.append(c)
+        return c
+
+    def join(self, conn, cid, groups, **kw):
+        r = conn.request(HB, body=heartbeat_body(cid, groups, **kw))
+        self.assertIsNotNone(r, "no heartbeat reply")
+        self.assertEqual(r.code, 0, r)
+        return r
+
+
+class Membership(DaemonTest):
+    def test_second_join_notifies_first_and_list_has_both(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        self.assertIsNotNone(a.wait_notify("G"), "the joining channel is notified too")
+        t0 = time.monotonic()
+        self.join(b, "cB", {"G": ["T"]})
+        n = a.wait_notify("G", timeout=1.0)
+        self.assertIsNotNone(n, "first connection not notified of the second join")
+        self.assertLess(time.monotonic() - t0, 0.5)
+        self.assertEqual(n.flag & 2, 2, "NOTIFY must be oneway")
+        self.assertEqual(n.ext, {"consumerGroup": "G"})
+        self.assertEqual(consumer_list(a, "G"), ["cA", "cB"])
+
+    def test_reheartbeat_is_not_a_change(self):
+        a = self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        a.drain(0.2)
+        self.join(a, "cA", {"G": ["T"]})
+        self.join(a, "cA", {"G": [("T", "*", 99)]})  # newer subVersion alone: no change
+        self.assertEqual([f for f in a.drain(0.3) if f.code == NOTIFY], [])
+
+    def test_subscription_added_and_removed_notify(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        self.join(b, "cB", {"G": ["T"]})
+        a.drain(0.2)
+        self.join(b, "cB", {"G": ["T", "T2"]})
+        self.assertIsNotNone(a.wait_notify("G"), "topic added must notify")
+        self.join(b, "cB", {"G": ["T"]})
+        self.assertIsNotNone(a.wait_notify("G"), "topic removed must notify")
+        st, g = self.d.http("GET", "/api/groups/G")
+        self.assertEqual(st, 200)
+        self.assertEqual([s["topic"] for s in g["subscriptions"]], ["T"])
+
+    def test_close_notifies_and_removes(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        self.join(b, "cB", {"G": ["T"]})
+        a.drain(0.2)
+        b.close()
+        self.assertIsNotNone(a.wait_notify("G"), "close must notify the others")
+        self.assertEqual(consumer_list(a, "G"), ["cA"])
+
+    def test_unregister_keeps_socket_and_notifies(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        self.join(b, "cB", {"G": ["T"]}, producers=["CLIENT_INNER_PRODUCER"])
+        a.drain(0.2)
+        r = b.request(UNREG, {"clientID": "cB", "consumerGroup": "G"})
+        self.assertEqual(r.code, 0)
+        self.assertIsNotNone(a.wait_notify("G"))
+        self.assertEqual(consumer_list(a, "G"), ["cA"])
+        # the socket stays usable, and a producer-only heartbeat does not rejoin
+        self.assertEqual(b.request(HB, body=heartbeat_body("cB", {}, producers=["CLIENT_INNER_PRODUCER"])).code, 0)
+        self.assertEqual(consumer_list(b, "G"), ["cA"])
+
+    def test_two_client_ids_on_one_connection_and_duplicates(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "same", {"G": ["T"]})
+        self.join(b, "same", {"G": ["T"]})
+        r = a.request(LIST, {"consumerGroup": "G"})
+        self.assertEqual(r.json()["consumerIdList"], ["same", "same"], "one id per channel, duplicates kept")
+        st, g = self.d.http("GET", "/api/groups/G")
+        self.assertEqual(g["duplicateClientIds"], ["same"])
+
+    def test_unknown_group_list_is_an_error_with_remark(self):
+        a = self.conn()
+        r = a.request(LIST, {"consumerGroup": "nobody"})
+        self.assertEqual(r.code, 1)
+        self.assertIn("no consumer for this group, nobody", r.remark)
+
+    def test_broadcast_group_is_not_notified(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA", {"B": ["T"]}, model="BROADCASTING")
+        self.join(b, "cB", {"B": ["T"]}, model="BROADCASTING")
+        self.assertEqual([f for f in a.drain(0.3) if f.code == NOTIFY], [])
+        self.assertEqual(consumer_list(a, "B"), ["cA", "cB"])
+
+    def test_heartbeat_v2_without_sub_is_not_unsubscribe(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA", {"GV": ["T"]})
+        r = self.join(b, "cB", {"GV": ["T"]}, v2=(550966797, False))
+        self.assertEqual(r.ext.get("IS_SUPPORT_HEART_BEAT_V2"), "true")
+        self.assertEqual(r.ext.get("IS_SUB_CHANGE"), "false")
+        a.drain(0.2)
+        r = self.join(b, "cB", {"GV": []}, v2=(550966797, True))
+        self.assertEqual(r.ext.get("IS_SUB_CHANGE"), "false")
+        self.assertEqual([f for f in a.drain(0.3) if f.code == NOTIFY], [])
+        st, g = self.d.http("GET", "/api/groups/GV")
+        self.assertEqual([s["topic"] for s in g["subscriptions"]], ["T"])
+        r = self.join(b, "cB", {"GV": []}, v2=(12345, True))
+        self.assertEqual(r.ext.get("IS_SUB_CHANGE"), "true", "a new fingerprint asks for the full heartbeat")
+
+
+class Expiry(DaemonTest):
+    def test_silent_member_expires_is_closed_and_others_notified(self):
+        a, c = self.conn(), self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        self.join(c, "cC", {"G": ["T"]})
+        a.drain(0.1)
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:  # keep A alive, let C go silent
+            self.join(a, "cA", {"G": ["T"]})
+            if consumer_list(a, "G") == ["cA"]:
+                break
+            time.sleep(0.2)
+        self.assertEqual(consumer_list(a, "G"), ["cA"], "silent member not expired")
+        self.assertIsNotNone(a.wait_notify("G", timeout=1.0), "rmqcoord notifies on expiry by default")
+        self.assertTrue(c.is_closed_by_peer(2.0), "expired channel must be closed")
+        st, ev = self.d.http("GET", "/api/events?group=G")
+        self.assertIn("expire", [e["kind"] for e in ev["events"]])
+
+
+class ExpirySilent(DaemonTest):
+    extra = DaemonTest.extra + ("--notify-on-expiry", "off")
+
+    def test_broker_behaviour_switch(self):
+        a, c = self.conn(), self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        self.join(c, "cC", {"G": ["T"]})
+        a.drain(0.1)
+        deadline = time.monotonic() + 4
+        notes = []
+        while time.monotonic() < deadline and consumer_list(a, "G") != ["cA"]:
+            self.join(a, "cA", {"G": ["T"]})
+            notes += [f for f in a.drain(0.2) if f.code == NOTIFY]
+        self.assertEqual(consumer_list(a, "G"), ["cA"])
+        notes += [f for f in a.drain(0.3) if f.code == NOTIFY]
+        self.assertEqual(notes, [], "--notify-on-expiry off must stay silent like the broker")
+
+
+class Protocol(DaemonTest):
+    def test_route_quoting_by_version_and_retry_topic(self):
+        a = self.conn()
+        old = a.request(ROUTE, {"topic": "TopicTest"}, version=121)
+        self.assertEqual(old.code, 0)
+        self.assertIn(b'"brokerAddrs":{0:"127.0.0.1:%d"}' % self.d.port, old.body)
+        new = a.request(ROUTE, {"topic": "TopicTest"}, version=409)
+        route = json.loads(new.body)
+        self.assertEqual(route["queueDatas"][0]["readQueueNums"], 8)
+        self.assertEqual(route["brokerDatas"][0]["brokerAddrs"], {"0": "127.0.0.1:%d" % self.d.port})
+        self.join(a, "cA", {"GR": ["TopicTest"]})
+        r = json.loads(a.request(ROUTE, {"topic": "%RETRY%GR"}).body)
+        self.assertEqual(r["queueDatas"][0]["readQueueNums"], 1)
+
+    def test_rocketmq_binary_request_gets_binary_reply(self):
+        a = self.conn()
+        r = a.request(ROUTE, {"topic": "T"}, serialize=1)
+        self.assertEqual(r.serialize, 1)
+        self.assertEqual(r.code, 0)
+        self.assertEqual(json.loads(r.body)["queueDatas"][0]["brokerName"], "broker-a")
+
+    def test_numeric_extfields_like_ali_ons(self):
+        a = self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        a.send(UPDATE_OFF, raw_ext={"topic": "T", "consumerGroup": "G", "queueId": 3, "commitOffset": 42})
+        r = a.request(QUERY_OFF, raw_ext={"topic": "T", "consumerGroup": "G", "queueId": 3})
+        self.assertEqual((r.code, r.ext.get("offset")), (0, "42"))
+        for v in r.ext.values():
+            self.assertIsInstance(v, str)
+
+    def test_offsets_query_defaults(self):
+        a = self.conn()
+        r = a.request(QUERY_OFF, {"topic": "T", "consumerGroup": "G", "queueId": 0})
+        self.assertEqual((r.code, r.ext.get("offset")), (0, "0"))
+        r = a.request(QUERY_OFF, {"topic": "T", "consumerGroup": "G", "queueId": 0, "setZeroIfNotFound": "false"})
+        self.assertEqual(r.code, 22)
+        a.send(UPDATE_OFF, {"topic": "T", "consumerGroup": "G", "queueId": 0, "commitOffset": 7}, flag=2)
+        r = a.request(MAX_OFF, {"topic": "T", "queueId": 0})
+        self.assertEqual(r.ext.get("offset"), "7")
+
+    def test_oneway_is_never_answered(self):
+        a = self.conn()
+        a.send(9999, {}, flag=2)
+        a.send(UPDATE_OFF, {"topic": "T", "consumerGroup": "G", "queueId": 0, "commitOffset": 1}, flag=2)
+        r = a.request(9998, {})
+        self.assertEqual(r.code, 3)
+        self.assertIn("9998", r.remark)
+        self.assertEqual(a.inbox, [])
+        self.assertEqual(a.rbuf, b"", "nothing else (no reply to the oneway requests) arrived")
+
+    def test_pull_is_held_then_not_found(self):
+        a = self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        a.request(ROUTE, {"topic": "T"})
+        t0 = time.monotonic()
+        r = a.request(PULL, {"consumerGroup": "G", "topic": "T", "queueId": 1, "queueOffset": 5, "sysFlag": 2,
+                             "commitOffset": 0, "suspendTimeoutMillis": 400, "maxMsgNums": 32, "subVersion": 1},
+                      timeout=5)
+        held = time.monotonic() - t0
+        self.assertEqual(r.code, 19)
+        self.assertGreaterEqual(held, 0.35)
+        self.assertEqual({k: r.ext[k] for k in ("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId")},
+                         {"nextBeginOffset": "5", "minOffset": "0", "maxOffset": "5", "suggestWhichBrokerId": "0"})
+
+    def test_pull_commit_offset_is_stored(self):
+        a = self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        a.request(ROUTE, {"topic": "T"})
+        r = a.request(PULL, {"consumerGroup": "G", "topic": "T", "queueId": 2, "queueOffset": 9, "sysFlag": 1,
+                             "commitOffset": 9, "suspendTimeoutMillis": 15000})
+        self.assertEqual(r.code, 19)
+        r = a.request(QUERY_OFF, {"topic": "T", "consumerGroup": "G", "queueId": 2})
+        self.assertEqual(r.ext.get("offset"), "9")
+
+    def test_locks(self):
+        a = self.conn()
+        mq = [{"brokerName": "broker-a", "queueId": 0, "topic": "T"}, {"brokerName": "broker-a", "queueId": 1, "topic": "T"}]
+        r = a.request(LOCK, body={"clientId": "c1", "consumerGroup": "G", "mqSet": mq})
+        self.assertEqual(len(r.json()["lockOKMQSet"]), 2)
+        r = a.request(LOCK, body={"clientId": "c2", "consumerGroup": "G", "mqSet": mq})
+        self.assertEqual(r.json()["lockOKMQSet"], [])
+        self.assertEqual(a.request(UNLOCK, body={"clientId": "c1", "consumerGroup": "G", "mqSet": mq[:1]}).code, 0)
+        r = a.request(LOCK, body={"clientId": "c2", "consumerGroup": "G", "mqSet": mq})
+        self.assertEqual([m["queueId"] for m in r.json()["lockOKMQSet"]], [0])
+
+    def test_captured_java_frames_are_answered(self):
+        a = self.conn()
+        seen = 0
+        for name in ("java-json.jsonl", "java-rocketmq-serialize.jsonl", "java-5.3.3.jsonl"):
+            with open(os.path.join(DATA, "captures", name)) as f:
+                for line in f:
+                    cap = json.loads(line)
+                    if "rawHex" not in cap or cap["code"] in (PULL,):
+                        continue
+                    raw = bytes.fromhex(cap["rawHex"])
+                    total, word = struct.unpack(">ii", raw[:8])
+                    a.send_raw(raw)
+                    seen += 1
+                    if cap["flag"] & 2:
+                        continue
+                    hl = word & 0xFFFFFF
+                    hdr = raw[8:8 + hl]
+                    opaque = json.loads(hdr)["opaque"] if (word >> 24) == 0 else struct.unpack(">i", hdr[5:9])[0]
+                    r = a.wait_response(opaque)
+                    self.assertIsNotNone(r, "no reply to captured %s" % cap["name"])
+                    self.assertEqual(r.serialize, (word >> 24) & 0xFF)
+                    self.assertIn(r.code, (0, 1, 17, 22), cap["name"])
+        self.assertGreater(seen, 10)
+
+
+class BadInput(DaemonTest):
+    def test_garbage_closes_only_that_connection(self):
+        good, bad = self.conn(), self.conn()
+        self.join(good, "cA", {"G": ["T"]})
+        bad.send_raw(b"\x00\x00\x00\x10\x05\x00\x00\x04garbagegarbage!!")
+        self.assertTrue(bad.is_closed_by_peer(), "a bad serialize type must close the connection")
+        self.assertEqual(consumer_list(good, "G"), ["cA"])
+
+    def test_oversized_frame_closes_before_buffering(self):
+        good, bad = self.conn(), self.conn()
+        bad.send_raw(struct.pack(">ii", 200 * 1024 * 1024, 10))
+        self.assertTrue(bad.is_closed_by_peer())
+        self.assertEqual(good.request(ROUTE, {"topic": "T"}).code, 0)
+
+    def test_malformed_headers_and_bodies(self):
+        for hdr in (b"not json", b"[1,2]", b'{"code":"x"}', b'{"code":34,"extFields":{"a":{"b":1}}}'):
+            c = self.conn()
+            c.send_raw(frame(hdr))
+            self.assertTrue(c.is_closed_by_peer(), hdr)
+        c = self.conn()
+        for body in (b"{", b'{"clientID":""}', b'{"clientID":"x","consumerDataSet":[{"groupName":5}]}', b"[]"):
+            r = c.request(HB, body=body)
+            self.assertEqual(r.code, 1, body)
+            self.assertIn("heartbeat", r.remark)
+        r = c.request(QUERY_OFF, {"topic": "T", "consumerGroup": "G"})
+        self.assertEqual(r.code, 1)
+        self.assertIn("queueId", r.remark)
+        r = c.request(LOCK, body=b"{]")
+        self.assertEqual(r.code, 1)
+        self.assertEqual(c.request(ROUTE, {"topic": "T"}).code, 0, "connection still serves after bad requests")
+
+    def test_truncated_frame_then_close(self):
+        c = self.conn()
+        hb = encode_header_json({"code": 105, "flag": 0, "opaque": 1, "extFields": {"topic": "T"}})
+        c.send_raw(frame(hb)[:-3])
+        c.close()
+        self.assertEqual(self.conn().request(ROUTE, {"topic": "T"}).code, 0)
+
+
+class Persistence(unittest.TestCase):
+    def test_restart_keeps_topics_and_offsets_and_drops_stale_members(self):
+        d = Daemon("--auto-create-queues", "0")
+        try:
+            st, _ = d.http("PUT", "/api/topics/Orders", {"brokers": [
+                {"brokerName": "roomA@broker-a", "readQueueNums": 4, "writeQueueNums": 4},
+                {"brokerName": "roomB@broker-b", "readQueueNums": 2}]})
+            self.assertEqual(st, 200)
+            c = d.connect()
+            self.assertEqual(c.request(HB, body=heartbeat_body("c1", {"G": ["Orders"]})).code, 0)
+            r = c.request(UPDATE_OFF, {"topic": "Orders", "consumerGroup": "G", "queueId": 1, "commitOffset": 1234})
+            self.assertEqual(r.code, 0, "an acknowledged offset")
+            d.proc.kill()  # no clean shutdown: what was acknowledged must survive anyway
+            d.proc.wait(5)
+            c.close()
+            d.stop()
+            d.start()
+            c = d.connect()
+            r = c.request(QUERY_OFF, {"topic": "Orders", "consumerGroup": "G", "queueId": 1})
+            self.assertEqual(r.ext.get("offset"), "1234")
+            route = json.loads(c.request(ROUTE, {"topic": "Orders"}).body)
+            self.assertEqual(sorted((q["brokerName"], q["readQueueNums"]) for q in route["queueDatas"]),
+                             [("roomA@broker-a", 4), ("roomB@broker-b", 2)])
+            self.assertEqual(c.request(ROUTE, {"topic": "Unknown"}).code, 17)
+            self.assertEqual(c.request(ROUTE, {"topic": "%RETRY%G"}).code, 0, "a known group's retry topic")
+            self.assertEqual(c.request(LIST, {"consumerGroup": "G"}).code, 1, "no stale live member")
+            st, ev = d.http("GET", "/api/events?group=G")
+            self.assertEqual([e["kind"] for e in ev["events"]], ["join", "restart"])
+            db = sqlite3.connect(d.store)
+            self.assertEqual(db.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+            self.assertEqual(db.execute("SELECT count(*) FROM members WHERE left_ms IS NULL").fetchone()[0], 0)
+            self.assertEqual(os.stat(d.store).st_mode & 0o777, 0o600)
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class Http(DaemonTest):
+    def test_group_and_topic_api(self):
+        a = self.conn()
+        self.join(a, "cA", {"G": ["T"]})
+        st, h = self.d.http("GET", "/healthz")
+        self.assertEqual(st, 200)
+        st, gl = self.d.http("GET", "/api/groups")
+        self.assertIn("G", [g["group"] for g in gl["groups"]])
+        st, g = self.d.http("GET", "/api/groups/G")
+        self.assertEqual(st, 200)
+        self.assertEqual(g["consumers"][0]["clientId"], "cA")
+        for k in ("remoteAddr", "language", "version", "lastHeartbeatMs"):
+            self.assertIn(k, g["consumers"][0])
+        self.assertEqual(g["messageModel"], "CLUSTERING")
+        self.assertEqual(g["consumeType"], "CONSUME_PASSIVELY")
+        self.assertEqual(g["subscriptions"][0]["subString"], "*")
+        st, _ = self.d.http("GET", "/api/groups/nope")
+        self.assertEqual(st, 404)
+        st, t = self.d.http("PUT", "/api/topics/T", {"readQueueNums": 3, "writeQueueNums": 3})
+        self.assertEqual(st, 200)
+        route = json.loads(a.request(ROUTE, {"topic": "T"}).body)
+        self.assertEqual(route["queueDatas"][0]["readQueueNums"], 3)
+        st, err = self.d.http("PUT", "/api/topics/T", b"{nope")
+        self.assertEqual(st, 400)
+        self.assertIn("error", err)
+        st, err = self.d.http("PUT", "/api/topics/T", {"readQueueNums": "x"})
+        self.assertEqual(st, 400)
+        st, _ = self.d.http("DELETE", "/api/topics/T")
+        self.assertEqual(st, 200)
+        st, _ = self.d.http("GET", "/api/topics/T")
+        self.assertEqual(st, 404)
+        st, ev = self.d.http("GET", "/api/events?group=G&since=0")
+        self.assertEqual(ev["events"][0]["kind"], "join")
+        self.assertEqual(ev["events"][0]["after"], ["cA"])
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_closes_channels_and_flushes(self):
+        d = Daemon()
+        c = d.connect()
+        self.assertEqual(c.request(HB, body=heartbeat_body("c1", {"G": ["T"]})).code, 0)
+        self.assertEqual(d.stop(signal.SIGTERM), 0)
+        self.assertTrue(c.is_closed_by_peer(1.0))
+        db = sqlite3.connect(d.store)
+        kinds = [r[0] for r in db.execute("SELECT kind FROM events WHERE group_name='G' ORDER BY id")]
+        self.assertEqual(kinds, ["join", "close"])
+
+    def test_bad_flags(self):
+        import subprocess
+        d = Daemon()
+        d.stop()
+        for args in (["--listen", "nope"], ["--channel-expiry-ms", "-5"], ["--bogus"], ["--notify-on-expiry", "x"]):
+            p = subprocess.run([d.binary, "serve"] + args, capture_output=True, timeout=10)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(b"rmqcoord serve:", p.stderr)
+        p = subprocess.run([d.binary, "serve", "--help"], capture_output=True, timeout=10)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn(b"--channel-expiry-ms", p.stdout)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print("integration: %d passed, %d failed" % (result.testsRun - failed, failed))
+    sys.exit(1 if failed else 0)

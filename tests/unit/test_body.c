@@ -1,0 +1,548 @@
+/* test_body.c — JSON bodies: HeartbeatData from every client shape, the
+ * malformed-heartbeat table, SubscriptionData encode/copy, route, consumer
+ * list and lock encoders (exact bytes), the lock body parser, string
+ * escaping, and fail-the-Nth-allocation loops over the parsers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "mem.h"
+#include "rmq_body.h"
+
+#include <string.h>
+
+static int parse_hb(const char *text, struct rmq_heartbeat *hb, char *err, size_t errlen)
+{
+    memset(hb, 0, sizeof *hb);
+    return rmq_heartbeat_parse((const uint8_t *)text, strlen(text), hb, err, errlen);
+}
+
+static void assert_buf_str(struct buf *b, const char *want)
+{
+    assert_int_equal(buf_terminate(b), RMQ_OK);
+    assert_string_equal((const char *)buf_head(b), want);
+}
+
+/* The subscription objects exactly as Java 4.9.8 writes them (java.md). */
+#define JAVA_SUB_RETRY                                                                                       \
+    "{\"classFilterMode\":false,\"codeSet\":[],\"expressionType\":\"TAG\",\"subString\":\"*\","              \
+    "\"subVersion\":"                                                                                        \
+    "1796218186708,\"tagsSet\":[],\"topic\":\"%RETRY%G1\"}"
+#define JAVA_SUB_TAGS                                                                                        \
+    "{\"classFilterMode\":false,\"codeSet\":[2598919,2598920],\"expressionType\":\"TAG\",\"subString\":"     \
+    "\"TagA || TagB\",\"subVersion\":1796218186688,\"tagsSet\":[\"TagA\",\"TagB\"],\"topic\":\"T1\"}"
+
+static const char java_498[] =
+    "{\"clientID\":\"127.0.0.1@c1\",\"consumerDataSet\":[{\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\","
+    "\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"G1\",\"messageModel\":\"CLUSTERING\","
+    "\"subscriptionDataSet\":[" JAVA_SUB_RETRY "," JAVA_SUB_TAGS "],\"unitMode\":false}],"
+    "\"producerDataSet\":[{\"groupName\":\"CLIENT_INNER_PRODUCER\"}]}";
+
+static void test_java_498(void **state)
+{
+    (void)state;
+    struct rmq_heartbeat hb;
+    char err[160] = "";
+    assert_int_equal(parse_hb(java_498, &hb, err, sizeof err), RMQ_OK);
+    assert_string_equal(hb.client_id, "127.0.0.1@c1");
+    assert_int_equal(hb.nconsumers, 1);
+    const struct rmq_consumer_data *c = &hb.consumers[0];
+    assert_string_equal(c->group, "G1");
+    assert_int_equal(c->consume_type, RMQ_CONSUME_PASSIVELY);
+    assert_int_equal(c->message_model, RMQ_MODEL_CLUSTERING);
+    assert_int_equal(c->consume_from_where, 0);
+    assert_false(c->unit_mode);
+    assert_int_equal(c->nsubs, 2);
+    assert_string_equal(c->subs[0].topic, "%RETRY%G1");
+    assert_string_equal(c->subs[0].sub_string, "*");
+    assert_string_equal(c->subs[0].expression_type, "TAG");
+    assert_true(c->subs[0].sub_version == 1796218186708LL);
+    assert_int_equal(c->subs[0].ntags, 0);
+    const struct rmq_subscription *t = &c->subs[1];
+    assert_string_equal(t->sub_string, "TagA || TagB");
+    assert_int_equal(t->ntags, 2);
+    assert_string_equal(t->tags[1], "TagB");
+    assert_int_equal(t->ncodes, 2);
+    assert_int_equal(t->codes[0], 2598919);
+    assert_int_equal(hb.nproducers, 1);
+    assert_string_equal(hb.producer_groups[0], "CLIENT_INNER_PRODUCER");
+    assert_int_equal(hb.fingerprint, 0);
+    assert_false(hb.without_sub);
+
+    /* Encoding the parsed subscriptions gives Java's bytes back. */
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_subscription_encode(&c->subs[0], &b), RMQ_OK);
+    assert_buf_str(&b, JAVA_SUB_RETRY);
+    buf_reset(&b);
+    assert_int_equal(rmq_subscription_encode(&c->subs[1], &b), RMQ_OK);
+    assert_buf_str(&b, JAVA_SUB_TAGS);
+    buf_free(&b);
+    rmq_heartbeat_clear(&hb);
+    assert_null(hb.consumers);
+    rmq_heartbeat_clear(NULL);
+}
+
+/* 5.3.3 with useHeartbeatV2: subscriptions left out on purpose. */
+static void test_java_533_v2_without_sub(void **state)
+{
+    (void)state;
+    static const char v2[] =
+        "{\"clientID\":\"127.0.0.1@v2\",\"consumerDataSet\":[{\"consumeFromWhere\":\"CONSUME_FROM_LAST_"
+        "OFFSET\","
+        "\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"GV\",\"messageModel\":\"CLUSTERING\","
+        "\"subscriptionDataSet\":[],\"unitMode\":false}],\"heartbeatFingerprint\":550966797,"
+        "\"producerDataSet\":[{\"groupName\":\"CLIENT_INNER_PRODUCER\"}],\"withoutSub\":true}";
+    struct rmq_heartbeat hb;
+    assert_int_equal(parse_hb(v2, &hb, NULL, 0), RMQ_OK);
+    assert_true(hb.without_sub);
+    assert_int_equal(hb.fingerprint, 550966797);
+    assert_int_equal(hb.nconsumers, 1);
+    assert_int_equal(hb.consumers[0].nsubs, 0);
+    assert_null(hb.consumers[0].subs);
+    rmq_heartbeat_clear(&hb);
+    static const char negative_fp[] = "{\"clientID\":\"x\",\"heartbeatFingerprint\":-7,\"withoutSub\":false}";
+    assert_int_equal(parse_hb(negative_fp, &hb, NULL, 0), RMQ_OK);
+    assert_int_equal(hb.fingerprint, -7);
+    assert_int_equal(hb.nconsumers, 0);
+    rmq_heartbeat_clear(&hb);
+}
+
+static void test_ali_ons(void **state)
+{
+    (void)state;
+    static const char ons[] =
+        "{\"clientID\":\"192.0.2.2@6790\",\"consumerDataSet\":[{\"groupName\":\"GID_TEST\",\"consumeType\":"
+        "\"CONSUME_PASSIVELY\",\"messageModel\":\"CLUSTERING\",\"consumeFromWhere\":\"CONSUME_FROM_LAST_"
+        "OFFSET\","
+        "\"subscriptionDataSet\":[{\"topic\":\"TopicTest\",\"subString\":\"*\",\"classFilterMode\":false,"
+        "\"tagsSet\":[],\"codeSet\":[],\"subVersion\":1796216893025},{\"topic\":\"%RETRY%GID_TEST\","
+        "\"subString\":"
+        "\"*\",\"classFilterMode\":false,\"tagsSet\":[],\"codeSet\":[],\"subVersion\":1796216893064}],"
+        "\"unitMode\":false}],\"producerDataSet\":[]}";
+    struct rmq_heartbeat hb;
+    char err[160] = "";
+    assert_int_equal(parse_hb(ons, &hb, err, sizeof err), RMQ_OK);
+    assert_string_equal(hb.client_id, "192.0.2.2@6790");
+    assert_int_equal(hb.nproducers, 0);
+    assert_int_equal(hb.consumers[0].nsubs, 2);
+    assert_string_equal(hb.consumers[0].subs[1].topic, "%RETRY%GID_TEST");
+    assert_string_equal(hb.consumers[0].subs[1].expression_type, "TAG"); /* absent */
+    assert_true(hb.consumers[0].subs[1].sub_version == 1796216893064LL);
+    rmq_heartbeat_clear(&hb);
+}
+
+/* PROTOCOL: C++ sends enum ordinals, subVersion as a string, leaves out
+ * empty arrays and unitMode, and ends the body with "\n". */
+static void test_cpp(void **state)
+{
+    (void)state;
+    static const char cpp[] =
+        "{\"clientID\":\"10.0.0.7@1234#5678\",\"consumerDataSet\":[{\"consumeFromWhere\":4,\"consumeType\":0,"
+        "\"groupName\":\"GC\",\"messageModel\":0,\"subscriptionDataSet\":[{\"subString\":\"TagA || TagB\","
+        "\"subVersion\":\"1700000000123\",\"tagsSet\":[\"TagA\",\"TagB\"],\"codeSet\":[2598919,2598920],"
+        "\"topic\":\"TC\"},{\"subString\":\"\",\"subVersion\":\"-1\",\"topic\":\"%RETRY%GC\"}]}]}\n";
+    struct rmq_heartbeat hb;
+    char err[160] = "";
+    assert_int_equal(parse_hb(cpp, &hb, err, sizeof err), RMQ_OK);
+    const struct rmq_consumer_data *c = &hb.consumers[0];
+    assert_int_equal(c->consume_from_where, 4);
+    assert_int_equal(c->consume_type, RMQ_CONSUME_ACTIVELY);
+    assert_int_equal(c->message_model, RMQ_MODEL_BROADCASTING);
+    assert_false(c->unit_mode);
+    assert_true(c->subs[0].sub_version == 1700000000123LL);
+    assert_int_equal(c->subs[0].ncodes, 2);
+    assert_string_equal(c->subs[1].sub_string, "*"); /* empty means all */
+    assert_true(c->subs[1].sub_version == -1);
+    assert_int_equal(c->subs[1].ntags, 0);
+    assert_null(c->subs[1].codes);
+    assert_int_equal(hb.nproducers, 0);
+    rmq_heartbeat_clear(&hb);
+}
+
+static void test_go_and_minimal(void **state)
+{
+    (void)state;
+    /* Go: struct order, nanosecond subVersion, unknown keys. */
+    static const char go[] =
+        "{\"clientID\":\"10.1.1.1@42\",\"producerDataSet\":[],\"consumerDataSet\":[{\"groupName\":\"GG\","
+        "\"consumeType\":\"CONSUME_ACTIVELY\",\"messageModel\":\"BROADCASTING\",\"consumeFromWhere\":"
+        "\"CONSUME_FROM_TIMESTAMP\",\"unitMode\":true,\"extra\":{\"x\":[1]},\"subscriptionDataSet\":[{"
+        "\"topic\":"
+        "\"TG\",\"expressionType\":\"SQL92\",\"subString\":\"a > 1\",\"subVersion\":1700000000123456789,"
+        "\"classFilterMode\":true,\"tagsSet\":[],\"codeSet\":[]}]}],\"future\":null}";
+    struct rmq_heartbeat hb;
+    char err[160] = "";
+    assert_int_equal(parse_hb(go, &hb, err, sizeof err), RMQ_OK);
+    const struct rmq_consumer_data *c = &hb.consumers[0];
+    assert_int_equal(c->consume_type, RMQ_CONSUME_ACTIVELY);
+    assert_int_equal(c->message_model, RMQ_MODEL_BROADCASTING);
+    assert_int_equal(c->consume_from_where, 5);
+    assert_true(c->unit_mode);
+    assert_string_equal(c->subs[0].expression_type, "SQL92");
+    assert_true(c->subs[0].class_filter_mode);
+    assert_true(c->subs[0].sub_version == 1700000000123456789LL);
+    rmq_heartbeat_clear(&hb);
+    /* The smallest valid body: everything else takes its default. */
+    assert_int_equal(
+        parse_hb("{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\"}]}", &hb, NULL, 0), RMQ_OK);
+    assert_int_equal(hb.consumers[0].consume_type, RMQ_CONSUME_PASSIVELY);
+    assert_int_equal(hb.consumers[0].message_model, RMQ_MODEL_CLUSTERING);
+    assert_int_equal(hb.consumers[0].nsubs, 0);
+    rmq_heartbeat_clear(&hb);
+}
+
+/* Each malformed heartbeat and the field path its error must name. */
+static const struct {
+    const char *text, *reason;
+} bad_heartbeats[] = {
+    {"", "heartbeat: invalid JSON"},
+    {"[]", "heartbeat: expected a JSON object"},
+    {"{\"clientID\":\"a\"} junk", "invalid JSON"},
+    {"{}", "clientID: expected a non-empty string"},
+    {"{\"clientID\":\"\"}", "clientID: expected a non-empty string"},
+    {"{\"clientID\":7}", "clientID: expected a non-empty string"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":{}}", "consumerDataSet: expected an array"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[7]}", "consumerDataSet[0]: expected an object"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\"},{}]}",
+     "consumerDataSet[1].groupName: expected a non-empty string"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"\"}]}",
+     "consumerDataSet[0].groupName: expected a non-empty string"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"consumeType\":\"PUSH\"}]}",
+     "consumerDataSet[0].consumeType: expected an enum"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"messageModel\":2}]}",
+     "consumerDataSet[0].messageModel: expected an enum"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"consumeFromWhere\":6}]}",
+     "consumerDataSet[0].consumeFromWhere"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"consumeFromWhere\":1.0}]}",
+     "consumerDataSet[0].consumeFromWhere"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"unitMode\":\"false\"}]}",
+     "consumerDataSet[0].unitMode: expected a boolean"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":\"T\"}]}",
+     "consumerDataSet[0].subscriptionDataSet: expected an array"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\"},"
+     "{\"subString\":\"*\"}]}]}",
+     "consumerDataSet[0].subscriptionDataSet[1].topic: expected a non-empty string"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[[]]}]}",
+     "consumerDataSet[0].subscriptionDataSet[0]: expected an object"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\","
+     "\"subVersion\":\"12a\"}]}]}",
+     "subscriptionDataSet[0].subVersion: expected an integer or a numeric string"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\","
+     "\"subVersion\":1.5}]}]}",
+     "subscriptionDataSet[0].subVersion"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\","
+     "\"subString\":5}]}]}",
+     "subscriptionDataSet[0].subString: expected a string"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\","
+     "\"tagsSet\":[\"a\",1]}]}]}",
+     "subscriptionDataSet[0].tagsSet: expected an array of strings"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\","
+     "\"codeSet\":[4294967296]}]}]}",
+     "subscriptionDataSet[0].codeSet: expected an array of int32"},
+    {"{\"clientID\":\"a\",\"consumerDataSet\":[{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":"
+     "\"T\","
+     "\"classFilterMode\":0}]}]}",
+     "subscriptionDataSet[0].classFilterMode: expected a boolean"},
+    {"{\"clientID\":\"a\",\"producerDataSet\":[{}]}",
+     "producerDataSet[0].groupName: expected a non-empty string"},
+    {"{\"clientID\":\"a\",\"producerDataSet\":[\"P\"]}", "producerDataSet[0]: expected an object"},
+    {"{\"clientID\":\"a\",\"heartbeatFingerprint\":2147483648}",
+     "heartbeatFingerprint: integer out of range"},
+    {"{\"clientID\":\"a\",\"withoutSub\":1}", "withoutSub: expected a boolean"},
+};
+
+static void test_heartbeat_malformed_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad_heartbeats / sizeof bad_heartbeats[0]; i++) {
+        struct rmq_heartbeat hb;
+        char err[200] = "";
+        int rc = parse_hb(bad_heartbeats[i].text, &hb, err, sizeof err);
+        if (rc != RMQ_EPROTO)
+            fail_msg("case %zu: rc %d, want EPROTO", i, rc);
+        if (!strstr(err, bad_heartbeats[i].reason))
+            fail_msg("case %zu: err \"%s\" lacks \"%s\"", i, err, bad_heartbeats[i].reason);
+        /* Nothing may be left allocated in *hb after a failure. */
+        assert_null(hb.client_id);
+        assert_null(hb.consumers);
+        assert_int_equal(hb.nconsumers, 0);
+    }
+}
+
+static void test_heartbeat_allocation_failures(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (long n = 0;; n++) {
+        struct rmq_heartbeat hb;
+        char err[160] = "";
+        memset(&hb, 0, sizeof hb);
+        rmq_mem_fail_after(n);
+        int rc = rmq_heartbeat_parse((const uint8_t *)java_498, strlen(java_498), &hb, err, sizeof err);
+        rmq_mem_fail_after(-1);
+        if (rc == RMQ_OK) {
+            assert_int_equal(hb.consumers[0].subs[1].ncodes, 2);
+            rmq_heartbeat_clear(&hb);
+            break;
+        }
+        if (rc != RMQ_ENOMEM)
+            fail_msg("n=%ld: rc %d (%s)", n, rc, err);
+        assert_null(hb.client_id);
+        assert_null(hb.consumers);
+        failures++;
+    }
+    assert_true(failures > 20);
+}
+
+static void test_subscription_copy(void **state)
+{
+    (void)state;
+    struct rmq_heartbeat hb;
+    assert_int_equal(parse_hb(java_498, &hb, NULL, 0), RMQ_OK);
+    const struct rmq_subscription *src = &hb.consumers[0].subs[1];
+    struct rmq_subscription dst;
+    assert_int_equal(rmq_subscription_copy(&dst, src), RMQ_OK);
+    assert_ptr_not_equal(dst.topic, src->topic);
+    assert_ptr_not_equal(dst.tags, src->tags);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_subscription_encode(&dst, &b), RMQ_OK);
+    assert_buf_str(&b, JAVA_SUB_TAGS);
+    buf_free(&b);
+    rmq_subscription_clear(&dst);
+    /* Every failing allocation leaves dst cleared. */
+    int failures = 0;
+    for (long n = 0;; n++) {
+        rmq_mem_fail_after(n);
+        int rc = rmq_subscription_copy(&dst, src);
+        rmq_mem_fail_after(-1);
+        if (rc == RMQ_OK)
+            break;
+        assert_int_equal(rc, RMQ_ENOMEM);
+        assert_null(dst.topic);
+        assert_null(dst.tags);
+        assert_int_equal(dst.ntags, 0);
+        failures++;
+    }
+    assert_int_equal(failures, 7); /* 3 strings, tag array, 2 tags, codes */
+    rmq_subscription_clear(&dst);
+    rmq_subscription_clear(NULL);
+    rmq_heartbeat_clear(&hb);
+}
+
+static void test_route_encode_exact(void **state)
+{
+    (void)state;
+    const struct rmq_route_broker brokers[] = {
+        {"broker-a", "DefaultCluster", "127.0.0.1:10911"},
+        {"broker-b", "DefaultCluster", "127.0.0.1:10921"},
+    };
+    const struct rmq_route_queue queues[] = {
+        {"broker-a", 4, 4, 6, 0},
+        {"broker-b", 8, 2, 4, 1},
+    };
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_route_encode(brokers, 1, queues, 1, false, &b), RMQ_OK);
+    /* The body clients/java.md shows the 4.9.8 client accepting. */
+    assert_buf_str(
+        &b, "{\"brokerDatas\":[{\"brokerAddrs\":{0:\"127.0.0.1:10911\"},\"brokerName\":\"broker-a\","
+            "\"cluster\":\"DefaultCluster\"}],\"filterServerTable\":{},\"queueDatas\":[{\"brokerName\":"
+            "\"broker-a\",\"perm\":6,\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}");
+    buf_reset(&b);
+    assert_int_equal(rmq_route_encode(brokers, 2, queues, 2, true, &b), RMQ_OK);
+    assert_buf_str(
+        &b, "{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\"},\"brokerName\":\"broker-a\","
+            "\"cluster\":\"DefaultCluster\"},{\"brokerAddrs\":{\"0\":\"127.0.0.1:10921\"},\"brokerName\":"
+            "\"broker-b\",\"cluster\":\"DefaultCluster\"}],\"filterServerTable\":{},\"queueDatas\":[{"
+            "\"brokerName\":\"broker-a\",\"perm\":6,\"readQueueNums\":4,\"topicSysFlag\":0,"
+            "\"writeQueueNums\":4},{\"brokerName\":\"broker-b\",\"perm\":4,\"readQueueNums\":8,"
+            "\"topicSysFlag\":1,\"writeQueueNums\":2}]}");
+    buf_reset(&b);
+    /* Both arrays are present even when empty (PROTOCOL: §2.4.1). */
+    assert_int_equal(rmq_route_encode(NULL, 0, NULL, 0, true, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"brokerDatas\":[],\"filterServerTable\":{},\"queueDatas\":[]}");
+    buf_free(&b);
+    /* A full buffer is restored. */
+    buf_init(&b, 50);
+    assert_int_equal(buf_append_str(&b, "x"), RMQ_OK);
+    assert_int_equal(rmq_route_encode(brokers, 2, queues, 2, true, &b), RMQ_E2BIG);
+    assert_int_equal(buf_live(&b), 1);
+    buf_free(&b);
+}
+
+static void test_consumer_list_and_lock_ok(void **state)
+{
+    (void)state;
+    const char *ids[] = {"127.0.0.1@c1", "127.0.0.1@c\"2"};
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_consumer_list_encode(ids, 2, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"consumerIdList\":[\"127.0.0.1@c1\",\"127.0.0.1@c\\\"2\"]}");
+    buf_reset(&b);
+    assert_int_equal(rmq_consumer_list_encode(NULL, 0, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"consumerIdList\":[]}");
+    buf_reset(&b);
+    char t1[] = "T1", ba[] = "broker-a", bb[] = "broker-b";
+    struct rmq_mq mqs[] = {{t1, ba, 0}, {t1, bb, 3}};
+    assert_int_equal(rmq_lock_ok_encode(mqs, 2, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"lockOKMQSet\":[{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"T1\"},"
+                       "{\"brokerName\":\"broker-b\",\"queueId\":3,\"topic\":\"T1\"}]}");
+    buf_reset(&b);
+    assert_int_equal(rmq_lock_ok_encode(NULL, 0, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"lockOKMQSet\":[]}");
+    buf_free(&b);
+}
+
+/* 5.x LockBatchRequestBody (with onlyThisBroker), one queueId as a string. */
+static const char lock_body[] =
+    "{\"clientId\":\"127.0.0.1@c1\",\"consumerGroup\":\"G1\",\"mqSet\":[{\"brokerName\":\"broker-a\","
+    "\"queueId\":0,\"topic\":\"T1\"},{\"brokerName\":\"broker-b\",\"queueId\":\"7\",\"topic\":\"T1\"}],"
+    "\"onlyThisBroker\":false}\n";
+
+static void test_lock_body(void **state)
+{
+    (void)state;
+    const char *body = lock_body;
+    struct rmq_lock_body lb;
+    memset(&lb, 0, sizeof lb);
+    char err[160] = "";
+    assert_int_equal(rmq_lock_body_parse((const uint8_t *)body, strlen(body), &lb, err, sizeof err), RMQ_OK);
+    assert_string_equal(lb.client_id, "127.0.0.1@c1");
+    assert_string_equal(lb.consumer_group, "G1");
+    assert_int_equal(lb.nmqs, 2);
+    assert_string_equal(lb.mqs[1].broker_name, "broker-b");
+    assert_int_equal(lb.mqs[1].queue_id, 7);
+    /* The parsed set round-trips through the lock reply encoder. */
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_lock_ok_encode(lb.mqs, lb.nmqs, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"lockOKMQSet\":[{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"T1\"},"
+                       "{\"brokerName\":\"broker-b\",\"queueId\":7,\"topic\":\"T1\"}]}");
+    buf_free(&b);
+    rmq_lock_body_clear(&lb);
+    rmq_lock_body_clear(NULL);
+}
+
+static void test_lock_body_malformed(void **state)
+{
+    (void)state;
+    struct rmq_lock_body lb;
+    char err[160] = "";
+    static const struct {
+        const char *text, *reason;
+    } bad[] = {
+        {"{\"consumerGroup\":\"G\"}", "clientId: expected a non-empty string"},
+        {"{\"clientId\":\"c\"}", "consumerGroup: expected a non-empty string"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":{}}", "mqSet: expected an array"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[1]}", "mqSet[0]: expected an object"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"brokerName\":\"b\",\"queueId\":0}]}",
+         "mqSet[0].topic"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"queueId\":0}]}",
+         "mqSet[0].brokerName"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"brokerName\":\"b\"}]}",
+         "mqSet[0].queueId"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"brokerName\":\"b\","
+         "\"queueId\":-1}]}",
+         "mqSet[0].queueId"},
+        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"brokerName\":\"b\","
+         "\"queueId\":true}]}",
+         "mqSet[0].queueId"},
+        {"nope", "lock body: invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&lb, 0, sizeof lb);
+        err[0] = 0;
+        int rc = rmq_lock_body_parse((const uint8_t *)bad[i].text, strlen(bad[i].text), &lb, err, sizeof err);
+        if (rc != RMQ_EPROTO || !strstr(err, bad[i].reason))
+            fail_msg("case %zu: rc %d err \"%s\", want \"%s\"", i, rc, err, bad[i].reason);
+        assert_null(lb.client_id);
+        assert_null(lb.mqs);
+    }
+}
+
+/* Allocation failures: RMQ_ENOMEM and nothing left, until success. */
+static void test_lock_body_allocation_failures(void **state)
+{
+    (void)state;
+    const char *body = lock_body;
+    struct rmq_lock_body lb;
+    for (long n = 0;; n++) {
+        memset(&lb, 0, sizeof lb);
+        rmq_mem_fail_after(n);
+        int rc = rmq_lock_body_parse((const uint8_t *)body, strlen(body), &lb, NULL, 0);
+        rmq_mem_fail_after(-1);
+        if (rc == RMQ_OK) {
+            assert_int_equal(lb.nmqs, 2);
+            rmq_lock_body_clear(&lb);
+            break;
+        }
+        assert_int_equal(rc, RMQ_ENOMEM);
+        assert_null(lb.mqs);
+    }
+}
+
+static void test_json_string_escaping(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_json_append_string(&b, ""), RMQ_OK);
+    assert_int_equal(rmq_json_append_string(&b, "a\"b\\c/d\n\r\t\b\f\x01\x1f\x7f\xe4\xb8\xad"), RMQ_OK);
+    assert_buf_str(&b,
+                   "\"\"\"a\\\"b\\\\c/d\\u000a\\u000d\\u0009\\u0008\\u000c\\u0001\\u001f\x7f\xe4\xb8\xad\"");
+    buf_free(&b);
+    buf_init(&b, 5);
+    assert_int_equal(rmq_json_append_string(&b, "abc"), RMQ_OK);
+    assert_int_equal(rmq_json_append_string(&b, "x"), RMQ_E2BIG);
+    assert_int_equal(buf_live(&b), 5);
+    buf_free(&b);
+}
+
+static void test_enum_names(void **state)
+{
+    (void)state;
+    assert_string_equal(rmq_consume_type_name(RMQ_CONSUME_ACTIVELY), "CONSUME_ACTIVELY");
+    assert_string_equal(rmq_consume_type_name(RMQ_CONSUME_PASSIVELY), "CONSUME_PASSIVELY");
+    assert_string_equal(rmq_message_model_name(RMQ_MODEL_BROADCASTING), "BROADCASTING");
+    assert_string_equal(rmq_message_model_name(RMQ_MODEL_CLUSTERING), "CLUSTERING");
+    assert_string_equal(rmq_consume_from_where_name(0), "CONSUME_FROM_LAST_OFFSET");
+    assert_string_equal(rmq_consume_from_where_name(4), "CONSUME_FROM_FIRST_OFFSET");
+    assert_string_equal(rmq_consume_from_where_name(5), "CONSUME_FROM_TIMESTAMP");
+    assert_string_equal(rmq_consume_from_where_name(6), "UNKNOWN");
+    assert_string_equal(rmq_consume_type_name(-1), "UNKNOWN");
+}
+
+int main(void)
+{
+    rmq_mem_install_jansson();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_java_498),
+        cmocka_unit_test(test_java_533_v2_without_sub),
+        cmocka_unit_test(test_ali_ons),
+        cmocka_unit_test(test_cpp),
+        cmocka_unit_test(test_go_and_minimal),
+        cmocka_unit_test(test_heartbeat_malformed_table),
+        cmocka_unit_test(test_heartbeat_allocation_failures),
+        cmocka_unit_test(test_subscription_copy),
+        cmocka_unit_test(test_route_encode_exact),
+        cmocka_unit_test(test_consumer_list_and_lock_ok),
+        cmocka_unit_test(test_lock_body),
+        cmocka_unit_test(test_lock_body_malformed),
+        cmocka_unit_test(test_lock_body_allocation_failures),
+        cmocka_unit_test(test_json_string_escaping),
+        cmocka_unit_test(test_enum_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,327 @@
+/* test_header_json.c — the JSON header codec: Java, ali-ons, Go and C++
+ * shapes, extFields value conversion, the malformed-field table, exact
+ * re-encoding of real captured headers, escaping, and a fail-the-Nth-
+ * allocation loop over the decoder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "mem.h"
+#include "remoting_header.h"
+
+#include <string.h>
+
+static int decode_str(const char *text, struct rmq_cmd *c, char *err, size_t errlen)
+{
+    rmq_cmd_init(c);
+    return rmq_header_json_decode((const uint8_t *)text, strlen(text), c, err, errlen);
+}
+
+/* Encodes c and compares the bytes with want exactly. */
+static void assert_encodes_to(const struct rmq_cmd *c, const char *want)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_header_json_encode(c, &b), RMQ_OK);
+    assert_int_equal(buf_terminate(&b), RMQ_OK);
+    assert_string_equal((const char *)buf_head(&b), want);
+    buf_free(&b);
+}
+
+/* Real 4.9.8 headers from tests/data/captures (java-json.jsonl): a route
+ * lookup, a pull with eleven extFields in HashMap order, and a oneway
+ * offset update. Re-encoding must give back the same bytes. */
+static const char *const java_headers[] = {
+    "{\"code\":105,\"extFields\":{\"topic\":\"%RETRY%G1\"},\"flag\":0,\"language\":\"JAVA\",\"opaque\":0,"
+    "\"serializeTypeCurrentRPC\":\"JSON\",\"version\":409}",
+    "{\"code\":34,\"flag\":0,\"language\":\"JAVA\",\"opaque\":7,\"serializeTypeCurrentRPC\":\"JSON\","
+    "\"version\":409}",
+    "{\"code\":11,\"extFields\":{\"queueId\":\"0\",\"maxMsgNums\":\"32\",\"sysFlag\":\"2\","
+    "\"suspendTimeoutMillis\":\"15000\",\"commitOffset\":\"0\",\"bname\":\"broker-a\",\"topic\":\"%RETRY%"
+    "G1\",\"queueOffset\":\"0\",\"expressionType\":\"TAG\",\"subVersion\":\"1796218187144\","
+    "\"consumerGroup\":\"G1\"},\"flag\":0,\"language\":\"JAVA\",\"opaque\":21,\"serializeTypeCurrentRPC\":"
+    "\"JSON\",\"version\":409}",
+    "{\"code\":15,\"extFields\":{\"queueId\":\"0\",\"bname\":\"broker-b\",\"commitOffset\":\"2\",\"topic\":"
+    "\"T1\",\"consumerGroup\":\"G1\"},\"flag\":2,\"language\":\"JAVA\",\"opaque\":89,"
+    "\"serializeTypeCurrentRPC\":\"JSON\",\"version\":409}",
+};
+
+static void test_java_headers_decode_and_reencode_exactly(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof java_headers / sizeof java_headers[0]; i++) {
+        struct rmq_cmd c;
+        char err[128] = "";
+        assert_int_equal(decode_str(java_headers[i], &c, err, sizeof err), RMQ_OK);
+        assert_int_equal(c.language, RMQ_LANG_JAVA);
+        assert_int_equal(c.version, 409);
+        assert_int_equal(c.serialize_type, RMQ_SERIALIZE_JSON);
+        assert_encodes_to(&c, java_headers[i]);
+        rmq_cmd_clear(&c);
+    }
+    struct rmq_cmd c;
+    assert_int_equal(decode_str(java_headers[2], &c, NULL, 0), RMQ_OK);
+    assert_int_equal(c.code, 11);
+    assert_int_equal(c.opaque, 21);
+    assert_int_equal(c.ext_len, 11);
+    assert_string_equal(rmq_cmd_ext_get(&c, "subVersion"), "1796218187144");
+    assert_string_equal(rmq_cmd_ext_get(&c, "bname"), "broker-a");
+    rmq_cmd_clear(&c);
+    assert_int_equal(decode_str(java_headers[3], &c, NULL, 0), RMQ_OK);
+    assert_true(rmq_cmd_is_oneway(&c));
+    rmq_cmd_clear(&c);
+}
+
+/* PROTOCOL: ali-ons keeps JS types in extFields, orders keys its own way
+ * and sends no serializeTypeCurrentRPC. */
+static void test_ali_ons_typed_ext_fields(void **state)
+{
+    (void)state;
+    static const char h[] = "{\"code\":11,\"language\":\"JAVA\",\"opaque\":1,\"flag\":0,\"version\":121,"
+                            "\"extFields\":{\"consumerGroup\":\"G\",\"queueId\":3,\"queueOffset\":0,"
+                            "\"commitOffset\":-1,\"subVersion\":1796216893025,\"unitMode\":false,"
+                            "\"isOk\":true,\"gone\":null,\"ratio\":1.5,\"tiny\":0.1,\"big\":1e21}}";
+    struct rmq_cmd c;
+    char err[128] = "";
+    assert_int_equal(decode_str(h, &c, err, sizeof err), RMQ_OK);
+    assert_int_equal(c.code, 11);
+    assert_int_equal(c.version, 121);
+    assert_string_equal(rmq_cmd_ext_get(&c, "consumerGroup"), "G");
+    assert_string_equal(rmq_cmd_ext_get(&c, "queueId"), "3");
+    assert_string_equal(rmq_cmd_ext_get(&c, "queueOffset"), "0");
+    assert_string_equal(rmq_cmd_ext_get(&c, "commitOffset"), "-1");
+    assert_string_equal(rmq_cmd_ext_get(&c, "subVersion"), "1796216893025");
+    assert_string_equal(rmq_cmd_ext_get(&c, "unitMode"), "false");
+    assert_string_equal(rmq_cmd_ext_get(&c, "isOk"), "true");
+    assert_null(rmq_cmd_ext_get(&c, "gone"));
+    assert_string_equal(rmq_cmd_ext_get(&c, "ratio"), "1.5");
+    assert_string_equal(rmq_cmd_ext_get(&c, "tiny"), "0.1");
+    assert_string_equal(rmq_cmd_ext_get(&c, "big"), "1e+21");
+    assert_int_equal(c.ext_len, 10);
+    int64_t v;
+    assert_int_equal(rmq_cmd_ext_get_i64(&c, "commitOffset", &v), RMQ_OK);
+    assert_true(v == -1);
+    /* Re-encoded, every value is a JSON string. */
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_header_json_encode(&c, &b), RMQ_OK);
+    assert_int_equal(buf_terminate(&b), RMQ_OK);
+    assert_non_null(strstr((const char *)buf_head(&b), "\"queueId\":\"3\""));
+    assert_non_null(strstr((const char *)buf_head(&b), "\"unitMode\":\"false\""));
+    assert_null(strstr((const char *)buf_head(&b), "gone"));
+    buf_free(&b);
+    rmq_cmd_clear(&c);
+}
+
+static void test_lenient_shapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int32_t code, language;
+        size_t ext_len;
+        const char *remark;
+    } cases[] = {
+        /* C++: jsoncpp FastWriter appends "\n", remark "" */
+        {"{\"code\":34,\"extFields\":{\"AccessKey\":\"\",\"OnsChannel\":\"\",\"Signature\":\"\"},\"flag\":0,"
+         "\"language\":\"CPP\",\"opaque\":3,\"remark\":\"\",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":"
+         "333}\n",
+         34, 1, 3, NULL},
+        /* Go: struct order, extFields always present */
+        {"{\"code\":38,\"language\":\"GO\",\"version\":317,\"opaque\":4,\"flag\":0,\"remark\":\"\","
+         "\"extFields\":"
+         "{\"consumerGroup\":\"G\"}}",
+         38, 9, 1, NULL},
+        {" \t{\"code\":1}\r\n ", 1, 0, 0, NULL},
+        {"{\"code\":2,\"extFields\":null}", 2, 0, 0, NULL},
+        {"{\"code\":3,\"extFields\":{}}", 3, 0, 0, NULL},
+        {"{\"code\":4,\"unknown\":[1,{\"x\":2}],\"language\":\"NODE_JS\"}", 4, 13, 0, NULL},
+        {"{\"code\":5,\"language\":\"KLINGON\",\"remark\":\"why\"}", 5, RMQ_LANG_OTHER, 0, "why"},
+        {"{\"code\":6,\"language\":2,\"flag\":null,\"opaque\":null}", 6, 2, 0, NULL},
+        {"{}", 0, 0, 0, NULL},
+        {"{\"code\":-1,\"opaque\":2147483647,\"flag\":-2147483648}", -1, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct rmq_cmd c;
+        char err[128] = "";
+        int rc = decode_str(cases[i].text, &c, err, sizeof err);
+        if (rc != RMQ_OK)
+            fail_msg("case %zu: rc %d (%s)", i, rc, err);
+        assert_int_equal(c.code, cases[i].code);
+        assert_int_equal(c.language, cases[i].language);
+        assert_int_equal(c.ext_len, cases[i].ext_len);
+        if (cases[i].remark)
+            assert_string_equal(c.remark, cases[i].remark);
+        else
+            assert_null(c.remark);
+        rmq_cmd_clear(&c);
+    }
+    struct rmq_cmd c;
+    assert_int_equal(decode_str("{\"code\":-1,\"opaque\":2147483647,\"flag\":-2147483648}", &c, NULL, 0),
+                     RMQ_OK);
+    assert_int_equal(c.opaque, INT32_MAX);
+    assert_int_equal(c.flag, INT32_MIN);
+    rmq_cmd_clear(&c);
+}
+
+static void test_malformed_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *reason; /* substring of err */
+    } cases[] = {
+        {"{\"code\":\"105\"}", "code"},
+        {"{\"code\":1.5}", "code"},
+        {"{\"code\":true}", "code"},
+        {"{\"code\":[105]}", "code"},
+        {"{\"code\":2147483648}", "code"},
+        {"{\"opaque\":\"1\"}", "opaque"},
+        {"{\"opaque\":-2147483649}", "opaque"},
+        {"{\"flag\":{}}", "flag"},
+        {"{\"flag\":false}", "flag"},
+        {"{\"version\":\"409\"}", "version"},
+        {"{\"version\":409.0}", "version"},
+        {"{\"language\":true}", "language"},
+        {"{\"language\":[\"JAVA\"]}", "language"},
+        {"{\"remark\":5}", "remark"},
+        {"{\"extFields\":[]}", "extFields"},
+        {"{\"extFields\":\"topic=T\"}", "extFields"},
+        {"{\"extFields\":7}", "extFields"},
+        {"{\"extFields\":{\"a\":\"1\",\"nested\":{\"x\":\"y\"}}}", "extFields.nested"},
+        {"{\"extFields\":{\"arr\":[1,2]}}", "extFields.arr"},
+        {"", "invalid JSON"},
+        {"{", "invalid JSON"},
+        {"{\"code\":105,}", "invalid JSON"},
+        {"{\"code\":105} x", "invalid JSON"},
+        {"{\"code\":105}{}", "invalid JSON"},
+        {"{'code':105}", "invalid JSON"},
+        {"{\"code\":99999999999999999999999}", "invalid JSON"},
+        {"{\"extFields\":{\"a\":\"\\u0000\"}}", "invalid JSON"},
+        {"[]", "expected a JSON object"},
+        {"105", "invalid JSON"},
+        {"\"str\"", "invalid JSON"},
+        {"\xff\xfe", "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct rmq_cmd c;
+        char err[160] = "";
+        int rc = decode_str(cases[i].text, &c, err, sizeof err);
+        if (rc != RMQ_EPROTO)
+            fail_msg("case %zu (%s): rc %d, want EPROTO", i, cases[i].text, rc);
+        if (!strstr(err, cases[i].reason))
+            fail_msg("case %zu: err \"%s\" lacks \"%s\"", i, err, cases[i].reason);
+        /* A failed decode leaves nothing owned in the command. */
+        assert_null(c.ext);
+        assert_null(c.remark);
+        assert_int_equal(c.ext_len, 0);
+    }
+    /* A NUL after the object is not trailing whitespace. */
+    struct rmq_cmd c;
+    char err[160] = "";
+    rmq_cmd_init(&c);
+    static const uint8_t nul_inside[] = {'{', '}', 0};
+    assert_int_equal(rmq_header_json_decode(nul_inside, sizeof nul_inside, &c, err, sizeof err), RMQ_EPROTO);
+}
+
+static void test_encode_remark_escaping_and_type(void **state)
+{
+    (void)state;
+    struct rmq_cmd c;
+    rmq_cmd_init(&c);
+    c.code = 17;
+    c.flag = RMQ_FLAG_RESPONSE;
+    c.opaque = 3;
+    c.version = 409;
+    c.serialize_type = RMQ_SERIALIZE_ROCKETMQ;
+    assert_int_equal(rmq_cmd_set_remark(&c, "a\"b\\c\n\x01\x1f/\xc3\xa9"), RMQ_OK);
+    assert_int_equal(rmq_cmd_ext_set(&c, "k\tey", "v\"al"), RMQ_OK);
+    assert_encodes_to(
+        &c, "{\"code\":17,\"extFields\":{\"k\\u0009ey\":\"v\\\"al\"},\"flag\":1,\"language\":\"JAVA\","
+            "\"opaque\":3,\"remark\":\"a\\\"b\\\\c\\u000a\\u0001\\u001f/\xc3\xa9\","
+            "\"serializeTypeCurrentRPC\":\"ROCKETMQ\",\"version\":409}");
+    /* The escaped text decodes back to the same strings. */
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_header_json_encode(&c, &b), RMQ_OK);
+    struct rmq_cmd d;
+    rmq_cmd_init(&d);
+    assert_int_equal(rmq_header_json_decode(buf_head(&b), buf_live(&b), &d, NULL, 0), RMQ_OK);
+    assert_string_equal(d.remark, c.remark);
+    assert_string_equal(rmq_cmd_ext_get(&d, "k\tey"), "v\"al");
+    assert_int_equal(d.flag, RMQ_FLAG_RESPONSE);
+    buf_free(&b);
+    rmq_cmd_clear(&d);
+
+    /* No remark, language from the code. */
+    assert_int_equal(rmq_cmd_set_remark(&c, NULL), RMQ_OK);
+    rmq_cmd_clear(&c);
+    rmq_cmd_init(&c);
+    c.language = 9;
+    c.code = 0;
+    assert_encodes_to(&c,
+                      "{\"code\":0,\"flag\":0,\"language\":\"GO\",\"opaque\":0,\"serializeTypeCurrentRPC\":"
+                      "\"JSON\",\"version\":0}");
+    rmq_cmd_clear(&c);
+}
+
+static void test_encode_rolls_back_on_cap(void **state)
+{
+    (void)state;
+    struct rmq_cmd c;
+    rmq_cmd_init(&c);
+    assert_int_equal(rmq_cmd_ext_set(&c, "topic", "a-long-topic-name-that-does-not-fit"), RMQ_OK);
+    struct buf b;
+    buf_init(&b, 64);
+    assert_int_equal(buf_append_str(&b, "keep"), RMQ_OK);
+    assert_int_equal(rmq_header_json_encode(&c, &b), RMQ_E2BIG);
+    assert_int_equal(buf_live(&b), 4);
+    assert_memory_equal(buf_head(&b), "keep", 4);
+    buf_free(&b);
+    rmq_cmd_clear(&c);
+}
+
+static void test_decoder_allocation_failures(void **state)
+{
+    (void)state;
+    const char *h = java_headers[2];
+    int failures = 0;
+    for (long n = 0;; n++) {
+        struct rmq_cmd c;
+        char err[128] = "";
+        rmq_cmd_init(&c);
+        rmq_mem_fail_after(n);
+        int rc = rmq_header_json_decode((const uint8_t *)h, strlen(h), &c, err, sizeof err);
+        rmq_mem_fail_after(-1);
+        if (rc == RMQ_OK) {
+            assert_int_equal(c.ext_len, 11);
+            assert_encodes_to(&c, h);
+            rmq_cmd_clear(&c);
+            break;
+        }
+        if (rc != RMQ_ENOMEM)
+            fail_msg("n=%ld: rc %d (%s)", n, rc, err);
+        assert_null(c.ext);
+        failures++;
+    }
+    assert_true(failures > 11);
+}
+
+int main(void)
+{
+    rmq_mem_install_jansson();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_java_headers_decode_and_reencode_exactly),
+        cmocka_unit_test(test_ali_ons_typed_ext_fields),
+        cmocka_unit_test(test_lenient_shapes),
+        cmocka_unit_test(test_malformed_table),
+        cmocka_unit_test(test_encode_remark_escaping_and_type),
+        cmocka_unit_test(test_encode_rolls_back_on_cap),
+        cmocka_unit_test(test_decoder_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
