@@ -405,6 +405,8 @@ static int group_config(struct allocate_result *r, const struct allocate_options
     r->assigned = rmq_malloc((total ? total : 1) * sizeof *r->assigned);
     if (!r->assigned)
         return RMQ_ENOMEM;
+    if (!total)
+        return 0;
     for (size_t k = 0; k < opt->n_config; k++) {
         r->assigned[k].queue = opt->config[k];
         r->assigned[k].queue_index = queue_index_of(r, &opt->config[k]);

@@ -169,6 +169,14 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
     s->stats.changes++;
 }
 
+/* Store writes from hooks cannot fail the request that caused them; a failed
+ * one is logged, and the commit that follows reports the batch's fate. */
+static void check_store(struct server *s, int rc, const char *what, const char *group)
+{
+    if (rc != 0)
+        log_error("store: %s for group %s failed: %s (%s)", what, group, rmq_strerror(rc), store_errmsg(s->store));
+}
+
 static void schedule_notify(struct server *s, struct reg_group *g)
 {
     if (mship_notifies(&g->g))
@@ -179,10 +187,13 @@ static void hook_joined(void *ctx, struct reg_group *g, const struct mship_membe
 {
     struct server *s = ctx;
     int64_t now = server_now_ms(s);
-    store_put_group(s->store, g->g.name, rmq_consume_type_name(g->g.consume_type),
-                    rmq_message_model_name(g->g.message_model),
-                    rmq_consume_from_where_name(g->g.consume_from_where), now);
-    store_member_join(s->store, g->g.name, (int64_t)m->channel_id, m->client_id, now);
+    check_store(s,
+                store_put_group(s->store, g->g.name, rmq_consume_type_name(g->g.consume_type),
+                                rmq_message_model_name(g->g.message_model),
+                                rmq_consume_from_where_name(g->g.consume_from_where), now),
+                "saving the group", g->g.name);
+    check_store(s, store_member_join(s->store, g->g.name, (int64_t)m->channel_id, m->client_id, now),
+                "recording a join", g->g.name);
     record_event(s, g, "join", m->client_id, m->channel_id, NULL, 0, (long)(m - g->g.members));
     schedule_notify(s, g);
 }
@@ -192,7 +203,8 @@ static void hook_left(void *ctx, struct reg_group *g, const struct mship_member 
 {
     struct server *s = ctx;
     const char *kind = reg_leave_reason_name(why);
-    store_member_leave(s->store, g->g.name, (int64_t)m->channel_id, kind, server_now_ms(s));
+    check_store(s, store_member_leave(s->store, g->g.name, (int64_t)m->channel_id, kind, server_now_ms(s)),
+                "recording a leave", g->g.name);
     record_event(s, g, kind, m->client_id, m->channel_id, m->client_id, index, -1);
     if (why == REG_LEAVE_EXPIRE) {
         s->stats.expirations++;
@@ -245,7 +257,8 @@ static void hook_subscriptions(void *ctx, struct reg_group *g, unsigned flags)
 static void hook_heartbeat(void *ctx, struct reg_group *g, const struct mship_member *m, unsigned flags)
 {
     struct server *s = ctx;
-    store_member_heartbeat(s->store, g->g.name, (int64_t)m->channel_id, server_now_ms(s));
+    check_store(s, store_member_heartbeat(s->store, g->g.name, (int64_t)m->channel_id, server_now_ms(s)),
+                "recording a heartbeat", g->g.name);
     if ((flags & MSHIP_SUB_REPLACED) && !(flags & (MSHIP_SUB_ADDED | MSHIP_SUB_REMOVED)))
         save_subscriptions(s, g);
     /* PROTOCOL: §3.2 — the broker creates %RETRY%<group> (1 queue) at the first heartbeat. */
@@ -281,7 +294,9 @@ static void on_close(void *ctx, struct conn *c)
     log_debug("connection %s closed: %s", c->peer, c->close_reason);
     pull_drop_conn(s, c);
     registry_channel_close(&s->reg, c->id);
-    store_close_channel(s->store, (int64_t)c->id, c->close_reason, server_now_ms(s));
+    int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, server_now_ms(s));
+    if (rc != 0 && rc != RMQ_ENOTFOUND)
+        log_error("store: closing channel of %s failed: %s", c->peer, store_errmsg(s->store));
 }
 
 static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
@@ -307,7 +322,8 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
             conn_close_async(c, "out of memory");
             continue;
         }
-        store_open_channel(s->store, (int64_t)id, peer, server_now_ms(s));
+        if (store_open_channel(s->store, (int64_t)id, peer, server_now_ms(s)) != 0)
+            log_error("store: recording channel of %s failed: %s", peer, store_errmsg(s->store));
         s->stats.connections_accepted++;
         log_debug("connection %s accepted (channel %llu)", peer, (unsigned long long)id);
     }

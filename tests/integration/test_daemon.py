@@ -408,6 +408,53 @@ class Http(DaemonTest):
         self.assertEqual(ev["events"][0]["after"], ["cA"])
 
 
+class Allocation(DaemonTest):
+    def test_allocation_view_matches_client_strategies(self):
+        conns = [self.conn() for _ in range(3)]
+        for i, c in enumerate(conns):
+            self.join(c, "c%d" % i, {"G": ["TopicTest"]})
+        self.d.http("PUT", "/api/topics/TopicTest", {"readQueueNums": 8, "writeQueueNums": 8})
+        st, a = self.d.http("GET", "/api/groups/G/allocation?topic=TopicTest&strategy=AVG")
+        self.assertEqual(st, 200, a)
+        self.assertEqual({k: [q["queueId"] for q in v] for k, v in a["allocation"].items()},
+                         {"c0": [0, 1, 2], "c1": [3, 4, 5], "c2": [6, 7]})
+        self.assertEqual((a["unassigned"], a["overlaps"]), ([], []))
+        self.assertEqual(a["owners"][7], {"queue": {"topic": "TopicTest", "brokerName": "broker-a", "queueId": 7},
+                                          "owners": ["c2"]})
+        st, a = self.d.http("GET", "/api/groups/G/allocation?topic=TopicTest&strategy=AVG_BY_CIRCLE")
+        self.assertEqual([q["queueId"] for q in a["allocation"]["c0"]], [0, 3, 6])
+        st, a = self.d.http("GET", "/api/groups/G/allocation?topic=TopicTest&strategy=CONSISTENT_HASH&virtualNodes=10")
+        self.assertEqual(st, 200)
+        self.assertEqual(sorted(q["queueId"] for v in a["allocation"].values() for q in v), list(range(8)))
+        st, a = self.d.http("GET", "/api/groups/G/allocation?topic=TopicTest&strategy=CONFIG&config=broker-a:1,broker-a:2")
+        self.assertEqual([o["queue"]["queueId"] for o in a["overlaps"]], [1, 2], "CONFIG: every member takes the list")
+        self.assertEqual(len(a["unassigned"]), 6)
+        # a duplicated client id: both processes pull the same queues
+        self.join(self.conn(), "c0", {"G": ["TopicTest"]})
+        st, a = self.d.http("GET", "/api/groups/G/allocation?topic=TopicTest")
+        self.assertEqual(a["consumers"], 4)
+        self.assertTrue(a["overlaps"], "a duplicated id shows up as overlapping ownership")
+        for bad in ("strategy=NOPE&topic=TopicTest", "virtualNodes=-1&topic=TopicTest&strategy=CONSISTENT_HASH",
+                    "strategy=AVG", "topic=TopicTest&strategy=MACHINE_ROOM_NEARBY&brokerRooms=x"):
+            st, e = self.d.http("GET", "/api/groups/G/allocation?" + bad)
+            self.assertEqual(st, 400, bad)
+            self.assertIn("detail", e)
+        st, _ = self.d.http("GET", "/api/groups/G/allocation?topic=Nope")
+        self.assertEqual(st, 404)
+
+    def test_machine_room_layout(self):
+        st, _ = self.d.http("PUT", "/api/topics/T", {"brokers": [
+            {"brokerName": "hz@broker-a", "readQueueNums": 4}, {"brokerName": "sh@broker-b", "readQueueNums": 4}]})
+        self.assertEqual(st, 200)
+        for i in range(3):
+            self.join(self.conn(), "c%d" % i, {"G": ["T"]})
+        st, a = self.d.http("GET", "/api/groups/G/allocation?topic=T&strategy=MACHINE_ROOM&consumerIdcs=hz")
+        self.assertEqual(st, 200, a)
+        self.assertEqual({k: [q["queueId"] for q in v] for k, v in a["allocation"].items()},
+                         {"c0": [0, 3], "c1": [1], "c2": [2]})
+        self.assertEqual(len(a["unassigned"]), 4)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_closes_channels_and_flushes(self):
         d = Daemon()

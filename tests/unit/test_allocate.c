@@ -509,7 +509,7 @@ static void rnd_name(char *buf, size_t len, const char *suffix)
 }
 
 struct rgroup {
-    char qnames[64][32], cnames[40][32];
+    char qnames[64][48], cnames[40][48];
     struct allocate_queue q[64], cfg[4];
     const char *c[40];
     size_t nq, nc;
@@ -534,7 +534,7 @@ static void rgroup_make(struct rgroup *g, int allow_dups)
         g->q[i] = (struct allocate_queue){rnd(4) ? "T" : "\xf0\x9f\x98\x80T", g->qnames[rnd((uint32_t)nb)],
                                           (int32_t)rnd(16)};
     for (size_t j = 0; j < g->nc; j++) {
-        char sfx[16];
+        char sfx[32];
         snprintf(sfx, sizeof sfx, "@%zu%s", j, rooms[rnd(4)]);
         rnd_name(g->cnames[j], sizeof g->cnames[j], sfx);
         g->c[j] = allow_dups && j && !rnd(5) ? g->c[rnd((uint32_t)j)] : g->cnames[j];
