@@ -33,7 +33,7 @@ struct allocate_plan {
     enum allocate_strategy inner; /* NEARBY */
     size_t n_queues;
     size_t n_consumers;
-    size_t *first; /* per consumer: index of its first occurrence */
+    size_t *first; /* CONSISTENT_HASH: per consumer, its first occurrence */
     /* MACHINE_ROOM: indexes of the kept queues. NEARBY: queue indexes
      * grouped by room (list order kept within a room). CONSISTENT_HASH:
      * queue indexes grouped by owner. */

@@ -388,11 +388,16 @@ int allocate_plan_init(struct allocate_plan *plan, const struct allocate_options
     plan->inner = opt->inner;
     plan->n_queues = in->n_queues;
     plan->n_consumers = in->n_consumers;
-    plan->first = rmq_malloc(in->n_consumers * sizeof *plan->first);
-    int rc = plan->first ? first_occurrence(in->consumers, in->n_consumers, plan->first) : RMQ_ENOMEM;
-    if (rc) {
-        allocate_plan_free(plan);
-        return allocate_fail(err, err_len, rc, "out of memory");
+    int rc = 0;
+    if (opt->strategy == ALLOCATE_CONSISTENT_HASH) {
+        /* Only the ring needs every consumer's identity; the other
+         * strategies use the caller's (first-occurrence) index alone. */
+        plan->first = rmq_malloc(in->n_consumers * sizeof *plan->first);
+        rc = plan->first ? first_occurrence(in->consumers, in->n_consumers, plan->first) : RMQ_ENOMEM;
+        if (rc) {
+            allocate_plan_free(plan);
+            return allocate_fail(err, err_len, rc, "out of memory");
+        }
     }
     switch (opt->strategy) {
     case ALLOCATE_MACHINE_ROOM:

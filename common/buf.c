@@ -24,7 +24,10 @@ void buf_free(struct buf *b)
     b->len = b->pos = b->alloc = 0;
 }
 
-void buf_reset(struct buf *b) { b->len = b->pos = 0; }
+void buf_reset(struct buf *b)
+{
+    b->len = b->pos = 0;
+}
 
 /* Ensures room for n more bytes, compacting the consumed prefix first when
  * that is enough or when the prefix is at least half the allocation. */
@@ -54,7 +57,10 @@ uint8_t *buf_reserve(struct buf *b, size_t n)
     return b->data + b->len;
 }
 
-void buf_commit(struct buf *b, size_t n) { b->len += n; }
+void buf_commit(struct buf *b, size_t n)
+{
+    b->len += n;
+}
 
 int buf_append(struct buf *b, const void *p, size_t n)
 {
@@ -70,9 +76,15 @@ int buf_append(struct buf *b, const void *p, size_t n)
     return RMQ_OK;
 }
 
-int buf_append_str(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+int buf_append_str(struct buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
 
-int buf_append_u8(struct buf *b, uint8_t v) { return buf_append(b, &v, 1); }
+int buf_append_u8(struct buf *b, uint8_t v)
+{
+    return buf_append(b, &v, 1);
+}
 
 int buf_append_be16(struct buf *b, uint16_t v)
 {

@@ -23,8 +23,14 @@ void buf_init(struct buf *b, size_t cap);
 /* Frees the storage; the buffer may be reused after buf_init. Accepts NULL. */
 void buf_free(struct buf *b);
 
-static inline size_t buf_live(const struct buf *b) { return b->len - b->pos; }
-static inline const uint8_t *buf_head(const struct buf *b) { return b->data + b->pos; }
+static inline size_t buf_live(const struct buf *b)
+{
+    return b->len - b->pos;
+}
+static inline const uint8_t *buf_head(const struct buf *b)
+{
+    return b->data + b->pos;
+}
 
 /* Appends n bytes. 0, RMQ_E2BIG (cap) or RMQ_ENOMEM. */
 int buf_append(struct buf *b, const void *p, size_t n);
@@ -33,8 +39,7 @@ int buf_append_u8(struct buf *b, uint8_t v);
 int buf_append_be16(struct buf *b, uint16_t v);
 int buf_append_be32(struct buf *b, uint32_t v);
 /* printf-style append (no NUL is kept in the buffer). */
-int buf_appendf(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int buf_appendf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Makes room for at least n more bytes and returns the write pointer, or
  * NULL (cap or memory). Commit what was written with buf_commit. */

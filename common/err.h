@@ -9,15 +9,15 @@
 
 enum rmq_err {
     RMQ_OK = 0,
-    RMQ_EAGAIN = -1000,   /* need more bytes / try again later */
-    RMQ_ENOMEM = -1001,   /* allocation failed */
-    RMQ_EINVAL = -1002,   /* bad argument or bad field value */
-    RMQ_E2BIG = -1003,    /* over a configured limit */
-    RMQ_EPROTO = -1004,   /* malformed protocol data */
+    RMQ_EAGAIN = -1000, /* need more bytes / try again later */
+    RMQ_ENOMEM = -1001, /* allocation failed */
+    RMQ_EINVAL = -1002, /* bad argument or bad field value */
+    RMQ_E2BIG = -1003,  /* over a configured limit */
+    RMQ_EPROTO = -1004, /* malformed protocol data */
     RMQ_ENOTFOUND = -1005,
     RMQ_EEXIST = -1006,
-    RMQ_EIO = -1007,      /* storage or I/O failure */
-    RMQ_ESTATE = -1008,   /* operation not valid in the current state */
+    RMQ_EIO = -1007,    /* storage or I/O failure */
+    RMQ_ESTATE = -1008, /* operation not valid in the current state */
 };
 
 /* Returns a static, human-readable description of an RMQ_E* or -errno code. */

@@ -96,6 +96,8 @@ void md5_init(struct md5_ctx *ctx)
 void md5_update(struct md5_ctx *ctx, const void *data, size_t len)
 {
     const uint8_t *p = data;
+    if (!len)
+        return; /* data may be NULL then; memcpy must not see it */
     ctx->total_len += len;
     if (ctx->block_len) {
         size_t take = 64 - ctx->block_len < len ? 64 - ctx->block_len : len;

@@ -20,18 +20,30 @@ static int should_fail(void)
     return 0;
 }
 
-void rmq_mem_fail_after(long n) { atomic_store(&fail_countdown, n); }
+void rmq_mem_fail_after(long n)
+{
+    atomic_store(&fail_countdown, n);
+}
 
-void *rmq_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
+void *rmq_malloc(size_t n)
+{
+    return should_fail() ? NULL : malloc(n ? n : 1);
+}
 
 void *rmq_calloc(size_t count, size_t n)
 {
     return should_fail() ? NULL : calloc(count ? count : 1, n ? n : 1);
 }
 
-void *rmq_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n ? n : 1); }
+void *rmq_realloc(void *p, size_t n)
+{
+    return should_fail() ? NULL : realloc(p, n ? n : 1);
+}
 
-void rmq_free(void *p) { free(p); }
+void rmq_free(void *p)
+{
+    free(p);
+}
 
 char *rmq_strndup(const char *s, size_t n)
 {
@@ -45,8 +57,17 @@ char *rmq_strndup(const char *s, size_t n)
     return d;
 }
 
-char *rmq_strdup(const char *s) { return s ? rmq_strndup(s, strlen(s)) : NULL; }
+char *rmq_strdup(const char *s)
+{
+    return s ? rmq_strndup(s, strlen(s)) : NULL;
+}
 
-static void *json_malloc_hook(size_t n) { return rmq_malloc(n); }
+static void *json_malloc_hook(size_t n)
+{
+    return rmq_malloc(n);
+}
 
-void rmq_mem_install_jansson(void) { json_set_alloc_funcs(json_malloc_hook, rmq_free); }
+void rmq_mem_install_jansson(void)
+{
+    json_set_alloc_funcs(json_malloc_hook, rmq_free);
+}

@@ -34,8 +34,8 @@ struct mship_member {
 };
 
 struct mship_group {
-    char *name; /* owned */
-    int consume_type;       /* of the latest heartbeat (PROTOCOL: overwritten by every heartbeat) */
+    char *name;       /* owned */
+    int consume_type; /* of the latest heartbeat (PROTOCOL: overwritten by every heartbeat) */
     int message_model;
     int consume_from_where;
     struct mship_member *members; /* owned, in join order */
@@ -50,8 +50,8 @@ enum mship_flags {
     MSHIP_JOINED = 1u << 0,
     MSHIP_SUB_ADDED = 1u << 1,
     MSHIP_SUB_REMOVED = 1u << 2,
-    MSHIP_SUB_REPLACED = 1u << 3,    /* newer subVersion: stored, not a change */
-    MSHIP_CLIENT_ID_CHANGED = 1u << 4,/* channel reported a new id: not a change */
+    MSHIP_SUB_REPLACED = 1u << 3,      /* newer subVersion: stored, not a change */
+    MSHIP_CLIENT_ID_CHANGED = 1u << 4, /* channel reported a new id: not a change */
 };
 #define MSHIP_CHANGE_MASK (MSHIP_JOINED | MSHIP_SUB_ADDED | MSHIP_SUB_REMOVED)
 
@@ -67,9 +67,9 @@ struct mship_heartbeat_in {
 };
 
 struct mship_outcome {
-    unsigned flags;   /* enum mship_flags */
-    bool changed;     /* flags & MSHIP_CHANGE_MASK */
-    bool sub_change;  /* IS_SUB_CHANGE for the v2 reply: the client should send its full subscriptions */
+    unsigned flags;      /* enum mship_flags */
+    bool changed;        /* flags & MSHIP_CHANGE_MASK */
+    bool sub_change;     /* IS_SUB_CHANGE for the v2 reply: the client should send its full subscriptions */
     size_t member_index; /* index of the heartbeating member after the call */
 };
 
@@ -80,14 +80,16 @@ void mship_group_clear(struct mship_group *g);
 /* Applies one ConsumerData (in->cd->group must equal g->name). 0 or
  * RMQ_ENOMEM; on RMQ_ENOMEM the group is left consistent (the heartbeat may
  * be partly applied, never half-inserted). */
-int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in *in, struct mship_outcome *out);
+int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in *in,
+                          struct mship_outcome *out);
 
 /* Index of the member on channel_id, or -1. */
 long mship_find(const struct mship_group *g, uint64_t channel_id);
 /* Removes the member on channel_id: returns 1 and moves it into *removed
  * (caller frees removed->client_id with rmq_free; may be NULL to discard),
  * *index_out its old index; 0 when absent. */
-int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed, size_t *index_out);
+int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed,
+                         size_t *index_out);
 
 /* Channel ids of members whose last heartbeat is more than expiry_ms before
  * now_ms, up to max, in member order. Returns how many. */

@@ -118,13 +118,14 @@ static char *scratch_copy(struct alloc_args *a, const char *v, size_t *used, siz
 }
 
 /* Fills opt from the query; on a bad parameter returns non-zero with *why set. */
-static int read_options(struct alloc_args *a, const json_t *query, const char *topic, struct allocate_options *opt,
-                        const char **why)
+static int read_options(struct alloc_args *a, const json_t *query, const char *topic,
+                        struct allocate_options *opt, const char **why)
 {
     const char *name = param(query, "strategy");
     enum allocate_strategy st = ALLOCATE_AVG;
     if (name && allocate_strategy_parse(name, &st) != 0) {
-        *why = "strategy must be AVG, AVG_BY_CIRCLE, CONFIG, MACHINE_ROOM, MACHINE_ROOM_NEARBY or CONSISTENT_HASH";
+        *why = "strategy must be AVG, AVG_BY_CIRCLE, CONFIG, MACHINE_ROOM, MACHINE_ROOM_NEARBY or "
+               "CONSISTENT_HASH";
         return RMQ_EINVAL;
     }
     allocate_options_init(opt, st);
@@ -214,12 +215,14 @@ static int collect_queues(struct alloc_args *a, const struct topic *tp)
 
 static json_t *queue_json(const struct allocate_queue *q)
 {
-    return json_pack("{s:s,s:s,s:i}", "topic", q->topic, "brokerName", q->broker_name, "queueId", (int)q->queue_id);
+    return json_pack("{s:s,s:s,s:i}", "topic", q->topic, "brokerName", q->broker_name, "queueId",
+                     (int)q->queue_id);
 }
 
 static json_t *result_json(const struct allocate_result *r, const char *group, const char *topic)
 {
-    json_t *alloc = json_object(), *owners = json_array(), *unassigned = json_array(), *overlaps = json_array();
+    json_t *alloc = json_object(), *owners = json_array(), *unassigned = json_array(),
+           *overlaps = json_array();
     for (size_t i = 0; alloc && i < r->n_consumers; i++) {
         if (r->consumer_first[i] != i)
             continue; /* a duplicated id holds the same queues as its first copy */
@@ -251,7 +254,8 @@ static json_t *compute(struct server *s, struct alloc_args *a, const char *group
 {
     const char *topic = param(query, "topic");
     if (!topic || !*topic)
-        return fail(status, 400, "missing parameter", "topic is required, e.g. ?topic=TopicTest&strategy=AVG");
+        return fail(status, 400, "missing parameter",
+                    "topic is required, e.g. ?topic=TopicTest&strategy=AVG");
     const struct topic *tp = topics_get(&s->topics, topic);
     if (!tp)
         return fail(status, 404, "topic not found", "the topic has no route");
@@ -273,9 +277,10 @@ static json_t *compute(struct server *s, struct alloc_args *a, const char *group
         a->consumers[i] = g->g.members[i].client_id;
     if (a->n_consumers == 0 || a->n_queues == 0) {
         *status = 200;
-        return json_pack("{s:s,s:s,s:s,s:I,s:I,s:{},s:[],s:[],s:[]}", "group", group, "topic", topic, "strategy",
-                         allocate_strategy_name(opt.strategy), "consumers", (json_int_t)a->n_consumers, "queues",
-                         (json_int_t)a->n_queues, "allocation", "owners", "unassigned", "overlaps");
+        return json_pack("{s:s,s:s,s:s,s:I,s:I,s:{},s:[],s:[],s:[]}", "group", group, "topic", topic,
+                         "strategy", allocate_strategy_name(opt.strategy), "consumers",
+                         (json_int_t)a->n_consumers, "queues", (json_int_t)a->n_queues, "allocation",
+                         "owners", "unassigned", "overlaps");
     }
     struct allocate_input in = {a->queues, a->n_queues, a->consumers, a->n_consumers};
     struct allocate_result *r = NULL;

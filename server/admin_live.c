@@ -23,7 +23,10 @@ static json_t *error_json(int *status, int code, const char *error, const char *
     return json_pack("{s:s,s:s}", "error", error, "detail", detail);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 /* Names of a hashmap's keys, sorted; new array (rmq_free), borrowed strings. */
 static const char **sorted_keys(const struct hashmap *m)
@@ -49,8 +52,8 @@ static json_t *groups_list(struct server *s, int *status)
     }
     for (size_t i = 0; i < s->reg.known.count; i++) {
         const struct reg_group *g = registry_group(&s->reg, names[i]);
-        json_t *o = json_pack("{s:s,s:i,s:b}", "group", names[i], "members", g ? (json_int_t)g->g.nmembers : 0,
-                              "live", g != NULL);
+        json_t *o = json_pack("{s:s,s:i,s:b}", "group", names[i], "members",
+                              g ? (json_int_t)g->g.nmembers : 0, "live", g != NULL);
         if (o && g) {
             json_object_set_new(o, "messageModel", json_string(rmq_message_model_name(g->g.message_model)));
             json_object_set_new(o, "consumeType", json_string(rmq_consume_type_name(g->g.consume_type)));
@@ -107,22 +110,23 @@ static json_t *group_get(struct server *s, const char *name, int *status)
     for (size_t i = 0; consumers && i < g->nmembers; i++) {
         const struct mship_member *m = &g->members[i];
         const struct reg_channel *ch = registry_channel(&s->reg, m->channel_id);
-        json_array_append_new(consumers,
-                              json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:I}", "clientId", m->client_id, "remoteAddr",
-                                        ch ? ch->peer : "", "language", rmq_language_name(m->language), "version",
-                                        (int)m->version, "lastHeartbeatMs", (json_int_t)m->last_hb_ms, "joinedMs",
-                                        (json_int_t)m->joined_ms, "channelId", (json_int_t)m->channel_id));
+        json_array_append_new(
+            consumers, json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:I}", "clientId", m->client_id, "remoteAddr",
+                                 ch ? ch->peer : "", "language", rmq_language_name(m->language), "version",
+                                 (int)m->version, "lastHeartbeatMs", (json_int_t)m->last_hb_ms, "joinedMs",
+                                 (json_int_t)m->joined_ms, "channelId", (json_int_t)m->channel_id));
     }
     for (size_t i = 0; subs && i < g->nsubs; i++) {
         const struct rmq_subscription *sub = &g->subs[i];
         json_array_append_new(subs, json_pack("{s:s,s:s,s:o,s:I,s:s}", "topic", sub->topic, "subString",
                                               sub->sub_string, "tags", tags_json(sub), "subVersion",
-                                              (json_int_t)sub->sub_version, "expressionType", sub->expression_type));
+                                              (json_int_t)sub->sub_version, "expressionType",
+                                              sub->expression_type));
     }
     *status = 200;
     return json_pack("{s:s,s:o,s:o,s:s,s:s,s:s,s:b,s:o}", "group", g->name, "consumers", consumers,
-                     "subscriptions", subs, "messageModel", rmq_message_model_name(g->message_model), "consumeType",
-                     rmq_consume_type_name(g->consume_type), "consumeFromWhere",
+                     "subscriptions", subs, "messageModel", rmq_message_model_name(g->message_model),
+                     "consumeType", rmq_consume_type_name(g->consume_type), "consumeFromWhere",
                      rmq_consume_from_where_name(g->consume_from_where), "live", 1, "duplicateClientIds",
                      duplicate_ids(g));
 }
@@ -131,9 +135,10 @@ static json_t *topic_json(const struct topic *tp)
 {
     json_t *brokers = json_array();
     for (size_t i = 0; brokers && i < tp->nbrokers; i++)
-        json_array_append_new(brokers, json_pack("{s:s,s:i,s:i,s:i}", "brokerName", tp->brokers[i].broker_name,
-                                                 "readQueueNums", tp->brokers[i].read_queue_nums, "writeQueueNums",
-                                                 tp->brokers[i].write_queue_nums, "perm", tp->brokers[i].perm));
+        json_array_append_new(brokers,
+                              json_pack("{s:s,s:i,s:i,s:i}", "brokerName", tp->brokers[i].broker_name,
+                                        "readQueueNums", tp->brokers[i].read_queue_nums, "writeQueueNums",
+                                        tp->brokers[i].write_queue_nums, "perm", tp->brokers[i].perm));
     return json_pack("{s:s,s:o}", "topic", tp->name, "brokers", brokers);
 }
 
@@ -152,7 +157,8 @@ static json_t *topic_get(struct server *s, const char *name, int *status)
 {
     const struct topic *tp = topics_get(&s->topics, name);
     if (!tp)
-        return error_json(status, 404, "topic not found", "no such topic; PUT /api/topics/{topic} creates one");
+        return error_json(status, 404, "topic not found",
+                          "no such topic; PUT /api/topics/{topic} creates one");
     struct buf b;
     buf_init(&b, 0);
     json_t *route = NULL;
@@ -167,7 +173,8 @@ static json_t *topic_get(struct server *s, const char *name, int *status)
 }
 
 /* Reads one broker entry of a PUT body. */
-static int read_broker(const json_t *o, const char *default_name, struct topic_broker *b, char *why, size_t len)
+static int read_broker(const json_t *o, const char *default_name, struct topic_broker *b, char *why,
+                       size_t len)
 {
     json_t *name = json_object_get(o, "brokerName"), *r = json_object_get(o, "readQueueNums"),
            *w = json_object_get(o, "writeQueueNums"), *perm = json_object_get(o, "perm");
@@ -180,7 +187,8 @@ static int read_broker(const json_t *o, const char *default_name, struct topic_b
         return RMQ_EINVAL;
     }
     b->broker_name = (char *)(name ? json_string_value(name) : default_name);
-    json_int_t rv = json_integer_value(r), wv = w ? json_integer_value(w) : rv, pv = perm ? json_integer_value(perm) : 6;
+    json_int_t rv = json_integer_value(r), wv = w ? json_integer_value(w) : rv,
+               pv = perm ? json_integer_value(perm) : 6;
     if (rv < 0 || rv > TOPIC_MAX_QUEUES || wv < 0 || wv > TOPIC_MAX_QUEUES || pv < 0 || pv > 15) {
         snprintf(why, len, "queue counts must be 0..%d and perm 0..15", TOPIC_MAX_QUEUES);
         return RMQ_EINVAL;
@@ -203,7 +211,8 @@ static json_t *topic_put(struct server *s, const char *name, const json_t *body,
     const json_t *list = json_object_get(body, "brokers");
     if (list) {
         if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > TOPIC_MAX_BROKERS)
-            return error_json(status, 400, "bad body", "brokers must be a non-empty array of at most 64 entries");
+            return error_json(status, 400, "bad body",
+                              "brokers must be a non-empty array of at most 64 entries");
         for (n = 0; n < json_array_size(list); n++) {
             const json_t *o = json_array_get(list, n);
             if (!json_is_object(o) || !json_is_string(json_object_get(o, "brokerName")))
@@ -242,11 +251,11 @@ static json_t *stats(struct server *s, int *status)
     *status = 200;
     return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "status", "ok", "uptimeMs",
                      (json_int_t)(server_now_ms(s) - s->started_ms), "connections",
-                     (json_int_t)conn_set_count(s->conns), "liveGroups", (json_int_t)s->reg.groups.count, "topics",
-                     (json_int_t)topics_count(&s->topics), "requests", (json_int_t)s->stats.requests,
-                     "heartbeats", (json_int_t)s->stats.heartbeats, "notificationsSent",
-                     (json_int_t)s->stats.notifications_sent, "changes", (json_int_t)s->stats.changes, "advertise",
-                     s->advertise);
+                     (json_int_t)conn_set_count(s->conns), "liveGroups", (json_int_t)s->reg.groups.count,
+                     "topics", (json_int_t)topics_count(&s->topics), "requests",
+                     (json_int_t)s->stats.requests, "heartbeats", (json_int_t)s->stats.heartbeats,
+                     "notificationsSent", (json_int_t)s->stats.notifications_sent, "changes",
+                     (json_int_t)s->stats.changes, "advertise", s->advertise);
 }
 
 void admin_live_handle(void *ctx, struct mailbox_msg *msg)
@@ -257,13 +266,17 @@ void admin_live_handle(void *ctx, struct mailbox_msg *msg)
     switch (msg->op) {
     case ADMIN_OP_GROUPS_LIST: reply = groups_list(s, &status); break;
     case ADMIN_OP_GROUP_GET: reply = group_get(s, msg->arg ? msg->arg : "", &status); break;
-    case ADMIN_OP_GROUP_ALLOCATION: reply = admin_allocation(s, msg->arg ? msg->arg : "", msg->query, &status); break;
+    case ADMIN_OP_GROUP_ALLOCATION:
+        reply = admin_allocation(s, msg->arg ? msg->arg : "", msg->query, &status);
+        break;
     case ADMIN_OP_TOPICS_LIST: reply = topics_list(s, &status); break;
     case ADMIN_OP_TOPIC_GET: reply = topic_get(s, msg->arg ? msg->arg : "", &status); break;
     case ADMIN_OP_TOPIC_PUT: reply = topic_put(s, msg->arg, msg->body, &status); break;
     case ADMIN_OP_TOPIC_DELETE: reply = topic_delete(s, msg->arg, &status); break;
     case ADMIN_OP_STATS: reply = stats(s, &status); break;
-    default: reply = error_json(&status, 404, "unknown operation", "the loop does not handle this request"); break;
+    default:
+        reply = error_json(&status, 404, "unknown operation", "the loop does not handle this request");
+        break;
     }
     if (!reply)
         reply = error_json(&status, 500, "internal error", "out of memory building the reply");

@@ -118,8 +118,8 @@ struct line_buf {
  * as dropped (the error is reported when its newline arrives). */
 static void line_append(struct line_buf *b, const char *s, size_t n, int *nomem)
 {
-    if (b->too_long || *nomem)
-        return;
+    if (!n || b->too_long || *nomem)
+        return; /* n == 0 may come with a NULL buffer: keep memcpy away */
     if (n > b->max - b->len) {
         b->too_long = 1;
         return;

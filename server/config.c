@@ -60,31 +60,35 @@ static const struct option long_options[] = {
 
 void config_print_help(void)
 {
-    fputs("usage: rmqcoord serve [options]\n"
-          "\n"
-          "Runs the RocketMQ name server + broker consumer-group coordinator.\n"
-          "\n"
-          "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks one)\n"
-          "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
-          "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080)\n"
-          "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
-          "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms (default 120000)\n"
-          "  --expiry-scan-ms N         how often expiry is checked (default 1000)\n"
-          "  --notify-on-expiry on|off  NOTIFY the group when a member expires (default on; the broker: off)\n"
-          "  --auto-create-queues N     queues of a topic created on first route query (default 8; 0 = off)\n"
-          "  --max-frame-bytes N        largest accepted frame (default 16777216)\n"
-          "  --max-pending-output N     bytes queued to one connection before it is dropped (default 67108864)\n"
-          "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held (default 15000)\n"
-          "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
-          "  --broker-name NAME         broker name of auto-created and retry topics (default broker-a)\n"
-          "  --cluster NAME             cluster name in routes (default DefaultCluster)\n"
-          "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
-          "  --log-level LEVEL          error, warn, info (default) or debug\n"
-          "  --help, --version\n"
-          "\n"
-          "On start it prints one line to stdout once every listener is bound:\n"
-          "  READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off\n",
-          stdout);
+    fputs(
+        "usage: rmqcoord serve [options]\n"
+        "\n"
+        "Runs the RocketMQ name server + broker consumer-group coordinator.\n"
+        "\n"
+        "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks "
+        "one)\n"
+        "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
+        "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080)\n"
+        "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
+        "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms (default "
+        "120000)\n"
+        "  --expiry-scan-ms N         how often expiry is checked (default 1000)\n"
+        "  --notify-on-expiry on|off  NOTIFY the group when a member expires (default on; the broker: off)\n"
+        "  --auto-create-queues N     queues of a topic created on first route query (default 8; 0 = off)\n"
+        "  --max-frame-bytes N        largest accepted frame (default 16777216)\n"
+        "  --max-pending-output N     bytes queued to one connection before it is dropped (default "
+        "67108864)\n"
+        "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held (default 15000)\n"
+        "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
+        "  --broker-name NAME         broker name of auto-created and retry topics (default broker-a)\n"
+        "  --cluster NAME             cluster name in routes (default DefaultCluster)\n"
+        "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
+        "  --log-level LEVEL          error, warn, info (default) or debug\n"
+        "  --help, --version\n"
+        "\n"
+        "On start it prints one line to stdout once every listener is bound:\n"
+        "  READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off\n",
+        stdout);
 }
 
 int config_parse_addr(const char *s, struct config_addr *out)
@@ -200,7 +204,8 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         return RMQ_OK;
     case OPT_ADVERTISE:
         if (config_parse_addr(arg, &cfg->advertise) != 0 || cfg->advertise.port == 0) {
-            fprintf(stderr, "rmqcoord serve: --advertise needs HOST:PORT with a non-zero port, got '%s'\n", arg);
+            fprintf(stderr, "rmqcoord serve: --advertise needs HOST:PORT with a non-zero port, got '%s'\n",
+                    arg);
             return RMQ_EINVAL;
         }
         cfg->advertise_set = true;
@@ -273,9 +278,7 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     }
     case OPT_HELP: config_print_help(); return 1;
     case OPT_VERSION: printf("rmqcoord %s\n", RMQCOORD_VERSION); return 1;
-    default:
-        fputs("rmqcoord serve: unknown option (see rmqcoord serve --help)\n", stderr);
-        return RMQ_EINVAL;
+    default: fputs("rmqcoord serve: unknown option (see rmqcoord serve --help)\n", stderr); return RMQ_EINVAL;
     }
 }
 
@@ -297,7 +300,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
             return rc;
     }
     if (optind < argc) {
-        fprintf(stderr, "rmqcoord serve: unexpected argument '%s' (see rmqcoord serve --help)\n", argv[optind]);
+        fprintf(stderr, "rmqcoord serve: unexpected argument '%s' (see rmqcoord serve --help)\n",
+                argv[optind]);
         return RMQ_EINVAL;
     }
     if (cfg->nlisten == 0) {

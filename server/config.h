@@ -34,9 +34,9 @@ struct config {
     int64_t channel_expiry_ms;
     int64_t expiry_scan_ms;
     bool notify_on_expiry;
-    int auto_create_queues;   /* 0 = auto-create off */
+    int auto_create_queues; /* 0 = auto-create off */
     size_t max_frame_bytes;
-    size_t max_pending_output;/* per connection; a slower reader is dropped */
+    size_t max_pending_output; /* per connection; a slower reader is dropped */
     int64_t pull_hold_max_ms;
     int64_t lock_expiry_ms;
     char broker_name[128];

@@ -34,9 +34,9 @@ struct conn {
     char close_reason[200];
     void *user; /* the owner's per-connection state (borrowed) */
     struct conn_set *set;
-    struct conn *prev, *next;   /* all connections */
-    struct conn *next_flush;    /* connections with output queued */
-    struct conn *next_close;    /* connections to reap */
+    struct conn *prev, *next; /* all connections */
+    struct conn *next_flush;  /* connections with output queued */
+    struct conn *next_close;  /* connections to reap */
 };
 
 /* on_frame: a decoded frame; cmd is borrowed (cleared after the call; the
@@ -60,7 +60,8 @@ void conn_set_free(struct conn_set *s);
 size_t conn_set_count(const struct conn_set *s);
 
 /* Adopts an accepted fd; the new conn gets id. 0 or an error (fd closed). */
-int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, int64_t now_ms, struct conn **out);
+int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, int64_t now_ms,
+                   struct conn **out);
 
 /* Encodes cmd and queues it. durable: the reply reports a stored fact and
  * must not go out if the store commit before this flush fails. 0, or an

@@ -89,24 +89,15 @@ void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req)
     const char **ids = rmq_malloc(g->g.nmembers * sizeof *ids);
     struct buf body;
     buf_init(&body, 0);
-    struct rmq_cmd resp;
-    int rc = ids ? rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) : RMQ_ENOMEM;
+    int rc = ids ? 0 : RMQ_ENOMEM;
     if (rc == 0) {
         /* PROTOCOL: §3.7 — one id per channel, duplicates kept. */
         for (size_t i = 0; i < g->g.nmembers; i++)
             ids[i] = g->g.members[i].client_id;
         rc = rmq_consumer_list_encode(ids, g->g.nmembers, &body);
-        if (rc == 0)
-            rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
-        if (rc == 0)
-            server_send_reply(s, c, req, &resp, false);
-        else
-            rmq_cmd_clear(&resp);
     }
-    if (rc != 0)
-        conn_close_async(c, "out of memory building a reply");
     rmq_free(ids);
-    buf_free(&body);
+    server_reply_body(s, c, req, rc, &body, false);
 }
 
 void h_check_client_config(struct server *s, struct conn *c, struct rmq_cmd *req)
@@ -134,10 +125,12 @@ static int encode_connections(const struct server *s, const struct reg_group *g,
                              (int)m->version);
     }
     if (rc == 0)
-        rc = buf_appendf(out, "],\"consumeFromWhere\":\"%s\",\"consumeType\":\"%s\",\"messageModel\":\"%s\","
-                              "\"subscriptionTable\":{",
-                         rmq_consume_from_where_name(g->g.consume_from_where),
-                         rmq_consume_type_name(g->g.consume_type), rmq_message_model_name(g->g.message_model));
+        rc =
+            buf_appendf(out,
+                        "],\"consumeFromWhere\":\"%s\",\"consumeType\":\"%s\",\"messageModel\":\"%s\","
+                        "\"subscriptionTable\":{",
+                        rmq_consume_from_where_name(g->g.consume_from_where),
+                        rmq_consume_type_name(g->g.consume_type), rmq_message_model_name(g->g.message_model));
     for (size_t i = 0; rc == 0 && i < g->g.nsubs; i++) {
         if (i)
             rc = buf_append_u8(out, ',');
@@ -167,18 +160,5 @@ void h_get_consumer_connection_list(struct server *s, struct conn *c, struct rmq
     }
     struct buf body;
     buf_init(&body, 0);
-    struct rmq_cmd resp;
-    int rc = encode_connections(s, g, &body);
-    if (rc == 0)
-        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
-    if (rc == 0) {
-        rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
-        if (rc == 0)
-            server_send_reply(s, c, req, &resp, false);
-        else
-            rmq_cmd_clear(&resp);
-    }
-    if (rc != 0)
-        conn_close_async(c, "out of memory building a reply");
-    buf_free(&body);
+    server_reply_body(s, c, req, encode_connections(s, g, &body), &body, false);
 }

@@ -21,7 +21,8 @@ struct queue_lock {
 
 static size_t lock_key(char *out, size_t cap, const char *group, const struct rmq_mq *mq)
 {
-    int n = snprintf(out, cap, "%s%c%s%c%s%c%d", group, 0, mq->topic, 0, mq->broker_name, 0, (int)mq->queue_id);
+    int n =
+        snprintf(out, cap, "%s%c%s%c%s%c%d", group, 0, mq->topic, 0, mq->broker_name, 0, (int)mq->queue_id);
     return n < 0 ? 0 : ((size_t)n >= cap ? cap - 1 : (size_t)n);
 }
 
@@ -33,10 +34,14 @@ static void free_lock(void *p)
     rmq_free(l);
 }
 
-void lock_free_all(struct server *s) { hashmap_free(&s->locks, free_lock); }
+void lock_free_all(struct server *s)
+{
+    hashmap_free(&s->locks, free_lock);
+}
 
 /* Tries to take or renew the lock; true when the client holds it after. */
-static bool try_lock(struct server *s, const char *group, const char *client, const struct rmq_mq *mq, int64_t now)
+static bool try_lock(struct server *s, const char *group, const char *client, const struct rmq_mq *mq,
+                     int64_t now)
 {
     char key[1024];
     size_t n = lock_key(key, sizeof key, group, mq);
@@ -90,26 +95,14 @@ void h_lock_batch(struct server *s, struct conn *c, struct rmq_cmd *req)
     size_t nok = 0;
     struct buf body;
     buf_init(&body, 0);
-    struct rmq_cmd resp;
     int rc = (b.nmqs && !ok) ? RMQ_ENOMEM : 0;
     for (size_t i = 0; rc == 0 && i < b.nmqs; i++)
         if (try_lock(s, b.consumer_group, b.client_id, &b.mqs[i], now))
             ok[nok++] = b.mqs[i];
     if (rc == 0)
         rc = rmq_lock_ok_encode(ok, nok, &body);
-    if (rc == 0)
-        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
-    if (rc == 0) {
-        rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
-        if (rc == 0)
-            server_send_reply(s, c, req, &resp, false);
-        else
-            rmq_cmd_clear(&resp);
-    }
-    if (rc != 0)
-        conn_close_async(c, "out of memory building a reply");
+    server_reply_body(s, c, req, rc, &body, false);
     rmq_free(ok);
-    buf_free(&body);
     rmq_lock_body_clear(&b);
 }
 

@@ -47,19 +47,7 @@ void h_get_route(struct server *s, struct conn *c, struct rmq_cmd *req)
     }
     struct buf body;
     buf_init(&body, 0);
-    struct rmq_cmd resp;
+    /* A created topic is a stored fact: the route goes out after its commit. */
     int rc = topics_route_encode(tp, s->cfg->cluster_name, s->advertise, wants_quoted_ids(req), &body);
-    if (rc == 0)
-        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
-    if (rc == 0) {
-        rc = rmq_cmd_set_body_copy(&resp, buf_head(&body), buf_live(&body));
-        /* A created topic is a stored fact: the route goes out after its commit. */
-        if (rc == 0)
-            server_send_reply(s, c, req, &resp, true);
-        else
-            rmq_cmd_clear(&resp);
-    }
-    if (rc != 0)
-        conn_close_async(c, "out of memory building a reply");
-    buf_free(&body);
+    server_reply_body(s, c, req, rc, &body, true);
 }

@@ -17,7 +17,8 @@
 /* Builds the key "a\0b\0<qid>" into out; returns its length. */
 static size_t make_key(char *out, size_t cap, const char *a, const char *b, int32_t qid)
 {
-    int n = b ? snprintf(out, cap, "%s%c%s%c%d", a, 0, b, 0, (int)qid) : snprintf(out, cap, "%s%c%d", a, 0, (int)qid);
+    int n = b ? snprintf(out, cap, "%s%c%s%c%d", a, 0, b, 0, (int)qid)
+              : snprintf(out, cap, "%s%c%d", a, 0, (int)qid);
     return n < 0 ? 0 : ((size_t)n >= cap ? cap - 1 : (size_t)n);
 }
 
@@ -84,7 +85,8 @@ static int topic_queue(struct server *s, struct conn *c, const struct rmq_cmd *r
                        int32_t *qid)
 {
     int64_t q;
-    if (server_require_str(s, c, req, "topic", topic) != 0 || server_require_i64(s, c, req, "queueId", &q) != 0)
+    if (server_require_str(s, c, req, "topic", topic) != 0 ||
+        server_require_i64(s, c, req, "queueId", &q) != 0)
         return RMQ_EINVAL;
     if (q < 0 || q > INT32_MAX) {
         server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "queueId out of range");
@@ -95,11 +97,12 @@ static int topic_queue(struct server *s, struct conn *c, const struct rmq_cmd *r
 }
 
 /* Replies SUCCESS with one extFields entry (e.g. offset=N). */
-static void reply_value(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *key, int64_t v,
-                        bool durable)
+static void reply_value(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *key,
+                        int64_t v, bool durable)
 {
     struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 || rmq_cmd_ext_set_i64(&resp, key, v) != 0) {
+    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 ||
+        rmq_cmd_ext_set_i64(&resp, key, v) != 0) {
         rmq_cmd_clear(&resp);
         conn_close_async(c, "out of memory building a reply");
         return;
@@ -111,7 +114,8 @@ void h_query_offset(struct server *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int32_t qid;
-    if (server_require_str(s, c, req, "consumerGroup", &group) != 0 || topic_queue(s, c, req, &topic, &qid) != 0)
+    if (server_require_str(s, c, req, "consumerGroup", &group) != 0 ||
+        topic_queue(s, c, req, &topic, &qid) != 0)
         return;
     int64_t off;
     if (server_offset_get(s, group, topic, qid, &off) == 0) {
@@ -125,7 +129,8 @@ void h_query_offset(struct server *s, struct conn *c, struct rmq_cmd *req)
     if (rmq_cmd_ext_get_bool(req, "setZeroIfNotFound", &zero) != 0)
         zero = true;
     if (!zero) {
-        server_reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND, "Not found, no offset committed for this queue");
+        server_reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND,
+                          "Not found, no offset committed for this queue");
         return;
     }
     reply_value(s, c, req, "offset", 0, false);
@@ -136,8 +141,8 @@ void h_update_offset(struct server *s, struct conn *c, struct rmq_cmd *req)
     const char *group, *topic;
     int32_t qid;
     int64_t off;
-    if (server_require_str(s, c, req, "consumerGroup", &group) != 0 || topic_queue(s, c, req, &topic, &qid) != 0 ||
-        server_require_i64(s, c, req, "commitOffset", &off) != 0)
+    if (server_require_str(s, c, req, "consumerGroup", &group) != 0 ||
+        topic_queue(s, c, req, &topic, &qid) != 0 || server_require_i64(s, c, req, "commitOffset", &off) != 0)
         return;
     if (server_offset_commit(s, group, topic, qid, off) != 0) {
         log_error("offset %s/%s/%d not stored: %s", group, topic, (int)qid, store_errmsg(s->store));

@@ -17,8 +17,8 @@
 #define PULL_SYSFLAG_SUSPEND 0x2
 
 /* Sends PULL_NOT_FOUND with the four offsets Java unboxes. */
-static void answer_not_found(struct server *s, struct conn *c, const struct rmq_cmd *req_like, const char *topic,
-                             int32_t qid, int64_t queue_offset)
+static void answer_not_found(struct server *s, struct conn *c, const struct rmq_cmd *req_like,
+                             const char *topic, int32_t qid, int64_t queue_offset)
 {
     int64_t max = server_queue_max(s, topic, qid);
     if (queue_offset > max)
@@ -26,7 +26,8 @@ static void answer_not_found(struct server *s, struct conn *c, const struct rmq_
     struct rmq_cmd resp;
     if (rmq_cmd_init_response(&resp, req_like, RMQ_RESP_PULL_NOT_FOUND, "no new message") != 0 ||
         rmq_cmd_ext_set_i64(&resp, "nextBeginOffset", queue_offset < 0 ? 0 : queue_offset) != 0 ||
-        rmq_cmd_ext_set_i64(&resp, "minOffset", 0) != 0 || rmq_cmd_ext_set_i64(&resp, "maxOffset", max) != 0 ||
+        rmq_cmd_ext_set_i64(&resp, "minOffset", 0) != 0 ||
+        rmq_cmd_ext_set_i64(&resp, "maxOffset", max) != 0 ||
         rmq_cmd_ext_set(&resp, "suggestWhichBrokerId", "0") != 0) {
         rmq_cmd_clear(&resp);
         conn_close_async(c, "out of memory building a reply");
@@ -49,7 +50,8 @@ static void answer_hold(struct server *s, struct held_pull *h)
 }
 
 /* Answers and removes every hold for which pick() is true. */
-static void release_where(struct server *s, bool (*pick)(const struct held_pull *, const void *), const void *arg)
+static void release_where(struct server *s, bool (*pick)(const struct held_pull *, const void *),
+                          const void *arg)
 {
     size_t w = 0;
     for (size_t r = 0; r < s->npulls; r++) {
@@ -61,9 +63,18 @@ static void release_where(struct server *s, bool (*pick)(const struct held_pull 
     s->npulls = w;
 }
 
-static bool same_group(const struct held_pull *h, const void *arg) { return !strcmp(h->group, arg); }
-static bool same_conn(const struct held_pull *h, const void *arg) { return h->conn == arg; }
-static bool due(const struct held_pull *h, const void *arg) { return h->deadline_ms <= *(const int64_t *)arg; }
+static bool same_group(const struct held_pull *h, const void *arg)
+{
+    return !strcmp(h->group, arg);
+}
+static bool same_conn(const struct held_pull *h, const void *arg)
+{
+    return h->conn == arg;
+}
+static bool due(const struct held_pull *h, const void *arg)
+{
+    return h->deadline_ms <= *(const int64_t *)arg;
+}
 static bool any(const struct held_pull *h, const void *arg)
 {
     (void)h;
@@ -71,7 +82,10 @@ static bool any(const struct held_pull *h, const void *arg)
     return true;
 }
 
-void pull_release_group(struct server *s, const char *group) { release_where(s, same_group, group); }
+void pull_release_group(struct server *s, const char *group)
+{
+    release_where(s, same_group, group);
+}
 
 void pull_drop_conn(struct server *s, const struct conn *c)
 {
@@ -98,8 +112,8 @@ void pull_free_all(struct server *s)
     s->npulls = s->pulls_cap = 0;
 }
 
-static int hold(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *group, const char *topic,
-                int32_t qid, int64_t queue_offset, int64_t hold_ms)
+static int hold(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *group,
+                const char *topic, int32_t qid, int64_t queue_offset, int64_t hold_ms)
 {
     if (s->npulls == s->pulls_cap) {
         size_t cap = s->pulls_cap ? s->pulls_cap * 2 : 64;
@@ -134,7 +148,8 @@ void h_pull(struct server *s, struct conn *c, struct rmq_cmd *req)
     const char *group, *topic;
     int64_t qid, queue_offset, sys_flag = 0, commit = -1, suspend = 0;
     if (server_require_str(s, c, req, "consumerGroup", &group) != 0 ||
-        server_require_str(s, c, req, "topic", &topic) != 0 || server_require_i64(s, c, req, "queueId", &qid) != 0 ||
+        server_require_str(s, c, req, "topic", &topic) != 0 ||
+        server_require_i64(s, c, req, "queueId", &qid) != 0 ||
         server_require_i64(s, c, req, "queueOffset", &queue_offset) != 0)
         return;
     if (qid < 0 || qid > INT32_MAX) {

@@ -7,6 +7,8 @@
  * handler suspends the MHD connection, posts, and returns; the loop runs the
  * op and calls pending_done(), which resumes the connection; MHD then calls
  * the handler again and we turn msg->status / msg->reply into the response.
+ * The route table and URL decoding are in api_routes.c, /api/events in
+ * api_events.c; they share this file's reply helpers via http_admin_api.h.
  *
  * Lifetime of a posted message (struct pending): two references, one for the
  * request (dropped when its response is built or the connection completes)

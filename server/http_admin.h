@@ -17,10 +17,10 @@
 struct http_admin;
 
 struct http_admin_options {
-    const char *host;       /* listen address, e.g. "127.0.0.1" */
-    uint16_t port;          /* 0 = pick a free port */
-    const char *store_path; /* SQLite file for the read-only connection */
-    struct mailbox *mailbox;/* borrowed; must outlive the server */
+    const char *host;        /* listen address, e.g. "127.0.0.1" */
+    uint16_t port;           /* 0 = pick a free port */
+    const char *store_path;  /* SQLite file for the read-only connection */
+    struct mailbox *mailbox; /* borrowed; must outlive the server */
 };
 
 /* Starts the HTTP thread. New *out owned by the caller. err gets a reason. */

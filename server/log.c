@@ -11,8 +11,14 @@
 
 static enum log_level current_level = LOG_INFO;
 
-void log_set_level(enum log_level level) { current_level = level; }
-enum log_level log_get_level(void) { return current_level; }
+void log_set_level(enum log_level level)
+{
+    current_level = level;
+}
+enum log_level log_get_level(void)
+{
+    return current_level;
+}
 
 int log_level_parse(const char *s, enum log_level *out)
 {

@@ -31,7 +31,7 @@ struct loop {
     int epfd;
     struct watch **by_fd; /* index = fd */
     int by_fd_cap;
-    struct watch *dead;   /* freed after the current event batch */
+    struct watch *dead; /* freed after the current event batch */
     struct timer *timers;
     int ntimers, timers_cap, next_timer_id;
     loop_hook_cb before_sleep;
@@ -146,7 +146,8 @@ void loop_del_fd(struct loop *l, int fd)
     l->dead = w;
 }
 
-int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_timer_cb cb, void *ctx, int *id_out)
+int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_timer_cb cb, void *ctx,
+                   int *id_out)
 {
     int slot = -1;
     for (int i = 0; i < l->ntimers; i++) {
@@ -205,9 +206,15 @@ void loop_set_before_sleep(struct loop *l, loop_hook_cb cb, void *ctx)
     l->before_sleep_ctx = ctx;
 }
 
-void loop_stop(struct loop *l) { l->stop = 1; }
+void loop_stop(struct loop *l)
+{
+    l->stop = 1;
+}
 
-int64_t loop_now_ms(const struct loop *l) { return l->now; }
+int64_t loop_now_ms(const struct loop *l)
+{
+    return l->now;
+}
 
 static void run_timers(struct loop *l)
 {

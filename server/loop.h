@@ -31,7 +31,8 @@ void loop_del_fd(struct loop *l, int fd);
 
 /* A timer first firing at now + delay_ms, then every period_ms (0 = once).
  * *id_out gets its id. 0 or RMQ_ENOMEM. */
-int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_timer_cb cb, void *ctx, int *id_out);
+int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_timer_cb cb, void *ctx,
+                   int *id_out);
 /* Moves a timer's next firing to the absolute monotonic time when_ms. */
 void loop_timer_set(struct loop *l, int id, int64_t when_ms);
 void loop_timer_cancel(struct loop *l, int id);

@@ -18,10 +18,10 @@ enum admin_op {
     ADMIN_OP_GROUP_GET,        /* arg = group */
     ADMIN_OP_GROUP_ALLOCATION, /* arg = group; query: topic, strategy, virtualNodes, consumerIdcs, inner */
     ADMIN_OP_TOPICS_LIST,
-    ADMIN_OP_TOPIC_GET,        /* arg = topic */
-    ADMIN_OP_TOPIC_PUT,        /* arg = topic; body */
-    ADMIN_OP_TOPIC_DELETE,     /* arg = topic */
-    ADMIN_OP_STATS,            /* live counters for /healthz */
+    ADMIN_OP_TOPIC_GET,    /* arg = topic */
+    ADMIN_OP_TOPIC_PUT,    /* arg = topic; body */
+    ADMIN_OP_TOPIC_DELETE, /* arg = topic */
+    ADMIN_OP_STATS,        /* live counters for /healthz */
 };
 
 struct mailbox_msg {

@@ -56,7 +56,8 @@ void registry_free(struct registry *r)
     r->pending = NULL;
 }
 
-int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, const char *peer, int64_t now_ms)
+int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, const char *peer,
+                          int64_t now_ms)
 {
     struct reg_channel *ch = rmq_calloc(1, sizeof *ch);
     if (!ch)

@@ -26,12 +26,12 @@ struct reg_channel {
     struct conn *conn; /* borrowed; NULL once closed */
     char peer[64];
     int64_t opened_ms;
-    char *client_id;   /* owned: the id of its latest heartbeat */
+    char *client_id; /* owned: the id of its latest heartbeat */
     int32_t language, version;
     int64_t last_hb_ms;
-    char **groups;     /* owned names of the consumer groups it is a member of */
+    char **groups; /* owned names of the consumer groups it is a member of */
     size_t ngroups, groups_cap;
-    char **producers;  /* owned producer group names of its latest heartbeat */
+    char **producers; /* owned producer group names of its latest heartbeat */
     size_t nproducers;
 };
 
@@ -72,7 +72,8 @@ void registry_init(struct registry *r, const struct registry_hooks *hooks);
 void registry_free(struct registry *r);
 
 /* New channel for a connection. 0 or RMQ_ENOMEM. */
-int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, const char *peer, int64_t now_ms);
+int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, const char *peer,
+                          int64_t now_ms);
 struct reg_channel *registry_channel(const struct registry *r, uint64_t id);
 /* The channel closed: removes it from every group (each a change) and frees it. */
 void registry_channel_close(struct registry *r, uint64_t id);

@@ -23,7 +23,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-int64_t server_now_ms(const struct server *s) { return s->wall_base_ms + (loop_now_ms(s->loop) - s->mono_base_ms); }
+int64_t server_now_ms(const struct server *s)
+{
+    return s->wall_base_ms + (loop_now_ms(s->loop) - s->mono_base_ms);
+}
 
 /* ---- replies ---- */
 
@@ -47,6 +50,25 @@ void server_reply_code(struct server *s, struct conn *c, const struct rmq_cmd *r
     server_send_reply(s, c, req, &resp, false);
 }
 
+void server_reply_body(struct server *s, struct conn *c, const struct rmq_cmd *req, int built,
+                       struct buf *body, bool durable)
+{
+    struct rmq_cmd resp;
+    int rc = built;
+    if (rc == 0)
+        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
+    if (rc == 0) {
+        rc = rmq_cmd_set_body_copy(&resp, buf_head(body), buf_live(body));
+        if (rc == 0)
+            server_send_reply(s, c, req, &resp, durable);
+        else
+            rmq_cmd_clear(&resp);
+    }
+    if (rc != 0)
+        conn_close_async(c, "out of memory building a reply");
+    buf_free(body);
+}
+
 int server_require_i64(struct server *s, struct conn *c, const struct rmq_cmd *req, const char *field,
                        int64_t *out)
 {
@@ -54,8 +76,8 @@ int server_require_i64(struct server *s, struct conn *c, const struct rmq_cmd *r
     if (rc == 0)
         return 0;
     char remark[160];
-    snprintf(remark, sizeof remark, "%s field %s in %s request", rc == RMQ_ENOTFOUND ? "missing" : "non-integer",
-             field, rmq_request_name(req->code));
+    snprintf(remark, sizeof remark, "%s field %s in %s request",
+             rc == RMQ_ENOTFOUND ? "missing" : "non-integer", field, rmq_request_name(req->code));
     server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
     return rc;
 }
@@ -157,8 +179,13 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
     if (rc != 0) {
         log_error("event %s for group %s not recorded: out of memory", kind, g->g.name);
     } else {
-        struct store_event ev = {server_now_ms(s), g->g.name, kind, client_id, (int64_t)channel_id,
-                                 (const char *)buf_head(&before), (const char *)buf_head(&after)};
+        struct store_event ev = {server_now_ms(s),
+                                 g->g.name,
+                                 kind,
+                                 client_id,
+                                 (int64_t)channel_id,
+                                 (const char *)buf_head(&before),
+                                 (const char *)buf_head(&after)};
         if (store_append_event(s->store, &ev, NULL) != 0)
             log_error("store: event for group %s failed: %s", g->g.name, store_errmsg(s->store));
         log_info("group %s: %s %s -> members %s", g->g.name, kind, client_id ? client_id : "",
@@ -174,7 +201,8 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
 static void check_store(struct server *s, int rc, const char *what, const char *group)
 {
     if (rc != 0)
-        log_error("store: %s for group %s failed: %s (%s)", what, group, rmq_strerror(rc), store_errmsg(s->store));
+        log_error("store: %s for group %s failed: %s (%s)", what, group, rmq_strerror(rc),
+                  store_errmsg(s->store));
 }
 
 static void schedule_notify(struct server *s, struct reg_group *g)
@@ -234,8 +262,9 @@ static void save_subscriptions(struct server *s, const struct reg_group *g)
             rc = buf_append_u8(&tags[i], ']');
         if (rc == 0)
             rc = buf_terminate(&tags[i]);
-        subs[i] = (struct store_subscription){sub->topic, sub->sub_string, sub->expression_type,
-                                              rc == 0 ? (const char *)buf_head(&tags[i]) : "[]", sub->sub_version};
+        subs[i] =
+            (struct store_subscription){sub->topic, sub->sub_string, sub->expression_type,
+                                        rc == 0 ? (const char *)buf_head(&tags[i]) : "[]", sub->sub_version};
     }
     if (store_put_subscriptions(s->store, g->g.name, subs, n, server_now_ms(s)) != 0)
         log_error("store: subscriptions of %s failed: %s", g->g.name, store_errmsg(s->store));
@@ -581,7 +610,10 @@ int server_run(struct server *s)
     return loop_run(s->loop);
 }
 
-static void free_box(void *p) { rmq_free(p); }
+static void free_box(void *p)
+{
+    rmq_free(p);
+}
 
 void server_fini(struct server *s)
 {

@@ -94,6 +94,11 @@ int64_t server_now_ms(const struct server *s);
  * answer flag&2). Clears resp. durable: see conn_send. */
 void server_send_reply(struct server *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
                        bool durable);
+/* Replies SUCCESS with the bytes of body, which the caller built with status
+ * built (non-zero = building failed: the connection is closed instead, as
+ * a client would time out on a missing reply anyway). Frees body. */
+void server_reply_body(struct server *s, struct conn *c, const struct rmq_cmd *req, int built,
+                       struct buf *body, bool durable);
 /* Replies code with remark and no body. */
 void server_reply_code(struct server *s, struct conn *c, const struct rmq_cmd *req, int32_t code,
                        const char *remark);
@@ -112,7 +117,8 @@ const struct topic *server_create_topic(struct server *s, const char *name, int 
 int server_put_topic(struct server *s, const char *name, const struct topic_broker *brokers, size_t n);
 
 /* Offsets (h_offset.c). */
-int server_offset_get(const struct server *s, const char *group, const char *topic, int32_t qid, int64_t *out);
+int server_offset_get(const struct server *s, const char *group, const char *topic, int32_t qid,
+                      int64_t *out);
 int server_offset_commit(struct server *s, const char *group, const char *topic, int32_t qid, int64_t offset);
 /* Installs a stored offset at start (no store write). */
 int server_offset_load(struct server *s, const char *group, const char *topic, int32_t qid, int64_t offset);

@@ -61,7 +61,8 @@ int64_t store_run_id(const struct store *s);
  * Commits before returning. */
 int store_recover(struct store *s, int64_t now_ms, int *groups_out);
 
-typedef int (*store_topic_cb)(void *ctx, const char *topic, const struct store_topic_broker *brokers, size_t n);
+typedef int (*store_topic_cb)(void *ctx, const char *topic, const struct store_topic_broker *brokers,
+                              size_t n);
 typedef int (*store_offset_cb)(void *ctx, const char *group, const char *topic, int queue_id, int64_t offset);
 /* Calls cb for each stored topic / offset; a non-zero cb return stops and is returned. */
 int store_load_topics(struct store *s, store_topic_cb cb, void *ctx);
@@ -73,7 +74,8 @@ int store_put_topic(struct store *s, const char *topic, const struct store_topic
 int store_delete_topic(struct store *s, const char *topic);
 int store_put_offset(struct store *s, const char *group, const char *topic, int queue_id, int64_t offset,
                      int64_t now_ms);
-int store_put_client(struct store *s, const char *client_id, const char *language, int version, int64_t now_ms);
+int store_put_client(struct store *s, const char *client_id, const char *language, int version,
+                     int64_t now_ms);
 int store_open_channel(struct store *s, int64_t channel_id, const char *remote_addr, int64_t now_ms);
 int store_close_channel(struct store *s, int64_t channel_id, const char *reason, int64_t now_ms);
 int store_put_group(struct store *s, const char *group, const char *consume_type, const char *message_model,
@@ -81,10 +83,11 @@ int store_put_group(struct store *s, const char *group, const char *consume_type
 int store_member_join(struct store *s, const char *group, int64_t channel_id, const char *client_id,
                       int64_t now_ms);
 int store_member_heartbeat(struct store *s, const char *group, int64_t channel_id, int64_t now_ms);
-int store_member_leave(struct store *s, const char *group, int64_t channel_id, const char *reason, int64_t now_ms);
+int store_member_leave(struct store *s, const char *group, int64_t channel_id, const char *reason,
+                       int64_t now_ms);
 /* Replaces the group's whole subscription set. */
-int store_put_subscriptions(struct store *s, const char *group, const struct store_subscription *subs, size_t n,
-                            int64_t now_ms);
+int store_put_subscriptions(struct store *s, const char *group, const struct store_subscription *subs,
+                            size_t n, int64_t now_ms);
 /* Appends an event; *id_out (may be NULL) receives its id. */
 int store_append_event(struct store *s, const struct store_event *ev, int64_t *id_out);
 

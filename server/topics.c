@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void topics_init(struct topics *t) { hashmap_init(&t->map); }
+void topics_init(struct topics *t)
+{
+    hashmap_init(&t->map);
+}
 
 static void free_topic(void *p)
 {
@@ -22,11 +25,20 @@ static void free_topic(void *p)
     rmq_free(tp);
 }
 
-void topics_free(struct topics *t) { hashmap_free(&t->map, free_topic); }
+void topics_free(struct topics *t)
+{
+    hashmap_free(&t->map, free_topic);
+}
 
-const struct topic *topics_get(const struct topics *t, const char *name) { return hashmap_get_str(&t->map, name); }
+const struct topic *topics_get(const struct topics *t, const char *name)
+{
+    return hashmap_get_str(&t->map, name);
+}
 
-size_t topics_count(const struct topics *t) { return t->map.count; }
+size_t topics_count(const struct topics *t)
+{
+    return t->map.count;
+}
 
 bool topics_name_ok(const char *name)
 {
@@ -41,7 +53,8 @@ bool topics_name_ok(const char *name)
 
 static int cmp_broker(const void *a, const void *b)
 {
-    return strcmp(((const struct topic_broker *)a)->broker_name, ((const struct topic_broker *)b)->broker_name);
+    return strcmp(((const struct topic_broker *)a)->broker_name,
+                  ((const struct topic_broker *)b)->broker_name);
 }
 
 int topics_put(struct topics *t, const char *name, const struct topic_broker *brokers, size_t n)

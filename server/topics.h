@@ -28,7 +28,7 @@ struct topic_broker {
 };
 
 struct topic {
-    char *name; /* owned */
+    char *name;                   /* owned */
     struct topic_broker *brokers; /* owned, sorted by broker name */
     size_t nbrokers;
 };

@@ -6,8 +6,8 @@
 
 #include <cmocka.h>
 
-#include "membership.h"
 #include "mem.h"
+#include "membership.h"
 
 #include <string.h>
 
@@ -22,11 +22,14 @@ static struct rmq_subscription sub(const char *topic, int64_t ver)
     return s;
 }
 
-static struct mship_outcome beat(struct mship_group *g, uint64_t ch, const char *cid, struct rmq_subscription *subs,
-                                 size_t n, int64_t now)
+static struct mship_outcome beat(struct mship_group *g, uint64_t ch, const char *cid,
+                                 struct rmq_subscription *subs, size_t n, int64_t now)
 {
-    struct rmq_consumer_data cd = {.group = g->name, .consume_type = RMQ_CONSUME_PASSIVELY,
-                                   .message_model = RMQ_MODEL_CLUSTERING, .subs = subs, .nsubs = n};
+    struct rmq_consumer_data cd = {.group = g->name,
+                                   .consume_type = RMQ_CONSUME_PASSIVELY,
+                                   .message_model = RMQ_MODEL_CLUSTERING,
+                                   .subs = subs,
+                                   .nsubs = n};
     struct mship_heartbeat_in in = {.channel_id = ch, .client_id = cid, .cd = &cd, .now_ms = now};
     struct mship_outcome out;
     assert_int_equal(mship_apply_heartbeat(g, &in, &out), 0);
@@ -123,8 +126,10 @@ static void test_v2_without_sub_keeps_subscriptions(void **state)
     struct mship_group g;
     assert_int_equal(mship_group_init(&g, "G"), 0);
     struct rmq_subscription s[] = {sub("T", 1)};
-    struct rmq_consumer_data cd = {.group = g.name, .subs = s, .nsubs = 1, .message_model = RMQ_MODEL_CLUSTERING};
-    struct mship_heartbeat_in in = {.channel_id = 1, .client_id = "a", .cd = &cd, .fingerprint = 77, .now_ms = 1};
+    struct rmq_consumer_data cd = {
+        .group = g.name, .subs = s, .nsubs = 1, .message_model = RMQ_MODEL_CLUSTERING};
+    struct mship_heartbeat_in in = {
+        .channel_id = 1, .client_id = "a", .cd = &cd, .fingerprint = 77, .now_ms = 1};
     struct mship_outcome o;
     assert_int_equal(mship_apply_heartbeat(&g, &in, &o), 0);
     assert_false(o.sub_change);
