@@ -8,7 +8,6 @@
 
 #include "err.h"
 #include "hash_ring.h"
-#include "md5.h"
 #include "mem.h"
 
 #include <stdarg.h>
@@ -325,18 +324,11 @@ out:
 static uint32_t queue_hash(const struct allocate_queue *q)
 {
     char id[16];
-    int n = snprintf(id, sizeof id, "%d]", (int)q->queue_id);
-    struct md5_ctx ctx;
-    uint8_t d[MD5_DIGEST_LEN];
-    md5_init(&ctx);
-    md5_update(&ctx, "MessageQueue [topic=", 20);
-    md5_update(&ctx, q->topic, strlen(q->topic));
-    md5_update(&ctx, ", brokerName=", 13);
-    md5_update(&ctx, q->broker_name, strlen(q->broker_name));
-    md5_update(&ctx, ", queueId=", 10);
-    md5_update(&ctx, id, (size_t)n);
-    md5_final(&ctx, d);
-    return (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+    snprintf(id, sizeof id, "%d]", (int)q->queue_id);
+    /* PROTOCOL: §5.1 MessageQueue.toString(). */
+    const char *parts[] = {
+        "MessageQueue [topic=", q->topic, ", brokerName=", q->broker_name, ", queueId=", id};
+    return hash_ring_hash_parts(parts, 6);
 }
 
 /* Builds the ring (cidAll order, ids = first occurrences) and groups the

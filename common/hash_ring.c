@@ -37,11 +37,28 @@ struct hash_ring {
     int sealed;
 };
 
+/* PROTOCOL: §5.8 the first 4 digest bytes, big-endian, unsigned. */
+static uint32_t digest_key(const uint8_t d[MD5_DIGEST_LEN])
+{
+    return (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+}
+
 uint32_t hash_ring_hash(const void *data, size_t len)
 {
     uint8_t d[MD5_DIGEST_LEN];
     md5_digest(data, len, d);
-    return (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+    return digest_key(d);
+}
+
+uint32_t hash_ring_hash_parts(const char *const *parts, size_t n)
+{
+    struct md5_ctx ctx;
+    uint8_t d[MD5_DIGEST_LEN];
+    md5_init(&ctx);
+    for (size_t i = 0; i < n; i++)
+        md5_update(&ctx, parts[i], strlen(parts[i]));
+    md5_final(&ctx, d);
+    return digest_key(d);
 }
 
 /* Smallest power of two >= 2n (load factor <= 1/2), at least 16. */
@@ -148,19 +165,13 @@ int hash_ring_add(struct hash_ring *ring, const char *name, size_t node_id, long
     if ((size_t)replicas > HASH_RING_MAX_VNODES)
         return RMQ_E2BIG;
     ring->sealed = 0;
-    size_t name_len = strlen(name);
     /* The numbering continues from what the node owns before this add. */
     size_t existing = ring->replicas[node_id];
     for (long r = 0; r < replicas; r++) {
         char suffix[32];
-        int n = snprintf(suffix, sizeof suffix, "-%zu", (size_t)r + existing);
-        struct md5_ctx ctx;
-        uint8_t d[MD5_DIGEST_LEN];
-        md5_init(&ctx);
-        md5_update(&ctx, name, name_len);
-        md5_update(&ctx, suffix, (size_t)n);
-        md5_final(&ctx, d);
-        uint32_t h = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+        snprintf(suffix, sizeof suffix, "-%zu", (size_t)r + existing);
+        /* PROTOCOL: §5.8 virtual node key = cid + "-" + replica index. */
+        uint32_t h = hash_ring_hash_parts((const char *[]){name, suffix}, 2);
         int rc = put(ring, h, node_id);
         if (rc)
             return rc;

@@ -26,6 +26,9 @@ struct hash_ring; /* opaque handle */
 /* The ring's hash: the first 4 bytes of MD5(data) as a big-endian unsigned
  * 32-bit value. */
 uint32_t hash_ring_hash(const void *data, size_t len);
+/* hash_ring_hash of the concatenation of n NUL-terminated strings (borrowed),
+ * without building the concatenation. */
+uint32_t hash_ring_hash_parts(const char *const *parts, size_t n);
 
 /* Makes a new, empty ring for node ids < n_nodes; expected_vnodes only sizes
  * the initial table. *out is new, owned by the caller (hash_ring_free).

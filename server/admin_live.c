@@ -10,6 +10,7 @@
 #include "rmq_body.h"
 #include "server.h"
 #include "store.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,7 @@ static json_t *topic_delete(struct server *s, const char *name, int *status)
 {
     if (!name || topics_delete(&s->topics, name) != 0)
         return error_json(status, 404, "topic not found", "no such topic");
+    trace_record_route(s->trace, server_now_ms(s), name, NULL);
     if (store_delete_topic(s->store, name) != 0 || store_commit(s->store) != 0)
         return error_json(status, 500, "storage error", "the deletion could not be stored");
     log_info("topic %s deleted via the admin API", name);

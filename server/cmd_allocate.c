@@ -73,7 +73,10 @@ static void emit(json_t *v)
     json_decref(v);
 }
 
-static void emit_error(const char *msg) { emit(allocate_json_error_new(msg)); }
+static void emit_error(const char *msg)
+{
+    emit(allocate_json_error_new(msg));
+}
 
 static int is_blank(const char *s, size_t n)
 {

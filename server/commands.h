@@ -6,5 +6,8 @@
 
 int cmd_serve_main(int argc, char **argv);
 int cmd_allocate_main(int argc, char **argv);
+int cmd_sim_main(int argc, char **argv);
+int cmd_replay_main(int argc, char **argv);
+int cmd_trace_gen_main(int argc, char **argv);
 
 #endif

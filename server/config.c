@@ -32,6 +32,7 @@ enum {
     OPT_CLUSTER,
     OPT_TOPIC,
     OPT_LOG_LEVEL,
+    OPT_RECORD,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -53,6 +54,7 @@ static const struct option long_options[] = {
     {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"topic", required_argument, NULL, OPT_TOPIC},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"record", required_argument, NULL, OPT_RECORD},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -84,6 +86,7 @@ void config_print_help(void)
         "  --cluster NAME             cluster name in routes (default DefaultCluster)\n"
         "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
         "  --log-level LEVEL          error, warn, info (default) or debug\n"
+        "  --record FILE              append a heartbeat trace (JSON Lines) for `rmqcoord replay`\n"
         "  --help, --version\n"
         "\n"
         "On start it prints one line to stdout once every listener is bound:\n"
@@ -267,6 +270,7 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     case OPT_BROKER_NAME: return copy_name("broker-name", arg, cfg->broker_name, sizeof cfg->broker_name);
     case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
     case OPT_TOPIC: return parse_topic(cfg, arg);
+    case OPT_RECORD: return copy_name("record", arg, cfg->record_path, sizeof cfg->record_path);
     case OPT_LOG_LEVEL: {
         enum log_level lv;
         if (log_level_parse(arg, &lv) != 0) {

@@ -44,6 +44,7 @@ struct config {
     struct config_topic topics[CONFIG_MAX_TOPICS];
     size_t ntopics;
     int log_level; /* enum log_level */
+    char record_path[4096]; /* --record: heartbeat trace file, empty = off */
 };
 
 /* Fills *cfg from argv (argv[0] = "serve"). Returns 0 to run, 1 when

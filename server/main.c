@@ -15,6 +15,9 @@ static void usage(FILE *out)
           "commands:\n"
           "  serve      run the daemon (name server + broker consumer-group management)\n"
           "  allocate   compute queue allocations for JSON Lines cases on stdin\n"
+          "  sim        simulated push consumers that rebalance like the Java client\n"
+          "  replay     replay a heartbeat trace offline (or live against a daemon)\n"
+          "  trace-gen  write a synthetic heartbeat trace\n"
           "\n"
           "rmqcoord <command> --help shows the options of a command.\n"
           "rmqcoord --version prints the version.\n",
@@ -40,6 +43,12 @@ int main(int argc, char **argv)
         return cmd_serve_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "allocate"))
         return cmd_allocate_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sim"))
+        return cmd_sim_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay"))
+        return cmd_replay_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "trace-gen"))
+        return cmd_trace_gen_main(argc - 1, argv + 1);
     fprintf(stderr, "rmqcoord: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

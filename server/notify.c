@@ -9,6 +9,7 @@
 #include "remoting_frame.h"
 #include "request_codes.h"
 #include "server.h"
+#include "trace.h"
 
 static void notify_group(struct server *s, struct reg_group *g)
 {
@@ -24,8 +25,10 @@ static void notify_group(struct server *s, struct reg_group *g)
     } else {
         for (size_t i = 0; i < g->g.nmembers; i++) {
             const struct reg_channel *ch = registry_channel(&s->reg, g->g.members[i].channel_id);
-            if (ch && ch->conn && conn_send_bytes(ch->conn, buf_head(&frame), buf_live(&frame)) == 0)
+            if (ch && ch->conn && conn_send_bytes(ch->conn, buf_head(&frame), buf_live(&frame)) == 0) {
                 s->stats.notifications_sent++;
+                trace_record_notify(s->trace, server_now_ms(s), ch->id, g->g.name);
+            }
         }
     }
     buf_free(&frame);

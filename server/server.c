@@ -14,6 +14,7 @@
 #include "request_codes.h"
 #include "rmq_body.h"
 #include "store.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -108,6 +109,7 @@ int server_put_topic(struct server *s, const char *name, const struct topic_brok
     for (size_t i = 0; i < n; i++)
         sb[i] = (struct store_topic_broker){brokers[i].broker_name, brokers[i].read_queue_nums,
                                             brokers[i].write_queue_nums, brokers[i].perm};
+    trace_record_route(s->trace, server_now_ms(s), name, topics_get(&s->topics, name));
     rc = store_put_topic(s->store, name, sb, n, server_now_ms(s));
     if (rc != 0)
         log_error("store: saving topic %s failed: %s", name, store_errmsg(s->store));
@@ -314,6 +316,8 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
         log_debug("response code %d opaque %d from %s dropped", cmd->code, cmd->opaque, c->peer);
         return;
     }
+    if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
+        trace_record_request(s->trace, server_now_ms(s), c->id, c->peer, cmd);
     dispatch_request(s, c, cmd);
 }
 
@@ -322,6 +326,7 @@ static void on_close(void *ctx, struct conn *c)
     struct server *s = ctx;
     log_debug("connection %s closed: %s", c->peer, c->close_reason);
     pull_drop_conn(s, c);
+    trace_record_close(s->trace, server_now_ms(s), c->id, c->peer, c->close_reason);
     registry_channel_close(&s->reg, c->id);
     int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, server_now_ms(s));
     if (rc != 0 && rc != RMQ_ENOTFOUND)
@@ -354,6 +359,7 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
         if (store_open_channel(s->store, (int64_t)id, peer, server_now_ms(s)) != 0)
             log_error("store: recording channel of %s failed: %s", peer, store_errmsg(s->store));
         s->stats.connections_accepted++;
+        trace_record_connect(s->trace, server_now_ms(s), id, peer);
         log_debug("connection %s accepted (channel %llu)", peer, (unsigned long long)id);
     }
 }
@@ -401,6 +407,14 @@ static void pull_timer(struct loop *l, int id, void *ctx)
     (void)l;
     (void)id;
     pull_on_timer(ctx);
+}
+
+static void trace_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    struct server *s = ctx;
+    trace_recorder_flush(s->trace);
 }
 
 static void on_mailbox(struct loop *l, int fd, uint32_t events, void *ctx)
@@ -526,6 +540,24 @@ static int setup_store(struct server *s)
     return store_commit(s->store);
 }
 
+/* Opens the trace and records every topic's route as the replay's starting point. */
+static int setup_trace(struct server *s)
+{
+    if (!s->cfg->record_path[0])
+        return RMQ_OK;
+    char err[256];
+    int rc = trace_recorder_open(s->cfg->record_path, server_now_ms(s), &s->trace, err, sizeof err);
+    if (rc != 0) {
+        log_error("cannot record to %s: %s", s->cfg->record_path, err);
+        return rc;
+    }
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&s->topics.map, &b); e;
+         e = hashmap_next(&s->topics.map, e, &b))
+        trace_record_route(s->trace, server_now_ms(s), e->key, e->val);
+    return loop_add_timer(s->loop, 1000, 1000, trace_timer, s, NULL);
+}
+
 static int setup_http(struct server *s)
 {
     int rc = mailbox_new(&s->mailbox);
@@ -584,7 +616,8 @@ int server_init(struct server *s, const struct config *cfg)
         .ctx = s,
     };
     if ((rc = conn_set_new(s->loop, &copt, &s->conns)) != 0 || (rc = setup_store(s)) != 0 ||
-        (rc = setup_signals(s)) != 0 || (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0)
+        (rc = setup_trace(s)) != 0 || (rc = setup_signals(s)) != 0 || (rc = open_listeners(s)) != 0 ||
+        (rc = setup_http(s)) != 0)
         return rc;
     int timer;
     int64_t scan = cfg->expiry_scan_ms;
@@ -629,6 +662,8 @@ void server_fini(struct server *s)
         log_error("store: final commit failed: %s", store_errmsg(s->store));
     store_close(s->store);
     s->store = NULL;
+    trace_recorder_close(s->trace);
+    s->trace = NULL;
     mailbox_free(s->mailbox);
     for (size_t i = 0; i < s->nlisten; i++)
         close(s->listen_fds[i]);

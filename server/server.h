@@ -26,6 +26,7 @@ struct loop;
 struct store;
 struct mailbox;
 struct http_admin;
+struct trace_recorder;
 
 struct held_pull {
     struct conn *conn; /* borrowed; holds are dropped when it closes */
@@ -67,6 +68,7 @@ struct server {
     size_t npulls, pulls_cap;
     struct mailbox *mailbox;
     struct http_admin *http;
+    struct trace_recorder *trace; /* NULL unless --record */
     uint16_t http_port;
     int signal_fd;
     int64_t run_id;

@@ -57,8 +57,8 @@ static int fixture_init(struct fixture *f, size_t nc, size_t nq)
     for (size_t i = 0; i < nq; i++)
         f->queues[i] = (struct allocate_queue){"BenchTopic", f->broker_buf[i % nb], (int32_t)(i / nb)};
     for (size_t j = 0; j < nc; j++) {
-        snprintf(f->cid_buf[j], sizeof f->cid_buf[j], "10.%zu.%zu.%zu@%zu-R%zu", j / 65536 % 256, j / 256 % 256,
-                 j % 256, 1000 + j * 7, j % 3);
+        snprintf(f->cid_buf[j], sizeof f->cid_buf[j], "10.%zu.%zu.%zu@%zu-R%zu", j / 65536 % 256,
+                 j / 256 % 256, j % 256, 1000 + j * 7, j % 3);
         f->cids[j] = f->cid_buf[j];
     }
     unsigned long long s = 88172645463325252ull;
@@ -145,7 +145,8 @@ static double time_baseline(const struct allocate_options *o, const struct fixtu
 
 int main(int argc, char **argv)
 {
-    size_t nc = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000, nq = argc > 2 ? strtoul(argv[2], NULL, 10) : 4096;
+    size_t nc = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000,
+           nq = argc > 2 ? strtoul(argv[2], NULL, 10) : 4096;
     if (!nc || !nq) {
         fprintf(stderr, "usage: bench_allocate [consumers] [queues]\n");
         return 2;
@@ -164,8 +165,8 @@ int main(int argc, char **argv)
         double g = time_group(&o, &in, &assigned);
         double b = time_baseline(&o, &f, &sampled);
         if (sampled < nc)
-            printf("# %s baseline scaled from %zu of %zu consumers\n", allocate_strategy_name(o.strategy), sampled,
-                   nc);
+            printf("# %s baseline scaled from %zu of %zu consumers\n", allocate_strategy_name(o.strategy),
+                   sampled, nc);
         printf("allocate_group_%s %.3f ms (baseline %.3f ms, %.1fx)\n", allocate_strategy_name(o.strategy),
                g * 1e3, b * 1e3, b / g);
         fflush(stdout);

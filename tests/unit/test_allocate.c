@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "allocate.h"
@@ -210,8 +211,8 @@ static void test_machine_room_split(void **state)
 {
     (void)state;
     struct allocate_queue q[] = {
-        {"T", "hz@b@", 0}, {"T", "hz@@b", 1}, {"T", "@x", 2},  {"T", "hz", 3},
-        {"T", "hz@", 4},   {"T", "hz@b@@", 5}, {"T", "@", 6}, {"T", "hzz@b", 7},
+        {"T", "hz@b@", 0}, {"T", "hz@@b", 1},  {"T", "@x", 2}, {"T", "hz", 3},
+        {"T", "hz@", 4},   {"T", "hz@b@@", 5}, {"T", "@", 6},  {"T", "hzz@b", 7},
     };
     const char *idcs[] = {"", "hz"};
     const char *c1[] = {"c"};
@@ -328,7 +329,8 @@ static void test_consistent_hash_table(void **state)
     assert_int_equal(o.virtual_nodes, 10);
     assert_string_equal(one(&o, &in, cids[0]), "broker-a/2 broker-a/5");
     assert_string_equal(one(&o, &in, cids[1]), "");
-    assert_string_equal(one(&o, &in, cids[2]), "broker-a/0 broker-a/1 broker-a/3 broker-a/4 broker-a/6 broker-a/7");
+    assert_string_equal(one(&o, &in, cids[2]),
+                        "broker-a/0 broker-a/1 broker-a/3 broker-a/4 broker-a/6 broker-a/7");
     struct allocate_result *r;
     assert_int_equal(allocate_group(&o, &in, &r, NULL, 0), 0);
     static const size_t owner[8] = {2, 2, 0, 2, 2, 0, 2, 2};
@@ -451,7 +453,7 @@ static void test_string_order(void **state)
     assert_true(allocate_string_compare(half, emoji) > 0);
     assert_true(allocate_string_compare(emoji, half) < 0);
     assert_true(allocate_string_compare("k\xf0\x9f\x98\x80", "k\xf0\x9f\x98\x81") < 0); /* low surrogate */
-    assert_true(allocate_string_compare("\xed\x9f\xbf", emoji) > 0); /* U+D7FF vs D83D */
+    assert_true(allocate_string_compare("\xed\x9f\xbf", emoji) > 0);                    /* U+D7FF vs D83D */
     const char *ids[] = {half, "k", emoji, "kz"};
     allocate_sort_consumers(ids, 4);
     assert_string_equal(ids[0], "k");
@@ -459,7 +461,8 @@ static void test_string_order(void **state)
     assert_ptr_equal(ids[2], emoji);
     assert_ptr_equal(ids[3], half);
     /* Ill-formed bytes still give a total, antisymmetric order. */
-    const char *bad[] = {"\xff", "\xfe", "\xc3", "\x80", "\xef\xbd", "\xf0\x9f\x98", "a\x80\x80", "\xef\xbd\xa6"};
+    const char *bad[] = {"\xff",     "\xfe",         "\xc3",      "\x80",
+                         "\xef\xbd", "\xf0\x9f\x98", "a\x80\x80", "\xef\xbd\xa6"};
     for (size_t i = 0; i < 8; i++)
         for (size_t j = 0; j < 8; j++) {
             int c = allocate_string_compare(bad[i], bad[j]), d = allocate_string_compare(bad[j], bad[i]);
@@ -476,7 +479,8 @@ static void test_queue_order_and_names(void **state)
     assert_string_equal(fmt_queues(q, 4), "a/9 -3 1 a/0");
     for (int s = 0; s < ALLOCATE_STRATEGY_COUNT; s++) {
         enum allocate_strategy back;
-        assert_int_equal(allocate_strategy_parse(allocate_strategy_name((enum allocate_strategy)s), &back), 0);
+        assert_int_equal(allocate_strategy_parse(allocate_strategy_name((enum allocate_strategy)s), &back),
+                         0);
         assert_int_equal(back, s);
     }
     enum allocate_strategy back;
@@ -500,7 +504,8 @@ static uint32_t rnd(uint32_t n)
  * so the UTF-16 order differs from byte order. */
 static void rnd_name(char *buf, size_t len, const char *suffix)
 {
-    static const char *pieces[] = {"a", "b", "z", "0", "9", ".", "@", "\xc3\xa9", "\xef\xbd\xa6", "\xf0\x9f\x98\x80"};
+    static const char *pieces[] = {
+        "a", "b", "z", "0", "9", ".", "@", "\xc3\xa9", "\xef\xbd\xa6", "\xf0\x9f\x98\x80"};
     size_t n = 0, k = 1 + rnd(4);
     buf[0] = 0;
     for (size_t i = 0; i < k; i++)
@@ -647,7 +652,8 @@ static void test_property_group_equals_one(void **state)
                     fail_msg("iteration %d %s consumer %zu: %zu vs %zu queues", iter,
                              allocate_strategy_name(o.strategy), i, n, allocate_result_count_of(r, i));
                 for (size_t k = 0; k < n; k++)
-                    assert_int_equal(allocate_queue_compare(&res[k], &allocate_result_queues_of(r, i)[k].queue), 0);
+                    assert_int_equal(
+                        allocate_queue_compare(&res[k], &allocate_result_queues_of(r, i)[k].queue), 0);
                 rmq_free(res);
             }
             for (size_t q = 0; q < r->n_queues; q++)

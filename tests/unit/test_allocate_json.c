@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "allocate_json.h"
@@ -65,8 +66,10 @@ static void test_malformed_table(void **state)
          "\"consumers\":[\"a\"]}",
          "queues[0].queueId"},
         {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "]}", "consumers: missing"},
-        {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "],\"consumers\":[\"a\",null]}", "consumers[1]: not a string"},
-        {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "],\"consumers\":[\"a\"],\"options\":[]}", "options: not an object"},
+        {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "],\"consumers\":[\"a\",null]}",
+         "consumers[1]: not a string"},
+        {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "],\"consumers\":[\"a\"],\"options\":[]}",
+         "options: not an object"},
         {"{\"strategy\":\"AVG\",\"queues\":[],\"consumers\":[\"a\"]}", "mqAll"},
         {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "],\"consumers\":[]}", "cidAll"},
         {"{\"strategy\":\"AVG\",\"queues\":[" Q0 "],\"consumers\":[\"\"]}", "empty"},
@@ -118,11 +121,13 @@ static void test_output_shape(void **state)
 {
     (void)state;
     /* Unsorted input, a duplicated id, extra fields ignored, options null. */
-    assert_string_equal(run("{\"case\":3,\"strategy\":\"AVG\",\"group\":\"g\",\"expected\":1,\"options\":null,"
-                            "\"queues\":[" Q1 "," Q0 "],\"consumers\":[\"z\",\"a\",\"z\"]}"),
-                        "{\"allocation\":{\"a\":[" Q0 "],\"z\":[" Q1 "]}}");
+    assert_string_equal(
+        run("{\"case\":3,\"strategy\":\"AVG\",\"group\":\"g\",\"expected\":1,\"options\":null,"
+            "\"queues\":[" Q1 "," Q0 "],\"consumers\":[\"z\",\"a\",\"z\"]}"),
+        "{\"allocation\":{\"a\":[" Q0 "],\"z\":[" Q1 "]}}");
     /* Everybody gets nothing with 0 virtual nodes, keys still present. */
-    assert_string_equal(run("{\"strategy\":\"CONSISTENT_HASH\",\"queues\":[" Q0 "],\"consumers\":[\"b\",\"a\"],"
+    assert_string_equal(run("{\"strategy\":\"CONSISTENT_HASH\",\"queues\":[" Q0
+                            "],\"consumers\":[\"b\",\"a\"],"
                             "\"options\":{\"virtualNodes\":0}}"),
                         "{\"allocation\":{\"a\":[],\"b\":[]}}");
     /* CONFIG returns its list as-is, even with empty lists. */
@@ -142,7 +147,8 @@ static void test_output_shape(void **state)
 static void test_parse_case_api(void **state)
 {
     (void)state;
-    json_t *c = json_loads("{\"strategy\":\"CONSISTENT_HASH\",\"queues\":[" Q0 "],\"consumers\":[\"a\"]}", 0, NULL);
+    json_t *c =
+        json_loads("{\"strategy\":\"CONSISTENT_HASH\",\"queues\":[" Q0 "],\"consumers\":[\"a\"]}", 0, NULL);
     struct allocate_json_case pc;
     assert_int_equal(allocate_json_case_parse(&pc, c, NULL, 0), 0);
     assert_int_equal(pc.options.virtual_nodes, 10);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "err.h"
@@ -13,7 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint32_t h(const char *s) { return hash_ring_hash(s, strlen(s)); }
+static uint32_t h(const char *s)
+{
+    return hash_ring_hash(s, strlen(s));
+}
 
 static void test_hash_is_md5_prefix(void **state)
 {
@@ -180,8 +184,8 @@ static void test_limits_and_oom(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hash_is_md5_prefix), cmocka_unit_test(test_empty_and_unsealed),
-        cmocka_unit_test(test_ceiling_and_wrap),   cmocka_unit_test(test_replica_numbering),
+        cmocka_unit_test(test_hash_is_md5_prefix),   cmocka_unit_test(test_empty_and_unsealed),
+        cmocka_unit_test(test_ceiling_and_wrap),     cmocka_unit_test(test_replica_numbering),
         cmocka_unit_test(test_collision_overwrites), cmocka_unit_test(test_growth),
         cmocka_unit_test(test_limits_and_oom),
     };

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "allocate.h"
@@ -95,7 +96,8 @@ static int check_per_consumer(size_t idx, const struct allocate_json_case *c, co
     const char *cid;
     const json_t *exp;
     size_t i = 0;
-    json_object_foreach ((json_t *)expected, cid, exp) {
+    json_object_foreach((json_t *)expected, cid, exp)
+    {
         while (i < sorted.n_consumers && i && !strcmp(ids[i], ids[i - 1]))
             i++; /* a duplicated id is one key */
         if (i >= sorted.n_consumers || strcmp(ids[i], cid)) {
@@ -160,7 +162,8 @@ static int check_group(size_t idx, const struct allocate_json_case *c, const jso
         it = json_object_iter_next((json_t *)expected, it);
     }
     if (!bad && keys != json_object_size(expected)) {
-        fprintf(stderr, "case %zu: %zu consumers, %zu expected keys\n", idx, keys, json_object_size(expected));
+        fprintf(stderr, "case %zu: %zu consumers, %zu expected keys\n", idx, keys,
+                json_object_size(expected));
         bad++;
     }
     allocate_result_free(r);
@@ -200,9 +203,11 @@ static void test_every_case_json(void **state)
     for (size_t i = 0; i < n_cases; i++) {
         json_t *reply;
         assert_int_equal(allocate_json_run(cases[i], &reply), 0);
-        const json_t *got = json_object_get(reply, "allocation"), *exp = json_object_get(cases[i], "expected");
+        const json_t *got = json_object_get(reply, "allocation"),
+                     *exp = json_object_get(cases[i], "expected");
         int same = got && json_equal((json_t *)got, (json_t *)exp);
-        for (void *a = json_object_iter((json_t *)got), *e = json_object_iter((json_t *)exp); same && (a || e);
+        for (void *a = json_object_iter((json_t *)got), *e = json_object_iter((json_t *)exp);
+             same && (a || e);
              a = json_object_iter_next((json_t *)got, a), e = json_object_iter_next((json_t *)exp, e))
             same = a && e && !strcmp(json_object_iter_key(a), json_object_iter_key(e));
         if (!same) {
@@ -260,7 +265,8 @@ static void test_json_oom(void **state)
     int seen[ALLOCATE_STRATEGY_COUNT] = {0};
     for (size_t i = 0; i < n_cases; i++) {
         enum allocate_strategy s;
-        assert_int_equal(allocate_strategy_parse(json_string_value(json_object_get(cases[i], "strategy")), &s), 0);
+        assert_int_equal(
+            allocate_strategy_parse(json_string_value(json_object_get(cases[i], "strategy")), &s), 0);
         if (seen[s]++)
             continue;
         for (long n = 0;; n++) {

@@ -367,7 +367,7 @@ class Env {
       try { await d.kill(); } catch (_) { /* ignore */ }
     }
     if (failed || process.env.E2E_KEEP) {
-      process.stderr.write(`# kept test files in ${this.dir}\n`);
+      process.stderr.write(`kept test files of '${this.label}' in ${this.dir}\n`);
     } else {
       fs.rmSync(this.dir, { recursive: true, force: true });
     }

@@ -1,0 +1,44 @@
+/* trace.h — recording what the daemon sees as a heartbeat trace (JSON Lines,
+ * docs/trace-format.md), for offline and live replay.
+ *
+ * The loop thread calls these as things happen; the recorder buffers lines
+ * in memory and writes them in trace_recorder_flush (called from a 1 s timer
+ * and at shutdown), so the hot path never waits on the disk. Every function
+ * accepts rec == NULL (recording off) and does nothing then. Failures to
+ * write are logged once and recording stops; the daemon keeps serving.
+ * Loop thread only.
+ */
+#ifndef RMQ_TRACE_H
+#define RMQ_TRACE_H
+
+#include "remoting_cmd.h"
+#include "topics.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct trace_recorder;
+
+/* Opens (appending) path and writes the header line (format version, the
+ * start time). New *out owned by the caller (trace_recorder_close). */
+int trace_recorder_open(const char *path, int64_t now_ms, struct trace_recorder **out, char *err,
+                        size_t errlen);
+/* Flushes and closes. Accepts NULL. */
+void trace_recorder_close(struct trace_recorder *rec);
+/* Writes buffered lines to the file. */
+void trace_recorder_flush(struct trace_recorder *rec);
+
+/* A topic's route as clients see it (at start for every topic, then on
+ * every change); tp NULL = the topic was deleted. */
+void trace_record_route(struct trace_recorder *rec, int64_t now_ms, const char *topic,
+                        const struct topic *tp);
+void trace_record_connect(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer);
+/* A request the membership logic consumes (HEART_BEAT, UNREGISTER_CLIENT). */
+void trace_record_request(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer,
+                          const struct rmq_cmd *cmd);
+/* A NOTIFY_CONSUMER_IDS_CHANGED sent to conn_id for group. */
+void trace_record_notify(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *group);
+void trace_record_close(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer,
+                        const char *reason);
+
+#endif
