@@ -276,7 +276,19 @@ void admin_live_handle(void *ctx, struct mailbox_msg *msg)
     case ADMIN_OP_TOPIC_PUT: reply = topic_put(s, msg->arg, msg->body, &status); break;
     case ADMIN_OP_TOPIC_DELETE: reply = topic_delete(s, msg->arg, &status); break;
     case ADMIN_OP_STATS: reply = stats(s, &status); break;
+    case ADMIN_OP_CLIENT_RUNNING_INFO:
+    case ADMIN_OP_GROUP_CONSISTENCY:
+    case ADMIN_OP_GROUP_CONVERGED:
+        if (admin_holdings_handle(s, msg))
+            return; /* deferred: completed when the clients answer */
+        status = msg->status;
+        reply = msg->reply;
+        break;
     default:
+        if (msg->op >= ADMIN_OP_EXTRA_FIRST) {
+            admin_extra_handle(s, msg);
+            return;
+        }
         reply = error_json(&status, 404, "unknown operation", "the loop does not handle this request");
         break;
     }

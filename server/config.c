@@ -33,6 +33,8 @@ enum {
     OPT_TOPIC,
     OPT_LOG_LEVEL,
     OPT_RECORD,
+    OPT_ADMIN_TOKEN,
+    OPT_CLOCK,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -55,6 +57,8 @@ static const struct option long_options[] = {
     {"topic", required_argument, NULL, OPT_TOPIC},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"record", required_argument, NULL, OPT_RECORD},
+    {"admin-token", required_argument, NULL, OPT_ADMIN_TOKEN},
+    {"clock", required_argument, NULL, OPT_CLOCK},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -87,6 +91,9 @@ void config_print_help(void)
         "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
         "  --log-level LEVEL          error, warn, info (default) or debug\n"
         "  --record FILE              append a heartbeat trace (JSON Lines) for `rmqcoord replay`\n"
+        "  --admin-token TOKEN        mutating HTTP routes need 'Authorization: Bearer TOKEN'\n"
+        "                             (default: $RMQCOORD_ADMIN_TOKEN; unset = open)\n"
+        "  --clock real|virtual       virtual: time moves only by POST /api/clock/advance (tests)\n"
         "  --help, --version\n"
         "\n"
         "On start it prints one line to stdout once every listener is bound:\n"
@@ -176,6 +183,9 @@ static void set_defaults(struct config *cfg)
     strcpy(cfg->broker_name, "broker-a");
     strcpy(cfg->cluster_name, "DefaultCluster");
     cfg->log_level = LOG_INFO;
+    const char *token = getenv("RMQCOORD_ADMIN_TOKEN");
+    if (token && strlen(token) < sizeof cfg->admin_token)
+        strcpy(cfg->admin_token, token);
 }
 
 static int copy_name(const char *flag, const char *s, char *dst, size_t cap)
@@ -271,6 +281,14 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
     case OPT_TOPIC: return parse_topic(cfg, arg);
     case OPT_RECORD: return copy_name("record", arg, cfg->record_path, sizeof cfg->record_path);
+    case OPT_ADMIN_TOKEN: return copy_name("admin-token", arg, cfg->admin_token, sizeof cfg->admin_token);
+    case OPT_CLOCK:
+        if (strcmp(arg, "real") && strcmp(arg, "virtual")) {
+            fprintf(stderr, "rmqcoord serve: --clock takes real or virtual, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->virtual_clock = !strcmp(arg, "virtual");
+        return RMQ_OK;
     case OPT_LOG_LEVEL: {
         enum log_level lv;
         if (log_level_parse(arg, &lv) != 0) {

@@ -45,6 +45,8 @@ struct config {
     size_t ntopics;
     int log_level; /* enum log_level */
     char record_path[4096]; /* --record: heartbeat trace file, empty = off */
+    char admin_token[256];  /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
+    bool virtual_clock;     /* --clock virtual: time moves only by POST /api/clock/advance */
 };
 
 /* Fills *cfg from argv (argv[0] = "serve"). Returns 0 to run, 1 when

@@ -21,6 +21,7 @@ struct conn_set {
     struct conn *flush_head;
     struct conn *close_head;
     size_t count;
+    uint64_t bad_frames;
 };
 
 int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct conn_set **out)
@@ -37,6 +38,11 @@ int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct c
 size_t conn_set_count(const struct conn_set *s)
 {
     return s->count;
+}
+
+uint64_t conn_set_bad_frames(const struct conn_set *s)
+{
+    return s->bad_frames;
 }
 struct conn *conn_set_first(struct conn_set *s)
 {
@@ -107,6 +113,7 @@ static void dispatch_frames(struct conn *c)
             char why[200];
             snprintf(why, sizeof why, "bad frame: %s", c->dec.error[0] ? c->dec.error : rmq_strerror(rc));
             log_warn("connection %s closed: %s", c->peer, why);
+            s->bad_frames++;
             conn_close_async(c, why);
             rmq_cmd_clear(&cmd);
             return;

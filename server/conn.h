@@ -58,6 +58,8 @@ int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct c
 /* Closes every connection (on_close is called for each) and frees. */
 void conn_set_free(struct conn_set *s);
 size_t conn_set_count(const struct conn_set *s);
+/* Connections closed so far because their frames were malformed. */
+uint64_t conn_set_bad_frames(const struct conn_set *s);
 
 /* Adopts an accepted fd; the new conn gets id. 0 or an error (fd closed). */
 int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, int64_t now_ms,

@@ -90,7 +90,7 @@ void h_lock_batch(struct server *s, struct conn *c, struct rmq_cmd *req)
     struct rmq_lock_body b;
     if (parse_body(s, c, req, &b) != 0)
         return;
-    int64_t now = loop_now_ms(s->loop);
+    int64_t now = server_now_ms(s);
     struct rmq_mq *ok = b.nmqs ? rmq_malloc(b.nmqs * sizeof *ok) : NULL;
     size_t nok = 0;
     struct buf body;

@@ -98,7 +98,7 @@ void pull_drop_conn(struct server *s, const struct conn *c)
 
 void pull_on_timer(struct server *s)
 {
-    int64_t now = loop_now_ms(s->loop);
+    int64_t now = server_now_ms(s);
     release_where(s, due, &now);
 }
 
@@ -132,7 +132,7 @@ static int hold(struct server *s, struct conn *c, const struct rmq_cmd *req, con
         .topic = rmq_strdup(topic),
         .queue_id = qid,
         .queue_offset = queue_offset,
-        .deadline_ms = loop_now_ms(s->loop) + hold_ms,
+        .deadline_ms = server_now_ms(s) + hold_ms,
     };
     if (!h.group || !h.topic) {
         rmq_free(h.group);

@@ -21,6 +21,7 @@ struct http_admin_options {
     uint16_t port;           /* 0 = pick a free port */
     const char *store_path;  /* SQLite file for the read-only connection */
     struct mailbox *mailbox; /* borrowed; must outlive the server */
+    const char *admin_token; /* borrowed; non-NULL: mutating routes need "Authorization: Bearer TOKEN" */
 };
 
 /* Starts the HTTP thread. New *out owned by the caller. err gets a reason. */

@@ -228,7 +228,7 @@ static void run_timers(struct loop *l)
         if (l->timers[i].period > 0)
             l->timers[i].when = l->now + l->timers[i].period;
         else
-            l->timers[i].when = INT64_MAX;
+            l->timers[i].id = 0; /* one-shot: the slot is free again */
         cb(l, id, ctx);
     }
 }

@@ -134,6 +134,12 @@ void mailbox_close(struct mailbox *mb)
     pthread_mutex_unlock(&mb->lock);
 }
 
+void mailbox_complete(struct mailbox_msg *msg)
+{
+    if (msg->done)
+        msg->done(msg);
+}
+
 /* Loop thread. Takes the queue (clearing the eventfd); a post that lands
  * after the swap re-arms the eventfd, so it is seen on the next wakeup.
  * handler fills status/reply; done hands the message back (after which we
@@ -146,8 +152,8 @@ int mailbox_drain(struct mailbox *mb, mailbox_handler handler, void *ctx)
         struct mailbox_msg *next = msg->next;
         msg->next = NULL;
         handler(ctx, msg);
-        if (msg->done)
-            msg->done(msg);
+        if (msg->status != MAILBOX_DEFERRED)
+            mailbox_complete(msg);
         msg = next;
         n++;
     }

@@ -22,6 +22,11 @@ enum admin_op {
     ADMIN_OP_TOPIC_PUT,    /* arg = topic; body */
     ADMIN_OP_TOPIC_DELETE, /* arg = topic */
     ADMIN_OP_STATS,        /* live counters for /healthz */
+    ADMIN_OP_CLIENT_RUNNING_INFO, /* arg = group; query: clientId (asks the client with 307; deferred) */
+    ADMIN_OP_GROUP_CONSISTENCY,   /* arg = group; query: topic, strategy...: holdings vs expected (deferred) */
+    ADMIN_OP_GROUP_CONVERGED,     /* arg = group; query: topic, strategy..., timeout_ms (deferred) */
+    /* Ops from here on are handled by admin_extra.c (admin surface). */
+    ADMIN_OP_EXTRA_FIRST = 100,
 };
 
 struct mailbox_msg {
@@ -52,6 +57,12 @@ int mailbox_fd(const struct mailbox *mb);
 int mailbox_post(struct mailbox *mb, struct mailbox_msg *msg);
 /* Refuses further posts (shutdown); queued messages are still drained. */
 void mailbox_close(struct mailbox *mb);
+
+/* A handler that cannot answer at once (it waits for a client's reply) sets
+ * msg->status to MAILBOX_DEFERRED; drain then does not call done, and the
+ * loop calls mailbox_complete(msg) later, once status and reply are set. */
+#define MAILBOX_DEFERRED (-1)
+void mailbox_complete(struct mailbox_msg *msg);
 
 typedef void (*mailbox_handler)(void *ctx, struct mailbox_msg *msg);
 /* Loop thread: clears the eventfd, then for every queued message calls

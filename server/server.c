@@ -26,6 +26,8 @@
 
 int64_t server_now_ms(const struct server *s)
 {
+    if (s->cfg->virtual_clock)
+        return s->wall_base_ms + s->clock_offset_ms;
     return s->wall_base_ms + (loop_now_ms(s->loop) - s->mono_base_ms);
 }
 
@@ -196,6 +198,9 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
     buf_free(&after);
     buf_free(&before);
     s->stats.changes++;
+    int k = stats_change_kind(kind);
+    if (k >= 0)
+        s->stats.changes_by_kind[k]++;
 }
 
 /* Store writes from hooks cannot fail the request that caused them; a failed
@@ -318,7 +323,9 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
     }
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
         trace_record_request(s->trace, server_now_ms(s), c->id, c->peer, cmd);
+    uint64_t t0 = stats_clock_us();
     dispatch_request(s, c, cmd);
+    stats_record_request(&s->stats, cmd->code, stats_clock_us() - t0);
 }
 
 static void on_close(void *ctx, struct conn *c)
@@ -376,9 +383,14 @@ static void before_sleep(struct loop *l, void *ctx)
         conn_set_reap(s->conns);
         notify_flush(s);
         bool durable_ok = true;
-        if (store_in_batch(s->store) && store_commit(s->store) != 0) {
-            log_error("store: commit failed: %s", store_errmsg(s->store));
-            durable_ok = false;
+        if (store_in_batch(s->store)) {
+            uint64_t t0 = stats_clock_us();
+            if (store_commit(s->store) != 0) {
+                log_error("store: commit failed: %s", store_errmsg(s->store));
+                durable_ok = false;
+                s->stats.commit_failures++;
+            }
+            stats_histogram_add(&s->stats.commit, stats_clock_us() - t0);
         }
         conn_set_flush(s->conns, durable_ok);
         if (!s->reg.pending)
@@ -400,6 +412,40 @@ static void expiry_timer(struct loop *l, int id, void *ctx)
         if (ch && ch->conn)
             conn_close_async(ch->conn, "expired: no heartbeat within the channel expiry");
     }
+}
+
+static void free_box(void *p)
+{
+    rmq_free(p);
+}
+
+void server_reset_live(struct server *s)
+{
+    for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
+        conn_close_async(c, "reset by the admin API");
+    /* Reap now so the closes run against the old state before it is wiped. */
+    conn_set_reap(s->conns);
+    pull_free_all(s);
+    lock_free_all(s);
+    hashmap_free(&s->offsets, free_box);
+    hashmap_free(&s->queue_max, free_box);
+    topics_free(&s->topics);
+    topics_init(&s->topics);
+    struct registry_hooks hooks = s->reg.hooks;
+    registry_free(&s->reg);
+    registry_init(&s->reg, &hooks);
+}
+
+int server_clock_advance(struct server *s, int64_t ms)
+{
+    if (!s->cfg->virtual_clock)
+        return RMQ_ESTATE;
+    if (ms < 0)
+        return RMQ_EINVAL;
+    s->clock_offset_ms += ms;
+    expiry_timer(s->loop, 0, s);
+    pull_on_timer(s);
+    return RMQ_OK;
 }
 
 static void pull_timer(struct loop *l, int id, void *ctx)
@@ -571,6 +617,7 @@ static int setup_http(struct server *s)
         .port = s->cfg->http.port,
         .store_path = s->cfg->store_path,
         .mailbox = s->mailbox,
+        .admin_token = s->cfg->admin_token[0] ? s->cfg->admin_token : NULL,
     };
     char err[256];
     rc = http_admin_start(&opt, &s->http, err, sizeof err);
@@ -643,10 +690,6 @@ int server_run(struct server *s)
     return loop_run(s->loop);
 }
 
-static void free_box(void *p)
-{
-    rmq_free(p);
-}
 
 void server_fini(struct server *s)
 {

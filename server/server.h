@@ -15,6 +15,7 @@
 #include "hashmap.h"
 #include "registry.h"
 #include "remoting_cmd.h"
+#include "stats.h"
 #include "topics.h"
 
 #include <stdbool.h>
@@ -37,18 +38,10 @@ struct held_pull {
     char *topic; /* owned */
     int32_t queue_id;
     int64_t queue_offset;
-    int64_t deadline_ms; /* loop clock */
+    int64_t deadline_ms; /* server_now_ms clock (virtual-clock aware) */
 };
 
-struct server_stats {
-    uint64_t requests;
-    uint64_t heartbeats;
-    uint64_t notifications_sent;
-    uint64_t changes;
-    uint64_t expirations;
-    uint64_t bad_frames;
-    uint64_t connections_accepted;
-};
+
 
 struct server {
     const struct config *cfg;
@@ -75,6 +68,7 @@ struct server {
     uint32_t next_conn_seq;
     int32_t next_opaque;
     int64_t wall_base_ms, mono_base_ms;
+    int64_t clock_offset_ms; /* --clock virtual: total advanced so far */
     int64_t started_ms;
     bool stopping;
     struct server_stats stats;
@@ -91,6 +85,15 @@ void server_fini(struct server *s);
 /* Wall-clock milliseconds that never go backwards (wall time at start plus
  * monotonic elapsed): timestamps for members, events and expiry. */
 int64_t server_now_ms(const struct server *s);
+
+/* Wipes live and stored state for test suites (POST /api/reset): closes
+ * every connection, forgets groups, topics, offsets, locks and held pulls.
+ * The caller resets the store tables. */
+void server_reset_live(struct server *s);
+
+/* --clock virtual: moves the daemon's time forward by ms and runs what is
+ * due at once (expiry scan, held-pull deadlines). RMQ_ESTATE on a real clock. */
+int server_clock_advance(struct server *s, int64_t ms);
 
 /* Sends resp as the reply to req unless req is oneway (PROTOCOL: never
  * answer flag&2). Clears resp. durable: see conn_send. */
@@ -141,6 +144,13 @@ void notify_flush(struct server *s);
 /* Admin requests from the HTTP thread (admin_live.c). */
 struct mailbox_msg;
 void admin_live_handle(void *ctx, struct mailbox_msg *msg);
+/* admin_holdings.c: running-info / consistency / converged. Returns true when
+ * the message was deferred (completed later with mailbox_complete); false
+ * when msg->status and msg->reply are already set. */
+bool admin_holdings_handle(struct server *s, struct mailbox_msg *msg);
+/* admin_extra.c: the ops from ADMIN_OP_EXTRA_FIRST on; sets status and
+ * reply, or defers (status MAILBOX_DEFERRED). */
+void admin_extra_handle(struct server *s, struct mailbox_msg *msg);
 
 /* Request handlers (dispatch.c routes codes to them). */
 typedef void (*handler_fn)(struct server *s, struct conn *c, struct rmq_cmd *req);

@@ -94,7 +94,7 @@ static int loop_main(void *arg)
 static int start_server(struct fixture *f, const char *store_path)
 {
     char err[256] = "";
-    struct http_admin_options opt = {"127.0.0.1", 0, store_path, f->mb};
+    struct http_admin_options opt = {"127.0.0.1", 0, store_path, f->mb, NULL};
     int rc = http_admin_start(&opt, &f->h, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "http_admin_start: %s\n", err);
@@ -649,7 +649,7 @@ static void test_start_rejects_bad_host(void **state)
     assert_int_equal(mailbox_new(&mb), 0);
     struct http_admin *h = NULL;
     char err[256] = "";
-    struct http_admin_options opt = {"256.1.1.1.invalid", 0, NULL, mb};
+    struct http_admin_options opt = {"256.1.1.1.invalid", 0, NULL, mb, NULL};
     assert_true(http_admin_start(&opt, &h, err, sizeof err) < 0);
     assert_true(strlen(err) > 0);
     http_admin_stop(NULL);

@@ -1,0 +1,2 @@
+/* outbound.c — placeholder. */
+typedef int rmq_placeholder_outbound;
