@@ -29,6 +29,14 @@ void mship_group_clear(struct mship_group *g)
     memset(g, 0, sizeof *g);
 }
 
+long mship_find_client(const struct mship_group *g, const char *client_id)
+{
+    for (size_t i = 0; i < g->nmembers; i++)
+        if (!strcmp(g->members[i].client_id, client_id))
+            return (long)i;
+    return -1;
+}
+
 long mship_find(const struct mship_group *g, uint64_t channel_id)
 {
     for (size_t i = 0; i < g->nmembers; i++)

@@ -83,6 +83,8 @@ void mship_group_clear(struct mship_group *g);
 int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in *in,
                           struct mship_outcome *out);
 
+/* Index of the first member reporting client_id, or -1. */
+long mship_find_client(const struct mship_group *g, const char *client_id);
 /* Index of the member on channel_id, or -1. */
 long mship_find(const struct mship_group *g, uint64_t channel_id);
 /* Removes the member on channel_id: returns 1 and moves it into *removed

@@ -10,7 +10,8 @@
  * brokerRooms=broker:room,... consumerRooms=clientId:room,... (NEARBY; with
  * neither map, rooms follow the rule "text after the last '-'"), and
  * config=brokerName:queueId,... (CONFIG). Loop thread only. */
-#include "allocate.h"
+#include "admin_alloc.h"
+
 #include "err.h"
 #include "mailbox.h"
 #include "mem.h"
@@ -19,8 +20,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-json_t *admin_allocation(struct server *s, const char *group, const json_t *query, int *status);
 
 #define MAX_LIST 4096
 
@@ -34,6 +33,16 @@ struct alloc_args {
     struct allocate_queue config[MAX_LIST];
     size_t n_queues, n_consumers;
 };
+
+static void free_args(struct alloc_args *a)
+{
+    if (!a)
+        return;
+    rmq_free(a->scratch);
+    rmq_free(a->queues);
+    rmq_free(a->consumers);
+    rmq_free(a);
+}
 
 static json_t *fail(int *status, int code, const char *error, const char *detail)
 {
@@ -249,62 +258,104 @@ static json_t *result_json(const struct allocate_result *r, const char *group, c
                      "overlaps", overlaps);
 }
 
-static json_t *compute(struct server *s, struct alloc_args *a, const char *group, const json_t *query,
-                       int *status)
+/* Builds the view; on failure returns NULL with *error set (or NULL for
+ * out of memory) and *status. */
+static struct alloc_view *compute(struct server *s, struct alloc_args *a, const char *group,
+                                  const json_t *query, int *status, json_t **error)
 {
     const char *topic = param(query, "topic");
-    if (!topic || !*topic)
-        return fail(status, 400, "missing parameter",
-                    "topic is required, e.g. ?topic=TopicTest&strategy=AVG");
-    const struct topic *tp = topics_get(&s->topics, topic);
-    if (!tp)
-        return fail(status, 404, "topic not found", "the topic has no route");
-    const struct reg_group *g = registry_group(&s->reg, group);
-    if (!g && !registry_group_known(&s->reg, group))
-        return fail(status, 404, "group not found", "no consumer of this group has been seen");
-    struct allocate_options opt;
-    const char *why = NULL;
-    int rc = read_options(a, query, topic, &opt, &why);
-    if (rc != 0)
-        return why ? fail(status, 400, "bad parameter", why) : NULL;
-    if (collect_queues(a, tp) != 0)
+    *error = NULL;
+    if (!topic || !*topic) {
+        *error =
+            fail(status, 400, "missing parameter", "topic is required, e.g. ?topic=TopicTest&strategy=AVG");
         return NULL;
-    a->n_consumers = g ? g->g.nmembers : 0;
-    a->consumers = rmq_malloc((a->n_consumers ? a->n_consumers : 1) * sizeof *a->consumers);
-    if (!a->consumers)
-        return NULL;
-    for (size_t i = 0; i < a->n_consumers; i++)
-        a->consumers[i] = g->g.members[i].client_id;
-    if (a->n_consumers == 0 || a->n_queues == 0) {
-        *status = 200;
-        return json_pack("{s:s,s:s,s:s,s:I,s:I,s:{},s:[],s:[],s:[]}", "group", group, "topic", topic,
-                         "strategy", allocate_strategy_name(opt.strategy), "consumers",
-                         (json_int_t)a->n_consumers, "queues", (json_int_t)a->n_queues, "allocation",
-                         "owners", "unassigned", "overlaps");
     }
-    struct allocate_input in = {a->queues, a->n_queues, a->consumers, a->n_consumers};
-    struct allocate_result *r = NULL;
-    char err[256];
-    rc = allocate_group(&opt, &in, &r, err, sizeof err);
-    if (rc == RMQ_ENOMEM)
+    const struct topic *tp = topics_get(&s->topics, topic);
+    if (!tp) {
+        *error = fail(status, 404, "topic not found", "the topic has no route");
         return NULL;
-    if (rc != 0)
-        return fail(status, 400, "cannot allocate", err);
-    json_t *out = result_json(r, group, topic);
-    allocate_result_free(r);
+    }
+    const struct reg_group *g = registry_group(&s->reg, group);
+    if (!g && !registry_group_known(&s->reg, group)) {
+        *error = fail(status, 404, "group not found", "no consumer of this group has been seen");
+        return NULL;
+    }
+    struct alloc_view *v = rmq_calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->args = a;
+    v->topic = tp->name;
+    const char *why = NULL;
+    int rc = read_options(a, query, topic, &v->opt, &why);
+    if (rc == 0)
+        rc = collect_queues(a, tp);
+    a->n_consumers = g ? g->g.nmembers : 0;
+    if (rc == 0) {
+        a->consumers = rmq_malloc((a->n_consumers ? a->n_consumers : 1) * sizeof *a->consumers);
+        rc = a->consumers ? 0 : RMQ_ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < a->n_consumers; i++)
+        a->consumers[i] = g->g.members[i].client_id;
+    char err[256] = "";
+    if (rc == 0 && a->n_consumers > 0 && a->n_queues > 0) {
+        struct allocate_input in = {a->queues, a->n_queues, a->consumers, a->n_consumers};
+        rc = allocate_group(&v->opt, &in, &v->result, err, sizeof err);
+    }
+    if (rc != 0) {
+        if (why)
+            *error = fail(status, 400, "bad parameter", why);
+        else if (rc != RMQ_ENOMEM)
+            *error = fail(status, 400, "cannot allocate", err);
+        v->args = NULL;
+        admin_alloc_view_free(v);
+        return NULL;
+    }
     *status = 200;
-    return out;
+    return v;
+}
+
+int admin_alloc_view_new(struct server *s, const char *group, const json_t *query, struct alloc_view **out,
+                         int *status, json_t **error)
+{
+    struct alloc_args *a = rmq_calloc(1, sizeof *a);
+    *out = NULL;
+    *error = NULL;
+    if (!a)
+        return RMQ_ENOMEM;
+    *out = compute(s, a, group, query, status, error);
+    if (!*out) {
+        free_args(a);
+        return *error ? RMQ_EINVAL : RMQ_ENOMEM;
+    }
+    return RMQ_OK;
+}
+
+void admin_alloc_view_free(struct alloc_view *v)
+{
+    if (!v)
+        return;
+    allocate_result_free(v->result);
+    free_args(v->args);
+    rmq_free(v);
+}
+
+json_t *admin_alloc_view_json(const struct alloc_view *v, const char *group)
+{
+    if (v->result)
+        return result_json(v->result, group, v->topic);
+    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:{},s:[],s:[],s:[]}", "group", group, "topic", v->topic,
+                     "strategy", allocate_strategy_name(v->opt.strategy), "consumers",
+                     (json_int_t)v->args->n_consumers, "queues", (json_int_t)v->args->n_queues, "allocation",
+                     "owners", "unassigned", "overlaps");
 }
 
 json_t *admin_allocation(struct server *s, const char *group, const json_t *query, int *status)
 {
-    struct alloc_args *a = rmq_calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
-    json_t *out = compute(s, a, group, query, status);
-    rmq_free(a->scratch);
-    rmq_free(a->queues);
-    rmq_free(a->consumers);
-    rmq_free(a);
+    struct alloc_view *v;
+    json_t *error;
+    if (admin_alloc_view_new(s, group, query, &v, status, &error) != 0)
+        return error;
+    json_t *out = admin_alloc_view_json(v, group);
+    admin_alloc_view_free(v);
     return out;
 }

@@ -2,6 +2,7 @@
  * mailbox messages from live state (groups, topics, allocations, counters)
  * and applies topic changes. Each reply is a new JSON value handed to the
  * HTTP thread; nothing here keeps a pointer into the message. Loop thread. */
+#include "admin_alloc.h"
 #include "conn.h"
 #include "err.h"
 #include "log.h"
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *admin_allocation(struct server *s, const char *group, const json_t *query, int *status);
 
 static json_t *error_json(int *status, int code, const char *error, const char *detail)
 {

@@ -11,6 +11,7 @@
 #include "mailbox.h"
 #include "mem.h"
 #include "net.h"
+#include "outbound.h"
 #include "request_codes.h"
 #include "rmq_body.h"
 #include "store.h"
@@ -317,8 +318,10 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
     struct server *s = ctx;
     s->stats.requests++;
     if (rmq_cmd_is_response(cmd)) {
-        /* PROTOCOL: the daemon never waits on replies to its own requests; drop them. */
-        log_debug("response code %d opaque %d from %s dropped", cmd->code, cmd->opaque, c->peer);
+        /* PROTOCOL: replies to our own requests are matched, never waited on. */
+        if (!outbound_on_response(s, c, cmd))
+            log_debug("response code %d opaque %d from %s matches nothing; dropped", cmd->code, cmd->opaque,
+                      c->peer);
         return;
     }
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
@@ -333,6 +336,7 @@ static void on_close(void *ctx, struct conn *c)
     struct server *s = ctx;
     log_debug("connection %s closed: %s", c->peer, c->close_reason);
     pull_drop_conn(s, c);
+    outbound_drop_conn(s, c);
     trace_record_close(s->trace, server_now_ms(s), c->id, c->peer, c->close_reason);
     registry_channel_close(&s->reg, c->id);
     int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, server_now_ms(s));
@@ -453,6 +457,7 @@ static void pull_timer(struct loop *l, int id, void *ctx)
     (void)l;
     (void)id;
     pull_on_timer(ctx);
+    outbound_on_timer(ctx);
 }
 
 static void trace_timer(struct loop *l, int id, void *ctx)
@@ -634,6 +639,7 @@ int server_init(struct server *s, const struct config *cfg)
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->signal_fd = -1;
+    s->next_opaque = 1000000;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     s->wall_base_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
@@ -690,10 +696,14 @@ int server_run(struct server *s)
     return loop_run(s->loop);
 }
 
-
 void server_fini(struct server *s)
 {
-    /* Stop the HTTP thread first: it must not post into a loop being torn down. */
+    /* Answer every deferred admin request, then stop the HTTP thread: it
+     * must not post into a loop being torn down. */
+    if (s->loop) {
+        admin_holdings_abort_all(s);
+        outbound_free_all(s);
+    }
     http_admin_stop(s->http);
     s->http = NULL;
     if (s->conns) {

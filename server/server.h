@@ -28,6 +28,8 @@ struct store;
 struct mailbox;
 struct http_admin;
 struct trace_recorder;
+struct outbound_pending;
+struct holdings_round;
 
 struct held_pull {
     struct conn *conn; /* borrowed; holds are dropped when it closes */
@@ -40,8 +42,6 @@ struct held_pull {
     int64_t queue_offset;
     int64_t deadline_ms; /* server_now_ms clock (virtual-clock aware) */
 };
-
-
 
 struct server {
     const struct config *cfg;
@@ -59,6 +59,9 @@ struct server {
     struct hashmap locks;     /* "group\0topic\0broker\0qid" -> struct queue_lock* (owned) */
     struct held_pull *pulls;  /* owned */
     size_t npulls, pulls_cap;
+    struct outbound_pending *outbound; /* owned: requests sent to clients awaiting a reply */
+    size_t noutbound, outbound_cap;
+    struct holdings_round *rounds; /* owned list: admin holdings checks in progress */
     struct mailbox *mailbox;
     struct http_admin *http;
     struct trace_recorder *trace; /* NULL unless --record */
@@ -148,6 +151,8 @@ void admin_live_handle(void *ctx, struct mailbox_msg *msg);
  * the message was deferred (completed later with mailbox_complete); false
  * when msg->status and msg->reply are already set. */
 bool admin_holdings_handle(struct server *s, struct mailbox_msg *msg);
+/* Shutdown: completes every holdings check still running (503). */
+void admin_holdings_abort_all(struct server *s);
 /* admin_extra.c: the ops from ADMIN_OP_EXTRA_FIRST on; sets status and
  * reply, or defers (status MAILBOX_DEFERRED). */
 void admin_extra_handle(struct server *s, struct mailbox_msg *msg);

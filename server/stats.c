@@ -4,9 +4,11 @@
 #include <string.h>
 #include <time.h>
 
-const uint64_t stats_bucket_bounds_us[STATS_BUCKETS - 1] = {10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 100000};
+const uint64_t stats_bucket_bounds_us[STATS_BUCKETS - 1] = {10,   25,   50,   100,   250,   500,
+                                                            1000, 2500, 5000, 10000, 100000};
 
-static const char *const kind_names[STATS_CHANGE_KINDS] = {"join", "close", "unregister", "expire", "subscription"};
+static const char *const kind_names[STATS_CHANGE_KINDS] = {"join", "close", "unregister", "expire",
+                                                           "subscription"};
 
 uint64_t stats_clock_us(void)
 {

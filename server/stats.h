@@ -41,7 +41,7 @@ struct server_stats {
     uint64_t expirations;
     uint64_t connections_accepted;
     uint64_t commit_failures;
-    struct stats_histogram commit;  /* store batch commit latency */
+    struct stats_histogram commit; /* store batch commit latency */
     struct stats_code codes[STATS_MAX_CODES];
     size_t ncodes;
     uint64_t codes_overflow; /* requests whose code found no free slot */

@@ -1,0 +1,282 @@
+/* running_info.c — see running_info.h. A small scanner skips any value,
+ * including objects whose keys are objects, so the top level can be walked
+ * without a full parser for fastjson's dialect. */
+#include "running_info.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+
+struct scan {
+    const char *p, *end;
+};
+
+static void skip_ws(struct scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int skip_value(struct scan *s, int depth);
+
+static int skip_string(struct scan *s)
+{
+    if (s->p >= s->end || *s->p != '"')
+        return RMQ_EPROTO;
+    for (s->p++; s->p < s->end; s->p++) {
+        if (*s->p == '\\') {
+            s->p++;
+            continue;
+        }
+        if (*s->p == '"') {
+            s->p++;
+            return RMQ_OK;
+        }
+    }
+    return RMQ_EPROTO;
+}
+
+/* Objects (any value allowed as a key) and arrays. */
+static int skip_container(struct scan *s, int depth)
+{
+    char close = *s->p == '{' ? '}' : ']';
+    bool object = close == '}';
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return RMQ_OK;
+    }
+    for (;;) {
+        if (skip_value(s, depth + 1) != 0)
+            return RMQ_EPROTO;
+        skip_ws(s);
+        if (object) {
+            if (s->p >= s->end || *s->p != ':')
+                return RMQ_EPROTO;
+            s->p++;
+            if (skip_value(s, depth + 1) != 0)
+                return RMQ_EPROTO;
+            skip_ws(s);
+        }
+        if (s->p >= s->end)
+            return RMQ_EPROTO;
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p != close)
+            return RMQ_EPROTO;
+        s->p++;
+        return RMQ_OK;
+    }
+}
+
+static int skip_value(struct scan *s, int depth)
+{
+    skip_ws(s);
+    if (s->p >= s->end || depth > MAX_DEPTH)
+        return RMQ_EPROTO;
+    if (*s->p == '"')
+        return skip_string(s);
+    if (*s->p == '{' || *s->p == '[')
+        return skip_container(s, depth);
+    const char *start = s->p;
+    while (s->p < s->end && !strchr(",:}] \t\r\n", *s->p))
+        s->p++;
+    return s->p > start ? RMQ_OK : RMQ_EPROTO;
+}
+
+/* Loads the standard-JSON text [a, b) (a quoted string is unwrapped and its
+ * content loaded, for fastjson's string-key form). New reference or NULL. */
+static json_t *load_span(const char *a, const char *b)
+{
+    json_t *v = json_loadb(a, (size_t)(b - a), JSON_DECODE_ANY, NULL);
+    if (v && json_is_string(v)) {
+        json_t *inner = json_loads(json_string_value(v), 0, NULL);
+        json_decref(v);
+        return inner;
+    }
+    return v;
+}
+
+static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
+{
+    const char *topic = json_string_value(json_object_get(key, "topic"));
+    const char *broker = json_string_value(json_object_get(key, "brokerName"));
+    json_t *qid = json_object_get(key, "queueId");
+    if (!topic || !broker || !json_is_integer(qid) || json_integer_value(qid) < 0 ||
+        json_integer_value(qid) > INT32_MAX)
+        return RMQ_EPROTO;
+    if (ri->nmqs == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        struct rmq_mq *p = rmq_realloc(ri->mqs, nc * sizeof *p);
+        if (!p)
+            return RMQ_ENOMEM;
+        ri->mqs = p;
+        *cap = nc;
+    }
+    struct rmq_mq *m = &ri->mqs[ri->nmqs];
+    m->topic = rmq_strdup(topic);
+    m->broker_name = rmq_strdup(broker);
+    m->queue_id = (int32_t)json_integer_value(qid);
+    if (!m->topic || !m->broker_name) {
+        rmq_free(m->topic);
+        rmq_free(m->broker_name);
+        return RMQ_ENOMEM;
+    }
+    ri->nmqs++;
+    return RMQ_OK;
+}
+
+/* Walks the mqTable object at s->p. */
+static int parse_mq_table(struct scan *s, struct rmq_running_info *ri, char *err, size_t errlen)
+{
+    skip_ws(s);
+    if (s->p >= s->end || *s->p != '{')
+        return snprintf(err, errlen, "mqTable: expected an object"), RMQ_EPROTO;
+    s->p++;
+    size_t cap = 0;
+    for (;;) {
+        skip_ws(s);
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            return RMQ_OK;
+        }
+        const char *ka = s->p;
+        if (skip_value(s, 1) != 0)
+            return snprintf(err, errlen, "mqTable: malformed key"), RMQ_EPROTO;
+        const char *kb = s->p;
+        skip_ws(s);
+        if (s->p >= s->end || *s->p != ':')
+            return snprintf(err, errlen, "mqTable: expected ':'"), RMQ_EPROTO;
+        s->p++;
+        skip_ws(s);
+        const char *va = s->p;
+        if (skip_value(s, 1) != 0)
+            return snprintf(err, errlen, "mqTable: malformed value"), RMQ_EPROTO;
+        json_t *key = load_span(ka, kb), *val = load_span(va, s->p);
+        int rc = RMQ_OK;
+        if (!json_is_object(key)) {
+            snprintf(err, errlen, "mqTable: a key is not a MessageQueue");
+            rc = RMQ_EPROTO;
+        } else if (!json_is_true(json_object_get(val, "droped"))) {
+            rc = add_mq(ri, &cap, key);
+            if (rc == RMQ_EPROTO)
+                snprintf(err, errlen, "mqTable: a MessageQueue lacks topic, brokerName or queueId");
+        }
+        json_decref(key);
+        json_decref(val);
+        if (rc != 0)
+            return rc;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            return RMQ_OK;
+        }
+        return snprintf(err, errlen, "mqTable: expected ',' or '}'"), RMQ_EPROTO;
+    }
+}
+
+static int take_property(json_t *props, const char *key, char **out)
+{
+    const char *v = json_string_value(json_object_get(props, key));
+    if (!v)
+        return RMQ_OK;
+    *out = rmq_strdup(v);
+    return *out ? RMQ_OK : RMQ_ENOMEM;
+}
+
+/* Reads one top-level member; key is the unquoted key text span. */
+static int top_member(struct scan *s, const char *key, size_t klen, struct rmq_running_info *ri, char *err,
+                      size_t errlen)
+{
+    if (klen == 7 && !memcmp(key, "mqTable", 7))
+        return parse_mq_table(s, ri, err, errlen);
+    skip_ws(s);
+    const char *va = s->p;
+    if (skip_value(s, 1) != 0)
+        return snprintf(err, errlen, "malformed value"), RMQ_EPROTO;
+    if (klen != 10 || memcmp(key, "properties", 10))
+        return RMQ_OK;
+    json_t *props = load_span(va, s->p);
+    int rc = take_property(props, "allocateMessageQueueStrategy", &ri->strategy);
+    if (rc == 0)
+        rc = take_property(props, "PROP_CLIENT_VERSION", &ri->client_version);
+    json_decref(props);
+    return rc;
+}
+
+static int parse_top(struct scan *s, struct rmq_running_info *ri, char *err, size_t errlen)
+{
+    skip_ws(s);
+    if (s->p >= s->end || *s->p != '{')
+        return snprintf(err, errlen, "expected a JSON object"), RMQ_EPROTO;
+    s->p++;
+    for (;;) {
+        skip_ws(s);
+        if (s->p < s->end && *s->p == '}')
+            return RMQ_OK;
+        const char *ka = s->p;
+        if (skip_string(s) != 0)
+            return snprintf(err, errlen, "expected a quoted key"), RMQ_EPROTO;
+        const char *kb = s->p;
+        skip_ws(s);
+        if (s->p >= s->end || *s->p != ':')
+            return snprintf(err, errlen, "expected ':'"), RMQ_EPROTO;
+        s->p++;
+        int rc = top_member(s, ka + 1, (size_t)(kb - ka - 2), ri, err, errlen);
+        if (rc != 0)
+            return rc;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == '}')
+            return RMQ_OK;
+        return snprintf(err, errlen, "expected ',' or '}'"), RMQ_EPROTO;
+    }
+}
+
+int rmq_running_info_parse(const uint8_t *body, size_t len, struct rmq_running_info *out, char *err,
+                           size_t errlen)
+{
+    struct scan s = {(const char *)body, (const char *)body + len};
+    char dummy[8];
+    if (!err) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = 0;
+    int rc = body ? parse_top(&s, out, err, errlen) : RMQ_EPROTO;
+    if (rc != 0) {
+        if (!body)
+            snprintf(err, errlen, "empty body");
+        rmq_running_info_clear(out);
+    }
+    return rc;
+}
+
+void rmq_running_info_clear(struct rmq_running_info *ri)
+{
+    if (!ri)
+        return;
+    for (size_t i = 0; i < ri->nmqs; i++) {
+        rmq_free(ri->mqs[i].topic);
+        rmq_free(ri->mqs[i].broker_name);
+    }
+    rmq_free(ri->mqs);
+    rmq_free(ri->strategy);
+    rmq_free(ri->client_version);
+    memset(ri, 0, sizeof *ri);
+}

@@ -1,0 +1,112 @@
+/* trace_fmt.h — the heartbeat-trace record format (JSON Lines), encode and
+ * decode (docs/trace-format.md).
+ *
+ * A trace is a header line {"rmqcoordTrace":1,"ts":<ms>,...} followed by one
+ * event a line: connect, request, close, notify or route. A request keeps
+ * what the membership logic consumes: code, header fields, extFields (as
+ * strings) and the body, embedded as a JSON value when it is JSON (the
+ * normal case) or as "bodyBase64" when it is not, so replay feeds the
+ * daemon's own parser exactly the bytes the daemon saw.
+ *
+ * The decoder is a hand-written strict scanner rather than jansson because
+ * replay must read >= 1M lines/s: it copies the line once into its own
+ * buffer, unescapes strings in place and hands out borrowed pointers valid
+ * until the next decode. It rejects anything malformed with a one-line reason
+ * naming the line number and never reads outside the line, whatever the
+ * input. Pure; one thread per decoder.
+ */
+#ifndef RMQ_TRACE_FMT_H
+#define RMQ_TRACE_FMT_H
+
+#include "buf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_FMT_VERSION 1
+/* Longest line accepted: a 16 MiB frame body, escaped, with room to spare. */
+#define TRACE_FMT_MAX_LINE ((size_t)48 << 20)
+/* Deepest JSON nesting accepted inside a body. */
+#define TRACE_FMT_MAX_DEPTH 64
+
+enum trace_kind {
+    TRACE_HEADER = 0,
+    TRACE_CONNECT,
+    TRACE_REQUEST,
+    TRACE_CLOSE,
+    TRACE_NOTIFY,
+    TRACE_ROUTE,
+};
+
+/* "connect", "request", ... ("header" for TRACE_HEADER); static string. */
+const char *trace_kind_name(enum trace_kind k);
+
+struct trace_kv {
+    const char *key; /* borrowed */
+    const char *val; /* borrowed, never NULL */
+};
+
+struct trace_broker {
+    const char *broker_name; /* borrowed */
+    int read_queue_nums, write_queue_nums, perm;
+};
+
+/* One decoded (or to-be-encoded) line. Every pointer is borrowed: from the
+ * decoder (valid until its next decode) or from the caller (encode). Fields
+ * a kind does not use are zero/NULL. */
+struct trace_event {
+    enum trace_kind kind;
+    int64_t ts;          /* ms since the epoch */
+    int version;         /* header: format version */
+    uint64_t conn;       /* connect, request, close, notify */
+    const char *peer;    /* "ip:port", may be NULL */
+    const char *broker;  /* connect: broker view the connection belongs to, NULL = the coordinator */
+    int32_t code;        /* request */
+    int32_t language;    /* request: RMQ_LANG_* byte code (JAVA when absent) */
+    int32_t cmd_version; /* request: client version (0 when absent) */
+    int32_t flag;        /* request: header flag (0 when absent) */
+    const struct trace_kv *ext;
+    size_t next;
+    const uint8_t *body; /* request: the body bytes, NULL when there is none */
+    size_t body_len;
+    const char *group;   /* notify */
+    const char *reason;  /* close, may be NULL */
+    const char *topic;   /* route */
+    const struct trace_broker *brokers; /* route; NULL with deleted */
+    size_t nbrokers;
+    bool deleted;        /* route: "brokers":null, the topic was deleted */
+};
+
+struct trace_decoder {
+    struct buf line;         /* private copy of the current line, unescaped in place */
+    struct trace_kv *kv;     /* owned */
+    size_t nkv, kv_cap;
+    struct trace_broker *brokers; /* owned */
+    size_t nbrokers, brokers_cap;
+    uint8_t *body64; /* owned: decoded bodyBase64 */
+    size_t body64_cap;
+    char error[256]; /* why the last decode failed: "line N: ..." */
+};
+
+void trace_decoder_init(struct trace_decoder *d);
+void trace_decoder_free(struct trace_decoder *d);
+
+/* Decodes one line (without or with its trailing newline) into *ev. lineno
+ * only labels errors. Returns 0, RMQ_EPROTO (d->error says what and where),
+ * RMQ_E2BIG (longer than TRACE_FMT_MAX_LINE) or RMQ_ENOMEM. */
+int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, size_t lineno,
+                      struct trace_event *ev);
+
+/* Appends ev as one line, newline included. Strings that are not valid
+ * UTF-8 are written with U+FFFD in place of the bad bytes (JSON must be
+ * UTF-8); a body that is not strict JSON goes out as "bodyBase64". 0,
+ * RMQ_EINVAL (an unusable event, e.g. a route without a topic) or
+ * RMQ_ENOMEM / RMQ_E2BIG from the buffer (left unchanged then). */
+int trace_encode_event(const struct trace_event *ev, struct buf *out);
+
+/* Whether p[0..len) is exactly one strict JSON value (whitespace around it
+ * allowed), nested at most TRACE_FMT_MAX_DEPTH. */
+bool trace_json_valid(const uint8_t *p, size_t len);
+
+#endif

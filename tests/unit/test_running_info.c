@@ -1,0 +1,132 @@
+/* test_running_info.c — parsing the queues out of ConsumerRunningInfo bodies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "mem.h"
+#include "running_info.h"
+
+#include <string.h>
+
+/* The shape a Java 4.9.8 consumer writes (fastjson, object keys inline). */
+static const char java_body[] =
+    "{\"jstack\":\"\",\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"T\"}:{"
+    "\"cachedMsgCount\":0,"
+    "\"commitOffset\":5,\"droped\":false,\"locked\":false},{\"brokerName\":\"broker-a\",\"queueId\":3,"
+    "\"topic\":\"T\"}"
+    ":{\"cachedMsgCount\":1,\"droped\":false},{\"brokerName\":\"broker-b\",\"queueId\":1,\"topic\":\"%RETRY%"
+    "G\"}:"
+    "{\"droped\":true}},\"properties\":{\"PROP_CLIENT_VERSION\":\"V4_9_8\",\"allocateMessageQueueStrategy\":"
+    "\"org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely@1b2c3d\","
+    "\"consumerGroup\":\"G\"},"
+    "\"statusTable\":{\"T\":{\"consumeOKTPS\":0.0}},\"subscriptionSet\":[{\"topic\":\"T\",\"subString\":\"*"
+    "\"}]}";
+
+static void test_java_fastjson_body(void **state)
+{
+    (void)state;
+    struct rmq_running_info ri;
+    memset(&ri, 0, sizeof ri);
+    char err[128];
+    assert_int_equal(
+        rmq_running_info_parse((const uint8_t *)java_body, strlen(java_body), &ri, err, sizeof err), 0);
+    assert_int_equal(ri.nmqs, 2); /* the dropped retry queue is not held */
+    assert_string_equal(ri.mqs[0].topic, "T");
+    assert_string_equal(ri.mqs[0].broker_name, "broker-a");
+    assert_int_equal(ri.mqs[0].queue_id, 0);
+    assert_int_equal(ri.mqs[1].queue_id, 3);
+    assert_non_null(strstr(ri.strategy, "AllocateMessageQueueAveragely"));
+    assert_string_equal(ri.client_version, "V4_9_8");
+    rmq_running_info_clear(&ri);
+}
+
+static void test_string_keys_and_empty_table(void **state)
+{
+    (void)state;
+    const char *body =
+        "{\"mqTable\":{\"{\\\"brokerName\\\":\\\"b\\\",\\\"queueId\\\":7,\\\"topic\\\":\\\"X\\\"}\":"
+        "{\"droped\":false}}}";
+    struct rmq_running_info ri;
+    memset(&ri, 0, sizeof ri);
+    assert_int_equal(rmq_running_info_parse((const uint8_t *)body, strlen(body), &ri, NULL, 0), 0);
+    assert_int_equal(ri.nmqs, 1);
+    assert_int_equal(ri.mqs[0].queue_id, 7);
+    assert_null(ri.strategy);
+    rmq_running_info_clear(&ri);
+    const char *empty = "{\"mqTable\":{},\"properties\":{}}";
+    assert_int_equal(rmq_running_info_parse((const uint8_t *)empty, strlen(empty), &ri, NULL, 0), 0);
+    assert_int_equal(ri.nmqs, 0);
+    rmq_running_info_clear(&ri);
+}
+
+static void test_malformed_bodies(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "",
+        "[]",
+        "{",
+        "{\"mqTable\":[]}",
+        "{\"mqTable\":{1:{}}}",
+        "{\"mqTable\":{{\"topic\":\"T\"}:{}}}",
+        "{\"mqTable\":{{\"brokerName\":\"b\",\"queueId\":-1,\"topic\":\"T\"}:{}}}",
+        "{\"mqTable\":{{}:{}",
+        "{\"a\" 1}",
+        "{\"mqTable\":{{\"brokerName\":\"b\",\"queueId\":0,\"topic\":\"T\"}{}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct rmq_running_info ri;
+        memset(&ri, 0, sizeof ri);
+        char err[128] = "";
+        int rc = rmq_running_info_parse((const uint8_t *)bad[i], strlen(bad[i]), &ri, err, sizeof err);
+        if (rc != RMQ_EPROTO)
+            fail_msg("case %zu (%s) gave %d", i, bad[i], rc);
+        assert_true(err[0] != 0);
+        assert_int_equal(ri.nmqs, 0);
+    }
+}
+
+static void test_every_truncation(void **state)
+{
+    (void)state;
+    size_t n = strlen(java_body);
+    for (size_t cut = 0; cut < n; cut++) {
+        struct rmq_running_info ri;
+        memset(&ri, 0, sizeof ri);
+        int rc = rmq_running_info_parse((const uint8_t *)java_body, cut, &ri, NULL, 0);
+        assert_int_not_equal(rc, RMQ_ENOMEM);
+        rmq_running_info_clear(&ri);
+    }
+}
+
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    for (long n = 0; n < 200; n++) {
+        struct rmq_running_info ri;
+        memset(&ri, 0, sizeof ri);
+        rmq_mem_fail_after(n);
+        int rc = rmq_running_info_parse((const uint8_t *)java_body, strlen(java_body), &ri, NULL, 0);
+        rmq_mem_fail_after(-1);
+        rmq_running_info_clear(&ri);
+        if (rc == 0)
+            return;
+        assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO);
+    }
+    fail_msg("never succeeded");
+}
+
+int main(void)
+{
+    rmq_mem_install_jansson();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_java_fastjson_body), cmocka_unit_test(test_string_keys_and_empty_table),
+        cmocka_unit_test(test_malformed_bodies),   cmocka_unit_test(test_every_truncation),
+        cmocka_unit_test(test_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
