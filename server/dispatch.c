@@ -17,7 +17,7 @@ static const struct route routes[] = {
     {RMQ_REQ_HEART_BEAT, h_heartbeat},
     {RMQ_REQ_UNREGISTER_CLIENT, h_unregister_client},
     {RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, h_get_consumer_list},
-    {RMQ_REQ_CHECK_CLIENT_CONFIG, h_check_client_config},
+    {RMQ_REQ_CHECK_CLIENT_CONFIG, h_reply_success},
     {RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, h_get_consumer_connection_list},
     {RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, h_get_route},
     {RMQ_REQ_QUERY_CONSUMER_OFFSET, h_query_offset},
@@ -30,6 +30,7 @@ static const struct route routes[] = {
     {RMQ_REQ_LITE_PULL_MESSAGE, h_pull},
     {RMQ_REQ_LOCK_BATCH_MQ, h_lock_batch},
     {RMQ_REQ_UNLOCK_BATCH_MQ, h_unlock_batch},
+    {RMQ_REQ_CONSUMER_SEND_MSG_BACK, h_reply_success},
 };
 
 void dispatch_request(struct server *s, struct conn *c, struct rmq_cmd *req)

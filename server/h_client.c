@@ -100,9 +100,12 @@ void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req)
     server_reply_body(s, c, req, rc, &body, false);
 }
 
-void h_check_client_config(struct server *s, struct conn *c, struct rmq_cmd *req)
+/* SUCCESS for requests with nothing to do. CHECK_CLIENT_CONFIG: rmqcoord filters nothing (it stores no messages), so
+ * every expression type is accepted. CONSUMER_SEND_MSG_BACK: there is no
+ * message to put back, and a success spares the client its fallback resend
+ * through SEND_MESSAGE_V2, which rmqcoord does not serve. */
+void h_reply_success(struct server *s, struct conn *c, struct rmq_cmd *req)
 {
-    /* rmqcoord filters nothing (it stores no messages), so every expression type is accepted. */
     server_reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }
 

@@ -163,7 +163,7 @@ void dispatch_request(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_unregister_client(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req);
-void h_check_client_config(struct server *s, struct conn *c, struct rmq_cmd *req);
+void h_reply_success(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_get_consumer_connection_list(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_get_route(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_query_offset(struct server *s, struct conn *c, struct rmq_cmd *req);

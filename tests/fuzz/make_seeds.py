@@ -56,8 +56,11 @@ def main():
         elif (src, c['code'], c['flag']) not in seen_hdr:
             seen_hdr.add((src, c['code'], c['flag']))
             put('header_json', '%s-%d-%d' % (src, c['code'], c['flag']), h)
-        if c['code'] == 34 and c['body'] and len(hbs) < 12 and c['body'] not in hbs:
-            hbs.append(c['body'])
+        if c['code'] == 34 and 'rawHex' in c and len(hbs) < 12:
+            b = bytes.fromhex(c['rawHex'])
+            body = b[8 + (struct.unpack('>I', b[4:8])[0] & 0xFFFFFF):]
+            if body and body not in hbs:
+                hbs.append(body)
     # A stream of several frames, and frames split oddly or malformed.
     put('frame', 'stream3', b''.join(raw[:3]))
     put('frame', 'json-ext-number', frame(b'{"code":34,"extFields":{"n":5,"b":true,"r":1.5,"z":null},"flag":0,'
