@@ -11,6 +11,7 @@
 #include "trace_fmt.h"
 
 #include "err.h"
+#include "trace_fmt_internal.h"
 #include "mem.h"
 #include "remoting_cmd.h"
 
@@ -45,9 +46,7 @@ void trace_decoder_free(struct trace_decoder *d)
 
 /* ---- UTF-8 ---- */
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
- * surrogates, at most U+10FFFF), or 0 when the bytes there are not one. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end)
 {
     unsigned c = p[0], cp, min;
     size_t n;
@@ -207,7 +206,7 @@ static int scan_string(struct scan *s, bool unescape, char **out)
                 *w++ = lit;
             continue;
         }
-        size_t n = utf8_len(s->p, s->end);
+        size_t n = trace_fmt_utf8_len(s->p, s->end);
         if (n == 0)
             return fail(s, "invalid UTF-8 in a string");
         if (unescape && w != s->p)
@@ -479,4 +478,3 @@ static int get_str(struct ctx *c, const struct pair *p, const char **out)
     return RMQ_OK;
 }
 
-#include "trace_fmt_decode.inc"
