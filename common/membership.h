@@ -31,6 +31,7 @@ struct mship_member {
     int32_t version;
     int64_t joined_ms;
     int64_t last_hb_ms;
+    int64_t stored_hb_ms; /* for the owner: when last_hb_ms was last persisted */
 };
 
 struct mship_group {

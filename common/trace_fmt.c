@@ -46,33 +46,6 @@ void trace_decoder_free(struct trace_decoder *d)
 
 /* ---- UTF-8 ---- */
 
-size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0], cp, min;
-    size_t n;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        n = 3, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if ((size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 static size_t utf8_put(unsigned char *w, unsigned cp)
 {
     if (cp < 0x80) {
@@ -478,3 +451,350 @@ static int get_str(struct ctx *c, const struct pair *p, const char **out)
     return RMQ_OK;
 }
 
+/* Walks the members of the object (or elements of the array) in p, calling
+ * fn with each as a pair (key NULL for array elements). The separator after
+ * a value is consumed before fn runs, so fn may write a NUL right after its
+ * value. The structure was validated in phase one. */
+typedef int (*member_fn)(struct ctx *c, const struct pair *m, void *arg);
+static int each_member(struct ctx *c, const struct pair *p, bool object, member_fn fn, void *arg)
+{
+    struct scan s = {p->val, p->val_end, c->base, NULL, 0};
+    if (s.p >= s.end || *s.p != (object ? '{' : '['))
+        return bad(c, "\"%s\" must be %s", p->key, object ? "an object" : "an array");
+    s.p++;
+    skip_ws(&s);
+    if (s.p < s.end && *s.p == (object ? '}' : ']'))
+        return RMQ_OK;
+    for (;;) {
+        struct pair m = {NULL, NULL, NULL};
+        skip_ws(&s);
+        if (object) {
+            char *key;
+            if (scan_string(&s, true, &key) != 0)
+                return bad(c, "\"%s\": %s", p->key, s.err);
+            m.key = key;
+            skip_ws(&s);
+            s.p++; /* ':' */
+        }
+        skip_ws(&s);
+        m.val = s.p;
+        if (skip_value(&s, 3) != 0)
+            return bad(c, "\"%s\": %s", p->key, s.err);
+        m.val_end = s.p;
+        skip_ws(&s);
+        unsigned char sep = s.p < s.end ? *s.p++ : 0;
+        if (!m.key)
+            m.key = p->key;
+        int rc = fn(c, &m, arg);
+        if (rc != 0)
+            return rc;
+        if (sep != ',')
+            return RMQ_OK;
+    }
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return RMQ_OK;
+    size_t nc = *cap ? *cap * 2 : 8;
+    while (nc < need)
+        nc *= 2;
+    void *p = rmq_realloc(*arr, nc * elem);
+    if (!p)
+        return RMQ_ENOMEM;
+    *arr = p;
+    *cap = nc;
+    return RMQ_OK;
+}
+
+/* One extFields member: strings as they are, numbers as written, booleans
+ * as text, null skipped (the JSON header codec's rules). */
+static int ext_member(struct ctx *c, const struct pair *m, void *arg)
+{
+    (void)arg;
+    struct trace_decoder *d = c->d;
+    const char *val;
+    switch (*m->val) {
+    case '"':
+        if (get_str(c, m, &val) != 0)
+            return RMQ_EPROTO;
+        break;
+    case 't': val = "true"; break;
+    case 'f': val = "false"; break;
+    case 'n': return RMQ_OK;
+    case '{':
+    case '[': return bad(c, "ext value \"%s\" must be a string", m->key);
+    default:
+        *m->val_end = '\0';
+        val = (const char *)m->val;
+    }
+    if (grow((void **)&d->kv, &d->kv_cap, d->nkv + 1, sizeof *d->kv) != 0)
+        return RMQ_ENOMEM;
+    d->kv[d->nkv++] = (struct trace_kv){m->key, val};
+    return RMQ_OK;
+}
+
+struct broker_seen {
+    struct trace_broker b;
+    unsigned seen;
+};
+
+static int broker_field(struct ctx *c, const struct pair *m, void *arg)
+{
+    struct broker_seen *bs = arg;
+    static const char *const keys[] = {"brokerName", "readQueueNums", "writeQueueNums", "perm"};
+    int64_t v = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        if (strcmp(m->key, keys[i]) != 0)
+            continue;
+        if (bs->seen & (1u << i))
+            return bad(c, "duplicate \"%s\" in a broker", m->key);
+        bs->seen |= 1u << i;
+        if (i == 0)
+            return get_str(c, m, &bs->b.broker_name);
+        if (get_int(c, m, 0, i == 3 ? 7 : 65535, &v) != 0)
+            return RMQ_EPROTO;
+        if (i == 1)
+            bs->b.read_queue_nums = (int)v;
+        else if (i == 2)
+            bs->b.write_queue_nums = (int)v;
+        else
+            bs->b.perm = (int)v;
+        return RMQ_OK;
+    }
+    return bad(c, "unknown key \"%s\" in a broker", m->key);
+}
+
+static int broker_elem(struct ctx *c, const struct pair *m, void *arg)
+{
+    (void)arg;
+    struct trace_decoder *d = c->d;
+    struct broker_seen bs = {{NULL, 0, 0, 6}, 0};
+    if (each_member(c, m, true, broker_field, &bs) != 0)
+        return RMQ_EPROTO;
+    if ((bs.seen & 7u) != 7u)
+        return bad(c, "a broker needs brokerName, readQueueNums and writeQueueNums");
+    if (!bs.b.broker_name[0])
+        return bad(c, "empty brokerName");
+    if (d->nbrokers == 256)
+        return bad(c, "more than 256 brokers in a route");
+    if (grow((void **)&d->brokers, &d->brokers_cap, d->nbrokers + 1, sizeof *d->brokers) != 0)
+        return RMQ_ENOMEM;
+    d->brokers[d->nbrokers++] = bs.b;
+    return RMQ_OK;
+}
+
+static int b64_val(unsigned char ch)
+{
+    const char *q = ch ? strchr(trace_fmt_b64, ch) : NULL;
+    return q ? (int)(q - trace_fmt_b64) : -1;
+}
+
+/* Strict standard base64 with padding into d->body64. */
+static int decode_b64(struct ctx *c, const char *s, struct trace_event *ev)
+{
+    struct trace_decoder *d = c->d;
+    size_t n = strlen(s);
+    if (n % 4)
+        return bad(c, "bodyBase64: length is not a multiple of 4");
+    size_t need = n / 4 * 3 + 1;
+    if (grow((void **)&d->body64, &d->body64_cap, need, 1) != 0)
+        return RMQ_ENOMEM;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4], pad = 0;
+        for (int k = 0; k < 4; k++) {
+            bool last = i + 4 == n;
+            if (last && k >= 2 && s[i + (size_t)k] == '=' && (k == 3 || s[i + 3] == '=')) {
+                v[k] = 0, pad++;
+                continue;
+            }
+            if ((v[k] = b64_val((unsigned char)s[i + (size_t)k])) < 0)
+                return bad(c, "bodyBase64: invalid character");
+        }
+        uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        d->body64[w++] = (uint8_t)(x >> 16);
+        if (pad < 2)
+            d->body64[w++] = (uint8_t)(x >> 8);
+        if (pad < 1)
+            d->body64[w++] = (uint8_t)x;
+    }
+    ev->body = d->body64;
+    ev->body_len = w;
+    return RMQ_OK;
+}
+
+static int check_keys(struct ctx *c, const struct pairs *ps, const char *kind, const char *const *allowed)
+{
+    for (size_t i = 0; i < ps->n; i++) {
+        size_t k = 0;
+        while (allowed[k] && strcmp(allowed[k], ps->v[i].key) != 0)
+            k++;
+        if (!allowed[k])
+            return bad(c, "unknown key \"%s\" in a %s event", ps->v[i].key, kind);
+    }
+    return RMQ_OK;
+}
+
+/* Optional string: absent leaves *out NULL. */
+static int opt_str(struct ctx *c, const struct pairs *ps, const char *key, const char **out)
+{
+    const struct pair *p = find(ps, key);
+    *out = NULL;
+    return p ? get_str(c, p, out) : RMQ_OK;
+}
+
+static int req_str(struct ctx *c, const struct pairs *ps, const char *key, const char **out)
+{
+    const struct pair *p = find(ps, key);
+    if (!p)
+        return bad(c, "missing \"%s\"", key);
+    return get_str(c, p, out);
+}
+
+static int opt_i32(struct ctx *c, const struct pairs *ps, const char *key, int32_t dflt, int32_t *out)
+{
+    const struct pair *p = find(ps, key);
+    int64_t v = dflt;
+    if (p && get_int(c, p, INT32_MIN, INT32_MAX, &v) != 0)
+        return RMQ_EPROTO;
+    *out = (int32_t)v;
+    return RMQ_OK;
+}
+
+static int decode_request(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
+{
+    static const char *const keys[] = {"ts",      "event", "conn", "peer", "code",       "lang",
+                                       "version", "flag",  "ext",  "body", "bodyBase64", NULL};
+    const char *lang = NULL, *b64 = NULL;
+    const struct pair *code = find(ps, "code"), *ext = find(ps, "ext"), *body = find(ps, "body");
+    if (check_keys(c, ps, "request", keys) != 0)
+        return RMQ_EPROTO;
+    if (!code)
+        return bad(c, "missing \"code\"");
+    if (opt_i32(c, ps, "code", 0, &ev->code) != 0 || opt_str(c, ps, "lang", &lang) != 0 ||
+        opt_i32(c, ps, "version", 0, &ev->cmd_version) != 0 || opt_i32(c, ps, "flag", 0, &ev->flag) != 0 ||
+        opt_str(c, ps, "bodyBase64", &b64) != 0)
+        return RMQ_EPROTO;
+    ev->language = lang ? rmq_language_from_name(lang) : RMQ_LANG_JAVA;
+    if (ext && *ext->val != 'n' && each_member(c, ext, true, ext_member, NULL) != 0)
+        return RMQ_EPROTO;
+    ev->ext = c->d->kv;
+    ev->next = c->d->nkv;
+    if (body && b64)
+        return bad(c, "both \"body\" and \"bodyBase64\"");
+    if (body && *body->val != 'n') {
+        ev->body = body->val;
+        ev->body_len = (size_t)(body->val_end - body->val);
+    }
+    return b64 ? decode_b64(c, b64, ev) : RMQ_OK;
+}
+
+static int decode_route(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
+{
+    static const char *const keys[] = {"ts", "event", "topic", "brokers", NULL};
+    const struct pair *b = find(ps, "brokers");
+    if (check_keys(c, ps, "route", keys) != 0 || req_str(c, ps, "topic", &ev->topic) != 0)
+        return RMQ_EPROTO;
+    if (!ev->topic[0])
+        return bad(c, "empty \"topic\"");
+    if (!b)
+        return bad(c, "missing \"brokers\" (null for a deleted topic)");
+    if (*b->val == 'n') {
+        ev->deleted = true;
+        return RMQ_OK;
+    }
+    if (each_member(c, b, false, broker_elem, NULL) != 0)
+        return RMQ_EPROTO;
+    ev->brokers = c->d->brokers;
+    ev->nbrokers = c->d->nbrokers;
+    return RMQ_OK;
+}
+
+/* connect, close, notify: conn plus a few strings. */
+static int decode_conn_event(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
+{
+    static const char *const k_connect[] = {"ts", "event", "conn", "peer", "broker", NULL};
+    static const char *const k_close[] = {"ts", "event", "conn", "peer", "reason", NULL};
+    static const char *const k_notify[] = {"ts", "event", "conn", "peer", "group", NULL};
+    const char *const *keys = ev->kind == TRACE_CONNECT ? k_connect : ev->kind == TRACE_CLOSE ? k_close : k_notify;
+    if (check_keys(c, ps, trace_kind_name(ev->kind), keys) != 0)
+        return RMQ_EPROTO;
+    if (ev->kind == TRACE_CONNECT)
+        return opt_str(c, ps, "broker", &ev->broker);
+    if (ev->kind == TRACE_CLOSE)
+        return opt_str(c, ps, "reason", &ev->reason);
+    if (req_str(c, ps, "group", &ev->group) != 0)
+        return RMQ_EPROTO;
+    return ev->group[0] ? RMQ_OK : bad(c, "empty \"group\"");
+}
+
+static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
+{
+    const char *kind;
+    const struct pair *ts = find(ps, "ts"), *hdr = find(ps, "rmqcoordTrace");
+    if (!ts)
+        return bad(c, "missing \"ts\"");
+    if (get_int(c, ts, 0, INT64_MAX / 4, &ev->ts) != 0)
+        return RMQ_EPROTO;
+    if (hdr) {
+        /* A header may carry any other informational keys. */
+        int64_t v;
+        if (get_int(c, hdr, 0, 1000000, &v) != 0)
+            return RMQ_EPROTO;
+        if (v != TRACE_FMT_VERSION)
+            return bad(c, "unsupported trace format version %" PRId64 " (this build reads %d)", v,
+                       TRACE_FMT_VERSION);
+        ev->kind = TRACE_HEADER;
+        ev->version = (int)v;
+        return RMQ_OK;
+    }
+    if (req_str(c, ps, "event", &kind) != 0)
+        return RMQ_EPROTO;
+    size_t k = 1;
+    while (k < sizeof kind_names / sizeof kind_names[0] && strcmp(kind_names[k], kind) != 0)
+        k++;
+    if (k == sizeof kind_names / sizeof kind_names[0])
+        return bad(c, "unknown event \"%s\"", kind);
+    ev->kind = (enum trace_kind)k;
+    if (ev->kind == TRACE_ROUTE)
+        return decode_route(c, ps, ev);
+    const struct pair *conn = find(ps, "conn");
+    if (!conn)
+        return bad(c, "missing \"conn\"");
+    if (get_u64(c, conn, &ev->conn) != 0 || opt_str(c, ps, "peer", &ev->peer) != 0)
+        return RMQ_EPROTO;
+    return ev->kind == TRACE_REQUEST ? decode_request(c, ps, ev) : decode_conn_event(c, ps, ev);
+}
+
+int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, size_t lineno,
+                      struct trace_event *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    d->error[0] = '\0';
+    d->nkv = d->nbrokers = 0;
+    struct ctx c = {d, lineno, NULL};
+    if (len > TRACE_FMT_MAX_LINE) {
+        bad(&c, "longer than %zu bytes", TRACE_FMT_MAX_LINE);
+        return RMQ_E2BIG;
+    }
+    buf_reset(&d->line);
+    int rc = buf_append(&d->line, line, len);
+    if (rc == 0)
+        rc = buf_terminate(&d->line);
+    if (rc != 0) {
+        bad(&c, "out of memory");
+        return RMQ_ENOMEM;
+    }
+    unsigned char *p = d->line.data + d->line.pos;
+    struct scan s = {p, p + len, p, NULL, 0};
+    c.base = p;
+    struct pairs ps;
+    if (scan_top(&s, &ps) != 0)
+        return bad(&c, "column %zu: %s", s.col, s.err);
+    rc = decode_event(&c, &ps, ev);
+    if (rc != 0)
+        memset(ev, 0, sizeof *ev);
+    return rc;
+}

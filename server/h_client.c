@@ -47,9 +47,14 @@ void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req)
     }
     struct registry_hb_result res;
     int rc = registry_heartbeat(&s->reg, c->id, req->language, req->version, &hb, server_now_ms(s), &res);
-    if (rc == 0 && store_put_client(s->store, hb.client_id, rmq_language_name(req->language), req->version,
-                                    server_now_ms(s)) != 0)
-        log_error("store: recording client %s failed: %s", hb.client_id, store_errmsg(s->store));
+    struct reg_channel *ch = rc == 0 ? registry_channel(&s->reg, c->id) : NULL;
+    /* The client row only needs refreshing now and then (see HEARTBEAT_STORE_MS). */
+    if (ch && (ch->client_stored_ms == 0 || ch->last_hb_ms - ch->client_stored_ms >= 1000)) {
+        ch->client_stored_ms = ch->last_hb_ms;
+        if (store_put_client(s->store, hb.client_id, rmq_language_name(req->language), req->version,
+                             ch->last_hb_ms) != 0)
+            log_error("store: recording client %s failed: %s", hb.client_id, store_errmsg(s->store));
+    }
     rmq_heartbeat_clear(&hb);
     if (rc != 0) {
         server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "heartbeat not applied: out of memory");

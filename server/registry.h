@@ -29,6 +29,7 @@ struct reg_channel {
     char *client_id; /* owned: the id of its latest heartbeat */
     int32_t language, version;
     int64_t last_hb_ms;
+    int64_t client_stored_ms; /* for the owner: when the client row was last persisted */
     char **groups; /* owned names of the consumer groups it is a member of */
     size_t ngroups, groups_cap;
     char **producers; /* owned producer group names of its latest heartbeat */

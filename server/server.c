@@ -32,6 +32,8 @@ int64_t server_now_ms(const struct server *s)
     return s->wall_base_ms + (loop_now_ms(s->loop) - s->mono_base_ms);
 }
 
+#define HEARTBEAT_STORE_MS 1000
+
 /* ---- replies ---- */
 
 void server_send_reply(struct server *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
@@ -294,8 +296,17 @@ static void hook_subscriptions(void *ctx, struct reg_group *g, unsigned flags)
 static void hook_heartbeat(void *ctx, struct reg_group *g, const struct mship_member *m, unsigned flags)
 {
     struct server *s = ctx;
-    check_store(s, store_member_heartbeat(s->store, g->g.name, (int64_t)m->channel_id, server_now_ms(s)),
-                "recording a heartbeat", g->g.name);
+    /* Persisting every heartbeat would make SQLite the bottleneck; the
+     * stored time may lag the live one by HEARTBEAT_STORE_MS (a restart
+     * marks every member gone anyway). */
+    struct mship_member *mm = (struct mship_member *)m;
+    if (flags & MSHIP_JOINED) {
+        mm->stored_hb_ms = m->last_hb_ms; /* the join row carries it */
+    } else if (m->last_hb_ms - m->stored_hb_ms >= HEARTBEAT_STORE_MS) {
+        mm->stored_hb_ms = m->last_hb_ms;
+        check_store(s, store_member_heartbeat(s->store, g->g.name, (int64_t)m->channel_id, m->last_hb_ms),
+                    "recording a heartbeat", g->g.name);
+    }
     if ((flags & MSHIP_SUB_REPLACED) && !(flags & (MSHIP_SUB_ADDED | MSHIP_SUB_REMOVED)))
         save_subscriptions(s, g);
     /* PROTOCOL: §3.2 — the broker creates %RETRY%<group> (1 queue) at the first heartbeat. */

@@ -58,7 +58,7 @@ struct opts {
     const char *host;
     uint16_t port;
     int conns, window, groups, topics, members, repeats;
-    double duration, warmup;
+    double duration, warmup, setup_timeout;
     long max_requests;
     const char *group_prefix, *list_group, *id_prefix;
 };
@@ -504,9 +504,12 @@ static int run_closed_loop(void)
     if (rc == 0 && g_opt.mode == M_HB) {
         /* Join every group first so the measured phase is re-heartbeats only. */
         g_measure_from = g_measure_to = 0;
-        rc = one_round(30.0);
+        rc = one_round(g_opt.setup_timeout);
         if (rc == 0)
             rc = wait_quiet(0.2, 5.0);
+        if (rc == 0)
+            printf("# joined %d connections x %d groups\n", g_nconns, g_opt.groups);
+        fflush(stdout);
     }
     if (rc != 0)
         return rc;
@@ -684,7 +687,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_load hb|route|list|hold|notify [-c conns] [-w window] [-d secs] [-W warmup]\n"
             "       [-n max_requests] [-g groups] [-G group_prefix] [-t topics] [-q group] [-m members]\n"
-            "       [-r repeats] [-i id_prefix] HOST:PORT\n");
+            "       [-r repeats] [-i id_prefix] [-T setup_timeout] HOST:PORT\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -697,6 +700,7 @@ static int parse_args(int argc, char **argv)
                           .repeats = 100,
                           .duration = 5,
                           .warmup = 1,
+                          .setup_timeout = 60,
                           .group_prefix = "G",
                           .list_group = "G0",
                           .id_prefix = "b"};
@@ -727,6 +731,7 @@ static int parse_args(int argc, char **argv)
         case 'm': g_opt.members = atoi(v); break;
         case 'r': g_opt.repeats = atoi(v); break;
         case 'i': g_opt.id_prefix = v; break;
+        case 'T': g_opt.setup_timeout = atof(v); break;
         default: return RMQ_EINVAL;
         }
     }
