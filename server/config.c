@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,12 @@ enum {
     OPT_RECORD,
     OPT_ADMIN_TOKEN,
     OPT_CLOCK,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_GROUPS,
+    OPT_MAX_SUBS,
+    OPT_MAX_CLIENT_ID,
+    OPT_RATE,
+    OPT_IDLE,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -59,6 +66,12 @@ static const struct option long_options[] = {
     {"record", required_argument, NULL, OPT_RECORD},
     {"admin-token", required_argument, NULL, OPT_ADMIN_TOKEN},
     {"clock", required_argument, NULL, OPT_CLOCK},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-groups-per-client", required_argument, NULL, OPT_MAX_GROUPS},
+    {"max-subscriptions", required_argument, NULL, OPT_MAX_SUBS},
+    {"max-client-id-bytes", required_argument, NULL, OPT_MAX_CLIENT_ID},
+    {"max-requests-per-sec", required_argument, NULL, OPT_RATE},
+    {"idle-timeout-ms", required_argument, NULL, OPT_IDLE},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -86,6 +99,14 @@ void config_print_help(void)
         "67108864)\n"
         "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held (default 15000)\n"
         "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
+        "  --max-connections N        connections beyond N are closed at accept (default 10000)\n"
+        "  --max-groups-per-client N  consumer groups one heartbeat may carry (default 256)\n"
+        "  --max-subscriptions N      topics one consumer group may subscribe (default 256)\n"
+        "  --max-client-id-bytes N    longest client id accepted (default 255)\n"
+        "  --max-requests-per-sec N   per connection; above it requests get SYSTEM_BUSY (default 20000, 0 = "
+        "off)\n"
+        "  --idle-timeout-ms N        close a connection that sent nothing for N ms (default 120000, 0 = "
+        "off)\n"
         "  --broker-name NAME         broker name of auto-created and retry topics (default broker-a)\n"
         "  --cluster NAME             cluster name in routes (default DefaultCluster)\n"
         "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
@@ -180,6 +201,12 @@ static void set_defaults(struct config *cfg)
     cfg->max_pending_output = 64u * 1024u * 1024u;
     cfg->pull_hold_max_ms = 15000;
     cfg->lock_expiry_ms = 60000;
+    cfg->max_connections = 10000;
+    cfg->max_groups_per_client = 256;
+    cfg->max_subscriptions = 256;
+    cfg->max_client_id_bytes = 255;
+    cfg->max_requests_per_sec = 20000;
+    cfg->idle_timeout_ms = 120000;
     strcpy(cfg->broker_name, "broker-a");
     strcpy(cfg->cluster_name, "DefaultCluster");
     cfg->log_level = LOG_INFO;
@@ -199,10 +226,66 @@ static int copy_name(const char *flag, const char *s, char *dst, size_t cap)
     return RMQ_OK;
 }
 
+/* Numeric flags: name, bounds and where the value goes. */
+struct num_flag {
+    int opt;
+    const char *name;
+    int64_t min, max;
+    size_t offset;
+    size_t size; /* sizeof the field: int, int64_t or size_t */
+};
+
+#define NUM_FLAG(o, n, lo, hi, field)                                                                        \
+    {                                                                                                        \
+        o, n, lo, hi, offsetof(struct config, field), sizeof(((struct config *)0)->field)                    \
+    }
+
+static const struct num_flag num_flags[] = {
+    NUM_FLAG(OPT_EXPIRY, "channel-expiry-ms", 1, INT64_C(1) << 40, channel_expiry_ms),
+    NUM_FLAG(OPT_EXPIRY_SCAN, "expiry-scan-ms", 1, 3600000, expiry_scan_ms),
+    NUM_FLAG(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues),
+    NUM_FLAG(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes),
+    NUM_FLAG(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output),
+    NUM_FLAG(OPT_PULL_HOLD, "pull-hold-max-ms", 0, 60000, pull_hold_max_ms),
+    NUM_FLAG(OPT_LOCK_EXPIRY, "lock-expiry-ms", 1, INT64_C(1) << 40, lock_expiry_ms),
+    NUM_FLAG(OPT_MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections),
+    NUM_FLAG(OPT_MAX_GROUPS, "max-groups-per-client", 1, 100000, max_groups_per_client),
+    NUM_FLAG(OPT_MAX_SUBS, "max-subscriptions", 1, 100000, max_subscriptions),
+    NUM_FLAG(OPT_MAX_CLIENT_ID, "max-client-id-bytes", 1, 255, max_client_id_bytes),
+    NUM_FLAG(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec),
+    NUM_FLAG(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms),
+};
+
+_Static_assert(sizeof(size_t) == sizeof(int64_t), "numeric flags store size_t fields as 8 bytes");
+
+/* Parses and stores a numeric flag; RMQ_ENOTFOUND when opt is not one. */
+static int apply_num_flag(struct config *cfg, int opt, const char *arg)
+{
+    for (size_t i = 0; i < sizeof num_flags / sizeof num_flags[0]; i++) {
+        const struct num_flag *f = &num_flags[i];
+        if (f->opt != opt)
+            continue;
+        int64_t v;
+        if (parse_num(f->name, arg, f->min, f->max, &v) != 0)
+            return RMQ_EINVAL;
+        char *field = (char *)cfg + f->offset;
+        if (f->size == sizeof(int)) {
+            int x = (int)v;
+            memcpy(field, &x, sizeof x);
+        } else {
+            memcpy(field, &v, sizeof v); /* int64_t and size_t are both 8 bytes here */
+        }
+        return RMQ_OK;
+    }
+    return RMQ_ENOTFOUND;
+}
+
 /* Applies one option; 0, 1 (help/version printed) or RMQ_EINVAL. */
 static int apply_option(struct config *cfg, int opt, const char *arg)
 {
-    int64_t v;
+    int rc = apply_num_flag(cfg, opt, arg);
+    if (rc != RMQ_ENOTFOUND)
+        return rc;
     switch (opt) {
     case OPT_LISTEN:
         if (cfg->nlisten == CONFIG_MAX_LISTEN) {
@@ -235,47 +318,12 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         cfg->http_enabled = true;
         return RMQ_OK;
     case OPT_STORE: return copy_name("store", arg, cfg->store_path, sizeof cfg->store_path);
-    case OPT_EXPIRY:
-        if (parse_num("channel-expiry-ms", arg, 1, INT64_C(1) << 40, &v))
-            return RMQ_EINVAL;
-        cfg->channel_expiry_ms = v;
-        return RMQ_OK;
-    case OPT_EXPIRY_SCAN:
-        if (parse_num("expiry-scan-ms", arg, 1, 3600000, &v))
-            return RMQ_EINVAL;
-        cfg->expiry_scan_ms = v;
-        return RMQ_OK;
     case OPT_NOTIFY_EXPIRY:
         if (strcmp(arg, "on") && strcmp(arg, "off")) {
             fprintf(stderr, "rmqcoord serve: --notify-on-expiry takes on or off, got '%s'\n", arg);
             return RMQ_EINVAL;
         }
         cfg->notify_on_expiry = !strcmp(arg, "on");
-        return RMQ_OK;
-    case OPT_AUTO_CREATE:
-        if (parse_num("auto-create-queues", arg, 0, 1024, &v))
-            return RMQ_EINVAL;
-        cfg->auto_create_queues = (int)v;
-        return RMQ_OK;
-    case OPT_MAX_FRAME:
-        if (parse_num("max-frame-bytes", arg, 1024, INT64_C(1) << 30, &v))
-            return RMQ_EINVAL;
-        cfg->max_frame_bytes = (size_t)v;
-        return RMQ_OK;
-    case OPT_MAX_OUTPUT:
-        if (parse_num("max-pending-output", arg, 65536, INT64_C(1) << 34, &v))
-            return RMQ_EINVAL;
-        cfg->max_pending_output = (size_t)v;
-        return RMQ_OK;
-    case OPT_PULL_HOLD:
-        if (parse_num("pull-hold-max-ms", arg, 0, 60000, &v))
-            return RMQ_EINVAL;
-        cfg->pull_hold_max_ms = v;
-        return RMQ_OK;
-    case OPT_LOCK_EXPIRY:
-        if (parse_num("lock-expiry-ms", arg, 1, INT64_C(1) << 40, &v))
-            return RMQ_EINVAL;
-        cfg->lock_expiry_ms = v;
         return RMQ_OK;
     case OPT_BROKER_NAME: return copy_name("broker-name", arg, cfg->broker_name, sizeof cfg->broker_name);
     case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);

@@ -39,11 +39,17 @@ struct config {
     size_t max_pending_output; /* per connection; a slower reader is dropped */
     int64_t pull_hold_max_ms;
     int64_t lock_expiry_ms;
+    int64_t max_connections;
+    int64_t max_groups_per_client;
+    int64_t max_subscriptions;
+    int64_t max_client_id_bytes;
+    int64_t max_requests_per_sec; /* per connection, 0 = unlimited */
+    int64_t idle_timeout_ms;      /* 0 = never */
     char broker_name[128];
     char cluster_name[128];
     struct config_topic topics[CONFIG_MAX_TOPICS];
     size_t ntopics;
-    int log_level; /* enum log_level */
+    int log_level;          /* enum log_level */
     char record_path[4096]; /* --record: heartbeat trace file, empty = off */
     char admin_token[256];  /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
     bool virtual_clock;     /* --clock virtual: time moves only by POST /api/clock/advance */

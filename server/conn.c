@@ -118,6 +118,7 @@ static void dispatch_frames(struct conn *c)
             rmq_cmd_clear(&cmd);
             return;
         }
+        c->last_frame_ms = loop_now_ms(s->loop);
         s->opt.on_frame(s->opt.ctx, c, &cmd);
         rmq_cmd_clear(&cmd);
     }
@@ -214,6 +215,7 @@ int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, in
     c->id = id;
     c->set = s;
     c->opened_ms = now_ms;
+    c->last_frame_ms = now_ms;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     rmq_frame_decoder_init(&c->dec, s->opt.max_frame);
     buf_init(&c->out, s->opt.max_output);

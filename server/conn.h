@@ -25,6 +25,7 @@ struct conn {
     uint64_t id;   /* unique across restarts (the store's channel id) */
     char peer[64]; /* "ip:port" */
     int64_t opened_ms;
+    int64_t last_frame_ms; /* loop clock of the last decoded frame (idle detection) */
     struct rmq_frame_decoder dec;
     struct buf out;
     bool closing;

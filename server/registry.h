@@ -30,6 +30,8 @@ struct reg_channel {
     int32_t language, version;
     int64_t last_hb_ms;
     int64_t client_stored_ms; /* for the owner: when the client row was last persisted */
+    double rate_tokens;       /* for the owner: request-rate budget */
+    int64_t rate_refill_ms;
     char **groups; /* owned names of the consumer groups it is a member of */
     size_t ngroups, groups_cap;
     char **producers; /* owned producer group names of its latest heartbeat */

@@ -324,6 +324,29 @@ static void hook_group_empty(void *ctx, struct reg_group *g)
 
 /* ---- connections ---- */
 
+/* Token bucket per connection (--max-requests-per-sec, burst of one second's
+ * worth): a flooding client gets SYSTEM_BUSY, the others keep their latency. */
+static bool within_rate(struct server *s, struct conn *c)
+{
+    int64_t rate = s->cfg->max_requests_per_sec;
+    struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    if (rate <= 0 || !ch)
+        return true;
+    int64_t now = loop_now_ms(s->loop);
+    if (ch->rate_refill_ms == 0) {
+        ch->rate_tokens = (double)rate;
+    } else if (now > ch->rate_refill_ms) {
+        ch->rate_tokens += (double)(now - ch->rate_refill_ms) * (double)rate / 1000.0;
+        if (ch->rate_tokens > (double)rate)
+            ch->rate_tokens = (double)rate;
+    }
+    ch->rate_refill_ms = now;
+    if (ch->rate_tokens < 1.0)
+        return false;
+    ch->rate_tokens -= 1.0;
+    return true;
+}
+
 static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
 {
     struct server *s = ctx;
@@ -333,6 +356,14 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
         if (!outbound_on_response(s, c, cmd))
             log_debug("response code %d opaque %d from %s matches nothing; dropped", cmd->code, cmd->opaque,
                       c->peer);
+        return;
+    }
+    if (!within_rate(s, c)) {
+        s->stats.requests_throttled++;
+        char remark[128];
+        snprintf(remark, sizeof remark, "[OVERLOAD] more than %lld requests/s on this connection",
+                 (long long)s->cfg->max_requests_per_sec);
+        server_reply_code(s, c, cmd, RMQ_RESP_SYSTEM_BUSY, remark);
         return;
     }
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
@@ -367,6 +398,14 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
         if (cfd < 0) {
             log_warn("accept failed: %s", strerror(-cfd));
             return;
+        }
+        if ((int64_t)conn_set_count(s->conns) >= s->cfg->max_connections) {
+            /* Refuse early: one more connection would push every other client's latency. */
+            log_warn("connection from %s refused: --max-connections %lld reached", peer,
+                     (long long)s->cfg->max_connections);
+            close(cfd);
+            s->stats.connections_refused++;
+            continue;
         }
         uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
         struct conn *c;
@@ -419,6 +458,12 @@ static void expiry_timer(struct loop *l, int id, void *ctx)
     (void)l;
     (void)id;
     struct server *s = ctx;
+    if (s->cfg->idle_timeout_ms > 0) {
+        int64_t now = loop_now_ms(s->loop);
+        for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
+            if (!c->closing && now - c->last_frame_ms > s->cfg->idle_timeout_ms)
+                conn_close_async(c, "idle: nothing received within --idle-timeout-ms");
+    }
     uint64_t ids[256];
     size_t n = registry_expire(&s->reg, server_now_ms(s), s->cfg->channel_expiry_ms, ids, 256);
     for (size_t i = 0; i < n; i++) {

@@ -43,7 +43,10 @@ struct sim_conn {
     enum conn_state state;
     bool wanted;   /* used at least once: keep it connected */
     bool ever_up;  /* a later set-up is a reconnect */
-    bool write_armed, dirty, broken;
+    bool write_armed;
+    bool in_work;   /* on the before-sleep work list */
+    bool broken;    /* torn down before sleep */
+    bool up_news;   /* on_up still to be told (never from inside a send) */
     char why[160]; /* reason for the pending teardown */
     int64_t retry_at;
     int64_t backoff_ms;
@@ -75,8 +78,9 @@ int sim_net_new(struct loop *l, struct sim_net **out)
 
 static void queue_work(struct sim_conn *c)
 {
-    if (c->dirty || c->broken)
+    if (c->in_work)
         return;
+    c->in_work = true;
     c->next_work = c->net->work;
     c->net->work = c;
 }
@@ -85,8 +89,8 @@ static void mark_broken(struct sim_conn *c, const char *why)
 {
     if (c->broken || c->state == CONN_DOWN)
         return;
-    queue_work(c);
     c->broken = true;
+    queue_work(c);
     snprintf(c->why, sizeof c->why, "%s", why);
 }
 
@@ -193,16 +197,14 @@ static void close_socket(struct sim_conn *c)
 
 static void on_event(struct loop *l, int fd, uint32_t events, void *ctx);
 
+/* Connected: queued output goes out and the owner hears of it before the
+ * loop sleeps (this may run inside a send, where a callback must not). */
 static void became_up(struct sim_conn *c)
 {
-    bool again = c->ever_up;
     c->state = CONN_UP;
-    c->ever_up = true;
+    c->up_news = true;
     c->net->stats.connects++;
-    if (buf_live(&c->out))
-        queue_work(c);
-    if (c->h.on_up)
-        c->h.on_up(c->h.ctx, c, again);
+    queue_work(c);
 }
 
 /* Starts a non-blocking connect. 0 (connecting or up) or -errno. */
@@ -263,7 +265,7 @@ static int queue_frame(struct sim_conn *c, const struct rmq_cmd *cmd)
     }
     c->net->stats.requests += !rmq_cmd_is_response(cmd);
     if (c->state == CONN_UP)
-        queue_work(c), c->dirty = true;
+        queue_work(c);
     return RMQ_OK;
 }
 
@@ -440,6 +442,7 @@ static void teardown(struct sim_conn *c)
     c->net->stats.disconnects++;
     close_socket(c);
     c->broken = false;
+    c->up_news = false;
     fail_all(c, -ECONNRESET);
 }
 
@@ -452,10 +455,16 @@ void sim_net_before_sleep(struct sim_net *n)
         n->work = NULL;
         while (c) {
             struct sim_conn *next = c->next_work;
-            bool broken = c->broken;
-            c->dirty = false;
+            c->in_work = false;
             c->next_work = NULL;
-            if (broken)
+            if (!c->broken && c->up_news) {
+                bool again = c->ever_up;
+                c->up_news = false;
+                c->ever_up = true;
+                if (c->h.on_up)
+                    c->h.on_up(c->h.ctx, c, again);
+            }
+            if (c->broken)
                 teardown(c);
             else if (c->state == CONN_UP && !c->write_armed)
                 set_write_interest(c, write_out(c) == RMQ_EAGAIN);
@@ -464,26 +473,28 @@ void sim_net_before_sleep(struct sim_net *n)
     }
 }
 
+/* Takes every request past its deadline off the table first, then runs
+ * their callbacks, which may send again. */
 static void expire(struct sim_conn *c, int64_t now)
 {
-    struct pending *p = c->plist;
-    while (p) {
-        struct pending *next = p->next;
-        if (p->deadline <= now) {
-            (void)hashmap_remove(&c->pending, &p->opaque, sizeof p->opaque);
-            unlink_pending(c, p);
-            c->net->stats.timeouts++;
-            if (p->flags & SIM_REQ_SYNC)
-                mark_broken(c, "a request timed out (the Java client closes the socket)");
-            p->cb(p->ctx, -ETIMEDOUT, NULL);
-            rmq_free(p);
-            /* The callback may have sent (prepending) or failed requests;
-             * restart from the head, which only holds fresh deadlines. */
-            next = c->plist;
-            if (next && next->deadline > now && next == c->plist)
-                next = next->next;
-        }
-        p = next;
+    struct pending *expired = NULL;
+    for (struct pending *p = c->plist, *next; p; p = next) {
+        next = p->next;
+        if (p->deadline > now)
+            continue;
+        (void)hashmap_remove(&c->pending, &p->opaque, sizeof p->opaque);
+        unlink_pending(c, p);
+        p->next = expired;
+        expired = p;
+    }
+    while (expired) {
+        struct pending *p = expired;
+        expired = p->next;
+        c->net->stats.timeouts++;
+        if (p->flags & SIM_REQ_SYNC)
+            mark_broken(c, "a request timed out (the Java client closes the socket)");
+        p->cb(p->ctx, -ETIMEDOUT, NULL);
+        rmq_free(p);
     }
 }
 

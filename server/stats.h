@@ -40,6 +40,8 @@ struct server_stats {
     uint64_t changes_by_kind[STATS_CHANGE_KINDS];
     uint64_t expirations;
     uint64_t connections_accepted;
+    uint64_t connections_refused; /* over --max-connections */
+    uint64_t requests_throttled;  /* over --max-requests-per-sec */
     uint64_t commit_failures;
     struct stats_histogram commit; /* store batch commit latency */
     struct stats_code codes[STATS_MAX_CODES];

@@ -806,3 +806,21 @@ int store_append_event(struct store *s, const struct store_event *ev, int64_t *i
         *id_out = sqlite3_last_insert_rowid(s->db);
     return err;
 }
+
+/* Wipes every table but runs (POST /api/reset), inside the batch; the
+ * caller commits. Children go before the rows they reference (foreign keys
+ * are on). The events id sequence is kept on purpose: ids only grow, so a
+ * poller or event stream holding "since id" sees the events after a reset
+ * instead of skipping the first ones. */
+int store_reset(struct store *s)
+{
+    int err = write_begin(s);
+    if (err)
+        return err;
+    err = exec_sql(s,
+                   "DELETE FROM members; DELETE FROM subscriptions; DELETE FROM consumer_groups; "
+                   "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
+                   "DELETE FROM clients; DELETE FROM events; DELETE FROM channels;",
+                   "reset");
+    return write_end(s, err);
+}

@@ -91,6 +91,10 @@ int store_put_subscriptions(struct store *s, const char *group, const struct sto
 /* Appends an event; *id_out (may be NULL) receives its id. */
 int store_append_event(struct store *s, const struct store_event *ev, int64_t *id_out);
 
+/* Deletes every topic, offset, client, channel, group, member, subscription
+ * and event (the admin API's reset), as part of the batch. */
+int store_reset(struct store *s);
+
 /* Commits the open batch (no-op when none is open). */
 int store_commit(struct store *s);
 bool store_in_batch(const struct store *s);

@@ -30,10 +30,14 @@
 #define EVENTS_SELECT                                                                                        \
     "SELECT id, ts_ms, group_name, kind, client_id, channel_id, before_json, after_json FROM events "
 
+/* Statements of the admin surface's queries, prepared on first use. */
+enum reader_extra { RX_LAST_ID, RX_HISTORY, RX_AT, RX_CLIENT, RX_COUNT_KIND, RX_COUNT };
+
 struct store_reader {
     sqlite3 *db;
     sqlite3_stmt *events_all;   /* ?1 since id, ?2 limit */
     sqlite3_stmt *events_group; /* ?1 since id, ?2 limit, ?3 group (served by index events_group_id) */
+    sqlite3_stmt *extra[RX_COUNT];
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -60,6 +64,8 @@ void store_reader_close(struct store_reader *r)
     /* finalize returns the last step's error, already reported */
     (void)sqlite3_finalize(r->events_all);
     (void)sqlite3_finalize(r->events_group);
+    for (int i = 0; i < RX_COUNT; i++)
+        (void)sqlite3_finalize(r->extra[i]);
     int rc = sqlite3_close(r->db);
     (void)rc; /* SQLITE_OK: every statement is finalized, so close cannot be busy */
     rmq_free(r);
@@ -320,4 +326,173 @@ json_t *store_reader_events(struct store_reader *r, const char *group, int64_t s
         return NULL;
     }
     return out;
+}
+
+/* ---- admin surface queries (history, membership at t, clients) ---------- */
+
+static const char *const extra_sql[RX_COUNT] = {
+    [RX_LAST_ID] = "SELECT coalesce(max(id), 0) FROM events",
+    [RX_HISTORY] = EVENTS_SELECT "WHERE group_name = ?1 AND id > ?2 AND ts_ms >= ?3 AND ts_ms <= ?4 "
+                                 "ORDER BY id LIMIT ?5",
+    /* The latest change at or before t gives the member list as it was then. */
+    [RX_AT] = "SELECT id, ts_ms, after_json FROM events WHERE group_name = ?1 AND ts_ms <= ?2 "
+              "ORDER BY id DESC LIMIT 1",
+    [RX_CLIENT] = "SELECT language, version, first_seen_ms, last_heartbeat_ms FROM clients WHERE client_id = ?1",
+    [RX_COUNT_KIND] = "SELECT count(*) FROM events WHERE group_name = ?1 AND kind = ?2 AND ts_ms >= ?3",
+};
+
+/* The cached statement i, prepared on first use; NULL with err set. */
+static sqlite3_stmt *extra_stmt(struct store_reader *r, enum reader_extra i, char *err, size_t errlen)
+{
+    if (!r) {
+        set_err(err, errlen, "store reader: %s", rmq_strerror(RMQ_EINVAL));
+        return NULL;
+    }
+    if (!r->extra[i]) {
+        int rc = sqlite3_prepare_v3(r->db, extra_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &r->extra[i], NULL);
+        if (rc != SQLITE_OK) {
+            (void)sqlite_err(r->db, rc, "prepare", err, errlen);
+            r->extra[i] = NULL;
+            return NULL;
+        }
+    }
+    return r->extra[i];
+}
+
+/* Ends the statement's read transaction (see the file comment). */
+static void extra_done(sqlite3_stmt *st)
+{
+    (void)sqlite3_reset(st); /* repeats the step error, already handled */
+    (void)sqlite3_clear_bindings(st);
+}
+
+int store_reader_last_event_id(struct store_reader *r, int64_t *out, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = extra_stmt(r, RX_LAST_ID, err, errlen);
+    if (!st)
+        return RMQ_EIO;
+    int rc = sqlite3_step(st);
+    int e = 0;
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
+    else
+        e = sqlite_err(r->db, rc, "last event id", err, errlen);
+    extra_done(st);
+    return e;
+}
+
+/* See store_read.h. */
+json_t *store_reader_group_history(struct store_reader *r, const char *group, int64_t from_ms, int64_t to_ms,
+                                   int64_t after_id, int limit, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = extra_stmt(r, RX_HISTORY, err, errlen);
+    if (!st)
+        return NULL;
+    if (limit < 1)
+        limit = 1;
+    if (limit > STORE_READER_MAX_LIMIT)
+        limit = STORE_READER_MAX_LIMIT;
+    int rc = sqlite3_bind_text(st, 1, group, -1, SQLITE_STATIC); /* cleared in extra_done */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, after_id < 0 ? 0 : after_id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, from_ms);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, to_ms);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 5, limit);
+    json_t *events = json_array(), *out = NULL;
+    int64_t last = after_id;
+    int e = rc != SQLITE_OK ? sqlite_err(r->db, rc, "history bind", err, errlen) : events ? 0 : RMQ_ENOMEM;
+    if (!e)
+        e = collect_events(r, st, events, &last, err, errlen);
+    extra_done(st);
+    if (!e && !(out = json_pack("{s:O,s:I}", "events", events, "lastId", (json_int_t)last)))
+        e = RMQ_ENOMEM;
+    json_decref(events);
+    if (e == RMQ_ENOMEM)
+        set_err(err, errlen, "history: %s", rmq_strerror(RMQ_ENOMEM));
+    return e ? NULL : out;
+}
+
+/* See store_read.h. */
+json_t *store_reader_members_at(struct store_reader *r, const char *group, int64_t t_ms, char *err,
+                                size_t errlen)
+{
+    sqlite3_stmt *st = extra_stmt(r, RX_AT, err, errlen);
+    if (!st)
+        return NULL;
+    int rc = sqlite3_bind_text(st, 1, group, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, t_ms);
+    json_t *out = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        json_t *members = array_value(st, 2);
+        out = members ? json_pack("{s:o,s:I,s:I}", "members", members, "eventId",
+                                  (json_int_t)sqlite3_column_int64(st, 0), "eventTs",
+                                  (json_int_t)sqlite3_column_int64(st, 1))
+                      : NULL;
+        if (!out)
+            set_err(err, errlen, "members at: %s", rmq_strerror(RMQ_ENOMEM));
+    } else if (rc == SQLITE_DONE) {
+        out = json_pack("{s:[],s:n,s:n}", "members", "eventId", "eventTs");
+    } else {
+        (void)sqlite_err(r->db, rc, "members at", err, errlen);
+    }
+    extra_done(st);
+    return out;
+}
+
+/* See store_read.h. */
+json_t *store_reader_client(struct store_reader *r, const char *client_id, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = extra_stmt(r, RX_CLIENT, err, errlen);
+    if (!st)
+        return NULL;
+    int rc = sqlite3_bind_text(st, 1, client_id, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    json_t *out = NULL;
+    if (rc == SQLITE_ROW) {
+        out = json_object();
+        if (out && (json_object_set_new(out, "language", text_value(st, 0)) ||
+                    json_object_set_new(out, "version", json_integer(sqlite3_column_int64(st, 1))) ||
+                    json_object_set_new(out, "firstSeenMs", json_integer(sqlite3_column_int64(st, 2))) ||
+                    json_object_set_new(out, "lastHeartbeatMs", json_integer(sqlite3_column_int64(st, 3))))) {
+            json_decref(out);
+            out = NULL;
+        }
+        if (!out)
+            set_err(err, errlen, "client: %s", rmq_strerror(RMQ_ENOMEM));
+    } else if (rc == SQLITE_DONE) {
+        out = json_null();
+    } else {
+        (void)sqlite_err(r->db, rc, "client", err, errlen);
+    }
+    extra_done(st);
+    return out;
+}
+
+int store_reader_count_events(struct store_reader *r, const char *group, const char *kind, int64_t since_ms,
+                              int64_t *out, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = extra_stmt(r, RX_COUNT_KIND, err, errlen);
+    if (!st)
+        return RMQ_EIO;
+    int rc = sqlite3_bind_text(st, 1, group, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, since_ms);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int e = 0;
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
+    else
+        e = sqlite_err(r->db, rc, "count events", err, errlen);
+    extra_done(st);
+    return e;
 }

@@ -4,7 +4,8 @@
  *
  * Modes (what each connection sends):
  *   hb      HEART_BEAT with -g ConsumerData (groups PREFIX0..PREFIX{g-1}),
- *           one clientID per connection
+ *           one clientID per connection; with -s S, connection i names
+ *           the groups PREFIX{(i%S)*g}.. instead (S disjoint sets)
  *   route   GET_ROUTEINFO_BY_TOPIC, cycling over topics T0..T{t-1}
  *   list    GET_CONSUMER_LIST_BY_GROUP for group -q
  *   hold    phase 1: connect and send a heartbeat with no groups; phase 2
@@ -57,7 +58,7 @@ struct opts {
     enum mode mode;
     const char *host;
     uint16_t port;
-    int conns, window, groups, topics, members, repeats;
+    int conns, window, groups, topics, members, repeats, span;
     double duration, warmup, setup_timeout;
     long max_requests;
     const char *group_prefix, *list_group, *id_prefix;
@@ -160,8 +161,8 @@ static int encode_request(int32_t code, const char *k, const char *v, const char
     return rc;
 }
 
-/* A HeartbeatData body naming ngroups groups PREFIX0.., each subscribed to "T". */
-static int heartbeat_frame(const char *client_id, const char *prefix, int ngroups, struct buf *out)
+/* A HeartbeatData body naming ngroups groups PREFIX{first}.., each subscribed to "T". */
+static int heartbeat_frame(const char *client_id, const char *prefix, int first, int ngroups, struct buf *out)
 {
     struct buf body;
     buf_init(&body, 0);
@@ -174,7 +175,7 @@ static int heartbeat_frame(const char *client_id, const char *prefix, int ngroup
             "\"subscriptionDataSet\":[{\"topic\":\"T\",\"subString\":\"*\",\"subVersion\":1,"
             "\"tagsSet\":[],\"codeSet\":[],\"classFilterMode\":false,\"expressionType\":\"TAG\"}],"
             "\"unitMode\":false}",
-            i ? "," : "", prefix, i);
+            i ? "," : "", prefix, first + i);
     if (rc == 0)
         rc = buf_append_str(&body, "],\"producerDataSet\":[]}");
     if (rc == 0)
@@ -473,9 +474,10 @@ static int build_templates(struct buf **per_conn_out)
         if (g_opt.mode == M_LIST)
             rc = encode_request(38, "consumerGroup", g_opt.list_group, NULL, 0, &t[i]);
         else if (g_opt.mode == M_NOTIFY)
-            rc = heartbeat_frame(cid, g_opt.list_group, 1, &t[i]);
+            rc = heartbeat_frame(cid, g_opt.list_group, 0, 1, &t[i]);
         else
-            rc = heartbeat_frame(cid, g_opt.group_prefix, g_opt.mode == M_HOLD ? 0 : g_opt.groups, &t[i]);
+            rc = heartbeat_frame(cid, g_opt.group_prefix, (i % g_opt.span) * g_opt.groups,
+                                 g_opt.mode == M_HOLD ? 0 : g_opt.groups, &t[i]);
         if (rc != 0)
             return rc;
         g_conns[i].req = &t[i];
@@ -579,7 +581,8 @@ static int run_hold(void)
         char cid[96];
         snprintf(cid, sizeof cid, "127.0.0.1@%s-%d", g_opt.id_prefix, i);
         buf_free(&tmpl[i]);
-        if ((rc = heartbeat_frame(cid, g_opt.group_prefix, g_opt.groups, &tmpl[i])) != 0)
+        if ((rc = heartbeat_frame(cid, g_opt.group_prefix, (i % g_opt.span) * g_opt.groups, g_opt.groups,
+                                  &tmpl[i])) != 0)
             return rc;
     }
     double t0 = now_s();
@@ -614,7 +617,7 @@ static int notify_once(int joiner, double *secs)
     char cid[96];
     snprintf(cid, sizeof cid, "127.0.0.1@%s-join", g_opt.id_prefix);
     struct buf req;
-    if ((rc = heartbeat_frame(cid, g_opt.list_group, 1, &req)) != 0)
+    if ((rc = heartbeat_frame(cid, g_opt.list_group, 0, 1, &req)) != 0)
         return rc;
     g_conns[joiner].req = &req;
     g_nconns = joiner + 1;
@@ -687,7 +690,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_load hb|route|list|hold|notify [-c conns] [-w window] [-d secs] [-W warmup]\n"
             "       [-n max_requests] [-g groups] [-G group_prefix] [-t topics] [-q group] [-m members]\n"
-            "       [-r repeats] [-i id_prefix] [-T setup_timeout] HOST:PORT\n");
+            "       [-r repeats] [-i id_prefix] [-T setup_timeout] [-s group_sets] HOST:PORT\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -701,6 +704,7 @@ static int parse_args(int argc, char **argv)
                           .duration = 5,
                           .warmup = 1,
                           .setup_timeout = 60,
+                          .span = 1,
                           .group_prefix = "G",
                           .list_group = "G0",
                           .id_prefix = "b"};
@@ -732,6 +736,7 @@ static int parse_args(int argc, char **argv)
         case 'r': g_opt.repeats = atoi(v); break;
         case 'i': g_opt.id_prefix = v; break;
         case 'T': g_opt.setup_timeout = atof(v); break;
+        case 's': g_opt.span = atoi(v); break;
         default: return RMQ_EINVAL;
         }
     }
@@ -747,7 +752,7 @@ static int parse_args(int argc, char **argv)
     g_opt.port = (uint16_t)atoi(colon + 1);
     if (g_opt.conns < 1 || g_opt.conns >= MAX_CONNS || g_opt.members < 1 || g_opt.members >= MAX_CONNS ||
         g_opt.window < 1 || g_opt.window > MAX_WINDOW || g_opt.topics < 1 || g_opt.duration <= 0 ||
-        g_opt.duration > 600 || g_opt.groups < 0 || g_opt.repeats < 1)
+        g_opt.duration > 600 || g_opt.groups < 0 || g_opt.repeats < 1 || g_opt.span < 1)
         return RMQ_EINVAL;
     return 0;
 }

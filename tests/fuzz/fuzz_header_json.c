@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct rmq_cmd o;
     rmq_cmd_init(&o);
-    rmq_mem_fail_after(fuzz_fail_point(data, size));
+    rmq_mem_fail_after(fuzz_fail_point_after_json(data, size));
     int orc = rmq_header_json_decode(data, size, &o, err, sizeof err);
     rmq_mem_fail_after(-1);
     if (orc == RMQ_OK) {

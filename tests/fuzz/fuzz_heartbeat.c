@@ -145,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     struct rmq_heartbeat o = {0};
-    rmq_mem_fail_after(fuzz_fail_point(data, size));
+    rmq_mem_fail_after(fuzz_fail_point_after_json(data, size));
     int orc = rmq_heartbeat_parse(data, size, &o, err, sizeof err);
     rmq_mem_fail_after(-1);
     if (orc == RMQ_OK) {

@@ -335,6 +335,51 @@ class BadInput(DaemonTest):
         self.assertEqual(self.conn().request(ROUTE, {"topic": "T"}).code, 0)
 
 
+class Limits(DaemonTest):
+    extra = DaemonTest.extra + ("--max-connections", "3", "--max-requests-per-sec", "50", "--idle-timeout-ms",
+                                "600", "--max-groups-per-client", "2", "--max-subscriptions", "2",
+                                "--max-client-id-bytes", "16")
+
+    def test_connection_limit(self):
+        cs = [self.conn() for _ in range(3)]
+        for c in cs:
+            self.assertEqual(c.request(ROUTE, {"topic": "T"}).code, 0)
+        extra = self.conn()
+        self.assertTrue(extra.is_closed_by_peer(2.0), "the 4th connection must be refused")
+        self.assertEqual(cs[0].request(ROUTE, {"topic": "T"}).code, 0)
+
+    def test_request_rate_limit(self):
+        c = self.conn()
+        opaques = [c.send(ROUTE, {"topic": "T"}) for _ in range(150)]
+        codes = [c.wait_response(o).code for o in opaques]
+        self.assertGreater(codes.count(2), 50, "a flood gets SYSTEM_BUSY")
+        self.assertGreaterEqual(codes.count(0), 45)
+        for _ in range(4):  # stay under --idle-timeout-ms while the budget refills
+            time.sleep(0.3)
+            r = c.request(ROUTE, {"topic": "T"})
+        self.assertEqual(r.code, 0, "the budget refills")
+
+    def test_idle_connection_closed_active_kept(self):
+        idle, active = self.conn(), self.conn()
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            self.join(active, "cA", {"G": ["T"]})
+            time.sleep(0.2)
+        self.assertTrue(idle.is_closed_by_peer(1.0))
+        self.assertEqual(active.request(ROUTE, {"topic": "T"}).code, 0)
+
+    def test_heartbeat_size_limits(self):
+        c = self.conn()
+        r = c.request(HB, body=heartbeat_body("cA", {"G1": ["T"], "G2": ["T"], "G3": ["T"]}))
+        self.assertEqual(r.code, 1)
+        self.assertIn("--max-groups-per-client", r.remark)
+        r = c.request(HB, body=heartbeat_body("cA", {"G1": ["T", "U", "V"]}))
+        self.assertIn("--max-subscriptions", r.remark)
+        r = c.request(HB, body=heartbeat_body("x" * 17, {"G1": ["T"]}))
+        self.assertIn("--max-client-id-bytes", r.remark)
+        self.assertEqual(c.request(LIST, {"consumerGroup": "G1"}).code, 1, "nothing was registered")
+
+
 class Persistence(unittest.TestCase):
     def test_restart_keeps_topics_and_offsets_and_drops_stale_members(self):
         d = Daemon("--auto-create-queues", "0")

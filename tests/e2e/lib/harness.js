@@ -136,6 +136,7 @@ class Daemon {
     const errFd = fs.openSync(logFile, 'a');
     const args = ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
       '--store', this.store, ...this.extraArgs];
+    if (process.env.E2E_DAEMON_DEBUG) args.push('--log-level', 'debug');
     fs.writeSync(errFd, `# ${BIN} ${args.join(' ')}\n`);
     const cp = track(spawn(BIN, args, { stdio: ['ignore', 'pipe', errFd], cwd: this.env.dir }));
     fs.closeSync(errFd);

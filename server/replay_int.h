@@ -1,0 +1,189 @@
+/* replay_int.h — the replay engine's internal state, shared by replay.c
+ * (events, membership hooks, virtual time), replay_own.c (client
+ * allocations and queue ownership) and replay_out.c (records and report).
+ * Not an interface: nothing outside server/replay*.c includes it. */
+#ifndef RMQ_REPLAY_INT_H
+#define RMQ_REPLAY_INT_H
+
+#include "hashmap.h"
+#include "registry.h"
+#include "replay.h"
+
+#define RP_NO_TIME INT64_MIN
+
+/* One broker's member view (a real cluster has one per broker; rmqcoord
+ * traces have one, the coordinator "", unless connect lines name brokers). */
+struct rp_view {
+    struct replay *rp; /* back pointer for the registry hooks */
+    char *name;        /* owned */
+    struct registry reg;
+};
+
+struct rp_client;
+
+struct rp_conn {
+    uint64_t id;
+    struct rp_view *view; /* borrowed */
+    bool open, deaf;
+    /* The previous heartbeat body and its parse, reused when a client sends
+     * the same bytes again (nearly every heartbeat). */
+    uint8_t *last_body; /* owned */
+    size_t last_len;
+    struct rmq_heartbeat hb;
+    bool hb_valid, hb_cached;
+    struct rp_client **clients; /* borrowed, alive ones */
+    size_t nclients, clients_cap;
+};
+
+/* The queues a client holds of one topic. */
+struct rp_hold {
+    char *topic; /* owned */
+    struct rp_queue **q;
+    size_t nq, cap;
+    uint64_t gv, rv; /* group-view and route versions it was computed from */
+    bool computed;
+};
+
+/* A modeled consumer: one (connection, group) membership, from its join to
+ * its leave. Kept after it leaves, for the report. */
+struct rp_client {
+    uint64_t seq; /* creation order */
+    uint64_t conn;
+    struct rp_view *view;
+    struct rp_gview *gv; /* borrowed */
+    char *group, *client_id; /* owned */
+    bool alive, deaf;
+    int64_t joined_ms, left_ms, last_hb;
+    const char *left_why; /* static */
+    int64_t tick_at;      /* scheduled timer tick, RP_NO_TIME when none */
+    uint64_t hb_gen;
+    char **topics; /* owned, sorted: its own subscriptions */
+    size_t ntopics;
+    struct rp_hold *holds;
+    size_t nholds;
+    uint64_t n_start, n_notify, n_timer, n_changes;
+};
+
+/* A group as one view sees it: version bumps whenever cidAll may differ. */
+struct rp_gview {
+    struct rp_view *view;
+    char *group; /* owned */
+    uint64_t version;
+    struct rp_client **clients; /* alive */
+    size_t n, cap;
+};
+
+struct rp_interval {
+    int kind; /* RP_Q_OVERLAP or RP_Q_STALL */
+    int64_t start, end;
+    char *owners; /* owned, "cid#conn,..." (overlaps) */
+    bool open;
+};
+
+enum { RP_Q_NONE = 0, RP_Q_OK, RP_Q_OVERLAP, RP_Q_STALL };
+
+struct rp_gt;
+struct rp_queue {
+    struct rp_gt *gt;
+    char *broker; /* owned */
+    int32_t qid;
+    struct rp_client **owners;
+    size_t nowners, owners_cap;
+    bool in_route;
+    int state;
+    int64_t since;
+    char *snapshot; /* owners when the current overlap began */
+    struct rp_interval *iv;
+    size_t niv, iv_cap;
+    uint64_t mark;
+};
+
+/* A group's view of one topic: ownership is per group, across views. */
+struct rp_gt {
+    char *group, *topic; /* owned */
+    size_t nsubs;        /* alive clients subscribing the topic */
+    struct rp_queue **queues; /* owned, in creation order */
+    size_t nq, cap;
+    uint64_t route_version;
+    struct rp_queue **by_route; /* route index -> queue */
+    size_t nby_route;
+};
+
+struct rp_route {
+    char *topic;                  /* owned */
+    struct allocate_queue *queues; /* owned array, sorted; strings owned by names */
+    size_t n;
+    char **names;
+    size_t nnames;
+    uint64_t version;
+};
+
+/* allocate_group result shared by a (view, group, topic) until a version moves. */
+struct rp_cache {
+    uint64_t gv, rv;
+    struct allocate_result *res;
+    const char **cids; /* owned array, strings borrowed from the registry */
+    int rc;
+};
+
+enum rp_act { RP_ACT_START = 0, RP_ACT_NOTIFY, RP_ACT_TIMER };
+
+struct rp_action {
+    int64_t at;
+    uint64_t seq;
+    int kind;
+    struct rp_client *c;
+};
+
+struct rp_deadline {
+    int64_t last_hb;
+    uint64_t gen;
+    struct rp_client *c;
+};
+
+struct replay {
+    struct replay_options opt;
+    struct buf out, explain;
+    struct replay_stats st;
+    struct rp_view **views;
+    size_t nviews;
+    struct hashmap conns, clients, gviews, gts, routes, caches, notified;
+    struct rp_client **all; /* every client ever, creation order */
+    size_t nall, all_cap;
+    struct rp_action *heap;
+    size_t nheap, heap_cap;
+    struct rp_deadline *dl;
+    size_t ndl, dl_cap;
+    uint64_t seq, route_version, mark;
+    int64_t now, start_ms, scan_base, from_abs, to_abs, end_ms;
+    bool started, any_recorded_notify, restarting, finished;
+};
+
+/* replay.c */
+int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c);
+void rp_mark_stale(struct replay *rp, struct rp_client *c);
+bool rp_in_window(const struct replay *rp, int64_t ts);
+
+/* replay_own.c */
+int rp_rebalance(struct replay *rp, struct rp_client *c, int kind);
+void rp_client_drop_all(struct replay *rp, struct rp_client *c, const char *why);
+int rp_client_set_topics(struct replay *rp, struct rp_client *c, const struct rmq_consumer_data *cd);
+int rp_route_update(struct replay *rp, const struct trace_event *ev);
+void rp_gt_subscribers(struct replay *rp, struct rp_client *c, int delta);
+void rp_own_free(struct replay *rp);
+void rp_queue_close_all(struct replay *rp, int64_t end);
+struct rp_gt *rp_gt_get(struct replay *rp, const char *group, const char *topic);
+
+/* replay_out.c */
+void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group, const char *kind,
+                   const char *cid, uint64_t conn, const struct mship_group *g);
+void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered, size_t deaf);
+void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_hold *h, const char *reason,
+                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed, size_t nremoved);
+void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct rp_queue *q, bool took,
+                    const char *reason, const struct allocate_result *res);
+int rp_out_report(struct replay *rp);
+void rp_out_header(struct replay *rp);
+const char *rp_reason_name(int kind);
+
+#endif

@@ -1,0 +1,209 @@
+/* test_registry.c — server/registry.c: hooks fire once per real change,
+ * channels and groups stay consistent through close, unregister and expiry. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mem.h"
+#include "registry.h"
+
+#include <string.h>
+
+struct log {
+    int joined, left, subs, beats, empty;
+    enum reg_leave_reason last_why;
+    size_t last_index;
+    char last_left[64];
+};
+
+static void on_joined(void *ctx, struct reg_group *g, const struct mship_member *m)
+{
+    (void)g;
+    (void)m;
+    ((struct log *)ctx)->joined++;
+}
+static void on_left(void *ctx, struct reg_group *g, const struct mship_member *m, size_t index,
+                    enum reg_leave_reason why)
+{
+    (void)g;
+    struct log *l = ctx;
+    l->left++;
+    l->last_why = why;
+    l->last_index = index;
+    strncpy(l->last_left, m->client_id, sizeof l->last_left - 1);
+}
+static void on_subs(void *ctx, struct reg_group *g, unsigned flags)
+{
+    (void)g;
+    (void)flags;
+    ((struct log *)ctx)->subs++;
+}
+static void on_beat(void *ctx, struct reg_group *g, const struct mship_member *m, unsigned flags)
+{
+    (void)g;
+    (void)m;
+    (void)flags;
+    ((struct log *)ctx)->beats++;
+}
+static void on_empty(void *ctx, struct reg_group *g)
+{
+    (void)g;
+    ((struct log *)ctx)->empty++;
+}
+
+static void setup(struct registry *r, struct log *l)
+{
+    memset(l, 0, sizeof *l);
+    struct registry_hooks h = {l, on_joined, on_left, on_subs, on_beat, on_empty};
+    registry_init(r, &h);
+}
+
+static void beat(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic)
+{
+    struct rmq_subscription sub = {
+        .topic = (char *)topic, .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
+    struct rmq_consumer_data cd = {
+        .group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub, .nsubs = topic ? 1 : 0};
+    struct rmq_heartbeat hb = {.client_id = (char *)cid, .consumers = &cd, .nconsumers = group ? 1 : 0};
+    struct registry_hb_result res;
+    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, 1000, &res), 0);
+}
+
+static void test_join_close_removes_from_every_group(void **state)
+{
+    (void)state;
+    struct registry r;
+    struct log l;
+    setup(&r, &l);
+    assert_int_equal(registry_channel_open(&r, 1, NULL, "p1", 0), 0);
+    assert_int_equal(registry_channel_open(&r, 2, NULL, "p2", 0), 0);
+    beat(&r, 1, "a", "G1", "T");
+    beat(&r, 1, "a", "G2", "T");
+    beat(&r, 2, "b", "G1", "T");
+    assert_int_equal(l.joined, 3);
+    beat(&r, 1, "a", "G1", "T");
+    assert_int_equal(l.joined, 3);
+    registry_channel_close(&r, 1);
+    assert_int_equal(l.left, 2);
+    assert_int_equal(l.last_why, REG_LEAVE_CLOSE);
+    assert_null(registry_group(&r, "G2")); /* emptied and removed */
+    assert_int_equal(l.empty, 1);
+    assert_true(registry_group_known(&r, "G2"));
+    assert_int_equal(registry_group(&r, "G1")->g.nmembers, 1);
+    assert_null(registry_channel(&r, 1));
+    registry_free(&r);
+}
+
+static void test_unregister_keeps_channel(void **state)
+{
+    (void)state;
+    struct registry r;
+    struct log l;
+    setup(&r, &l);
+    registry_channel_open(&r, 1, NULL, "p1", 0);
+    registry_channel_open(&r, 2, NULL, "p2", 0);
+    beat(&r, 1, "a", "G", "T");
+    beat(&r, 2, "b", "G", "T");
+    assert_int_equal(registry_unregister(&r, 1, "G"), 1);
+    assert_int_equal(l.last_why, REG_LEAVE_UNREGISTER);
+    assert_string_equal(l.last_left, "a");
+    assert_int_equal(l.last_index, 0);
+    assert_int_equal(registry_unregister(&r, 1, "G"), 0);
+    assert_non_null(registry_channel(&r, 1));
+    /* a later close of that channel is not a second leave */
+    registry_channel_close(&r, 1);
+    assert_int_equal(l.left, 1);
+    registry_free(&r);
+}
+
+static void test_expire_reports_channels_once(void **state)
+{
+    (void)state;
+    struct registry r;
+    struct log l;
+    setup(&r, &l);
+    registry_channel_open(&r, 1, NULL, "p1", 0);
+    registry_channel_open(&r, 2, NULL, "p2", 0);
+    beat(&r, 1, "a", "G1", "T");
+    beat(&r, 1, "a", "G2", "T");
+    beat(&r, 2, "b", "G1", "T");
+    uint64_t ids[8];
+    assert_int_equal(registry_expire(&r, 1000 + 50, 100, ids, 8), 0);
+    size_t n = registry_expire(&r, 1000 + 200, 100, ids, 8);
+    assert_int_equal(n, 2); /* channel 1 lost two memberships but is listed once */
+    assert_int_equal(l.left, 3);
+    assert_int_equal(l.last_why, REG_LEAVE_EXPIRE);
+    assert_null(registry_group(&r, "G1"));
+    assert_int_equal(registry_channel(&r, 1)->ngroups, 0);
+    registry_free(&r);
+}
+
+static void test_notify_pending_is_coalesced_and_safe(void **state)
+{
+    (void)state;
+    struct registry r;
+    struct log l;
+    setup(&r, &l);
+    registry_channel_open(&r, 1, NULL, "p1", 0);
+    beat(&r, 1, "a", "G", "T");
+    struct reg_group *g = registry_group(&r, "G");
+    registry_mark_notify(&r, g);
+    registry_mark_notify(&r, g);
+    /* the group empties while flagged: it must leave the pending list */
+    registry_channel_close(&r, 1);
+    assert_null(registry_take_pending(&r));
+    registry_channel_open(&r, 2, NULL, "p2", 0);
+    beat(&r, 2, "b", "G", "T");
+    g = registry_group(&r, "G");
+    registry_mark_notify(&r, g);
+    registry_mark_notify(&r, g);
+    struct reg_group *p = registry_take_pending(&r);
+    assert_ptr_equal(p, g);
+    assert_null(p->next_pending);
+    registry_free(&r);
+}
+
+static void test_out_of_memory_heartbeat(void **state)
+{
+    (void)state;
+    for (long n = 0; n < 64; n++) {
+        struct registry r;
+        struct log l;
+        setup(&r, &l);
+        assert_int_equal(registry_channel_open(&r, 1, NULL, "p", 0), 0);
+        struct rmq_subscription sub = {
+            .topic = (char *)"T", .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
+        struct rmq_consumer_data cd = {.group = (char *)"G", .subs = &sub, .nsubs = 1};
+        struct rmq_heartbeat hb = {.client_id = (char *)"a", .consumers = &cd, .nconsumers = 1};
+        struct registry_hb_result res;
+        rmq_mem_fail_after(n);
+        int rc = registry_heartbeat(&r, 1, 0, 409, &hb, 0, &res);
+        rmq_mem_fail_after(-1);
+        struct reg_group *g = registry_group(&r, "G");
+        struct reg_channel *ch = registry_channel(&r, 1);
+        /* channel and group agree about the membership whatever failed */
+        bool in_group = g && mship_find(&g->g, 1) >= 0;
+        assert_int_equal(in_group, ch->ngroups == 1);
+        registry_free(&r);
+        if (rc == 0) {
+            assert_true(in_group);
+            return;
+        }
+    }
+    fail_msg("never succeeded");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_join_close_removes_from_every_group),
+        cmocka_unit_test(test_unregister_keeps_channel),
+        cmocka_unit_test(test_expire_reports_channels_once),
+        cmocka_unit_test(test_notify_pending_is_coalesced_and_safe),
+        cmocka_unit_test(test_out_of_memory_heartbeat),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
