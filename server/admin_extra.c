@@ -8,6 +8,7 @@
 #include "admin_extra.h"
 
 #include "allocate.h"
+#include "conn.h"
 #include "err.h"
 #include "log.h"
 #include "mailbox.h"
@@ -34,7 +35,7 @@ json_t *admin_extra_error(int *status, int code, const char *error, const char *
  * with the rest), forgets live state, empties the store tables. */
 static json_t *reset(struct server *s, int *status)
 {
-    size_t conns = conn_count_for_reset(s);
+    size_t conns = conn_set_count(s->conns);
     server_reset_live(s);
     if (store_reset(s->store) != 0 || store_commit(s->store) != 0) {
         log_error("store: reset failed: %s", store_errmsg(s->store));
@@ -161,8 +162,6 @@ static json_t *diagnostics(struct server *s, const char *name, int *status)
         json_array_append_new(issues, issue("broadcastNotified",
                                             "a broadcasting group is being sent NOTIFY_CONSUMER_IDS_CHANGED, "
                                             "which broadcast consumers do not need"));
-    if (json_array_size(client_kinds(g)) > 1) { /* leaked? no: see below */
-    }
     json_t *kinds = client_kinds(g);
     if (json_array_size(kinds) > 1)
         json_array_append_new(issues, issue("mixedClients",

@@ -81,7 +81,7 @@ int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n)
     return RMQ_OK;
 }
 
-int conn_send(struct conn *c, const struct rmq_cmd *cmd, bool durable)
+int conn_send(struct conn *c, const struct rmq_cmd *cmd)
 {
     if (c->closing)
         return RMQ_ESTATE;
@@ -93,8 +93,6 @@ int conn_send(struct conn *c, const struct rmq_cmd *cmd, bool durable)
         conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "encode failed");
         return rc;
     }
-    if (durable)
-        c->durable_pending = true;
     queue_flush(c);
     return RMQ_OK;
 }
@@ -174,7 +172,6 @@ static int write_out(struct conn *c)
         conn_close_async(c, why);
         return RMQ_EIO;
     }
-    c->durable_pending = false;
     return RMQ_OK;
 }
 
@@ -236,7 +233,7 @@ int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, in
     return RMQ_OK;
 }
 
-void conn_set_flush(struct conn_set *s, bool durable_ok)
+void conn_set_flush(struct conn_set *s)
 {
     struct conn *c = s->flush_head;
     s->flush_head = NULL;
@@ -244,9 +241,7 @@ void conn_set_flush(struct conn_set *s, bool durable_ok)
         struct conn *next = c->next_flush;
         c->in_flush_list = false;
         if (!c->closing) {
-            if (!durable_ok && c->durable_pending)
-                conn_close_async(c, "store commit failed; acknowledgement withheld");
-            else if (!c->write_armed)
+            if (!c->write_armed)
                 set_write_interest(c, write_out(c) == RMQ_EAGAIN);
         }
         c = next;
@@ -258,7 +253,7 @@ static void free_conn(struct conn_set *s, struct conn *c)
     if (s->opt.on_close)
         s->opt.on_close(s->opt.ctx, c);
     /* Best effort: an error reply queued just before closing should still reach the peer. */
-    if (buf_live(&c->out) > 0 && !(c->durable_pending && strstr(c->close_reason, "commit failed")))
+    if (buf_live(&c->out) > 0)
         (void)!write(c->fd, buf_head(&c->out), buf_live(&c->out));
     loop_del_fd(s->loop, c->fd);
     close(c->fd);

@@ -31,7 +31,6 @@ struct conn {
     bool closing;
     bool write_armed;
     bool in_flush_list;
-    bool durable_pending; /* queued output reports a stored fact */
     char close_reason[200];
     void *user; /* the owner's per-connection state (borrowed) */
     struct conn_set *set;
@@ -66,10 +65,9 @@ uint64_t conn_set_bad_frames(const struct conn_set *s);
 int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, int64_t now_ms,
                    struct conn **out);
 
-/* Encodes cmd and queues it. durable: the reply reports a stored fact and
- * must not go out if the store commit before this flush fails. 0, or an
- * error after which the connection is closing (output limit, memory). */
-int conn_send(struct conn *c, const struct rmq_cmd *cmd, bool durable);
+/* Encodes cmd and queues it. 0, or an error after which the connection is
+ * closing (output limit, memory). */
+int conn_send(struct conn *c, const struct rmq_cmd *cmd);
 /* Queues pre-encoded frame bytes (e.g. one NOTIFY shared by many). */
 int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n);
 
@@ -77,10 +75,9 @@ int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n);
  * conn_set_reap. The first reason given wins. */
 void conn_close_async(struct conn *c, const char *reason);
 
-/* Before sleep: if durable_ok is false, connections with durable output are
- * closed instead (nothing unstored is acknowledged); then writes all queued
- * output, arming writability where the socket is full. */
-void conn_set_flush(struct conn_set *s, bool durable_ok);
+/* Before sleep: writes all queued output, arming writability where the
+ * socket is full. */
+void conn_set_flush(struct conn_set *s);
 /* Frees every connection marked closing (calling on_close first). */
 void conn_set_reap(struct conn_set *s);
 /* First connection of the set (iterate with ->next). */

@@ -7,8 +7,11 @@
  * handler suspends the MHD connection, posts, and returns; the loop runs the
  * op and calls pending_done(), which resumes the connection; MHD then calls
  * the handler again and we turn msg->status / msg->reply into the response.
- * The route table and URL decoding are in api_routes.c, /api/events in
- * api_events.c; they share this file's reply helpers via http_admin_api.h.
+ * The route table and URL decoding are in api_routes.c, the router in
+ * api_dispatch.c, history in api_events.c, the event stream in api_stream.c;
+ * they share this file's reply helpers via http_admin_api.h. This file keeps
+ * what needs a lock or a thread: suspended requests, parked event streams and
+ * their poll ticker, and the per-route request counters for /metrics.
  *
  * Lifetime of a posted message (struct pending): two references, one for the
  * request (dropped when its response is built or the connection completes)
@@ -28,6 +31,7 @@
 #include "err.h"
 #include "http_admin_api.h"
 #include "mem.h"
+#include "metrics.h"
 #include "store_read.h"
 
 #include <assert.h>
@@ -39,20 +43,41 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define HTTP_ADMIN_BODY_MAX (1024u * 1024u) /* design rule 6: 413 beyond */
 #define HTTP_ADMIN_CONN_TIMEOUT_S 30u       /* idle connections; suspended ones never time out */
+
+#define HTTP_COUNT_SLOTS 16 /* distinct (method, status) pairs counted per route */
+
+struct http_count {
+    unsigned method; /* enum api_method bit, 0 = free slot */
+    unsigned status;
+    uint64_t count;
+};
 
 struct http_admin {
     struct MHD_Daemon *daemon;
     struct mailbox *mailbox;     /* borrowed */
     char *store_path;            /* owned; NULL = no events route */
+    char *token;                 /* owned; NULL = mutating routes open */
     struct store_reader *reader; /* HTTP thread only; opened on first use */
     uint16_t port;               /* actually bound */
     struct pending *inflight;    /* suspended requests; pending_lock */
     bool stopping;               /* pending_lock: refuse new suspends */
     unsigned resumes_running;    /* pending_lock: loop-side resumes in progress */
     pthread_cond_t resumes_done; /* signalled when resumes_running drops to 0 */
+    /* Event streams (pending_lock): how many are open, and the connections
+     * parked until the ticker's next poll tick resumes them. */
+    unsigned streams;
+    struct MHD_Connection *parked[API_STREAM_MAX];
+    size_t nparked;
+    pthread_cond_t tick_wake; /* a stream was parked, or stopping */
+    pthread_t ticker;
+    bool ticker_started;
+    /* Requests answered, by route, method and status (pending_lock). */
+    struct http_count counts[API_ROUTE_COUNT][HTTP_COUNT_SLOTS];
+    uint64_t counts_overflow;
 };
 
 /* One message in flight to the loop. Freed by whoever drops the last ref. */
@@ -63,7 +88,7 @@ struct pending {
     struct pending *prev, *next; /* in h->inflight while conn != NULL */
     int refs;                    /* request side + mailbox side */
     bool completed;              /* done ran (or the post failed): msg.reply is ours */
-    bool healthz;                /* merge the reply into {"status":"ok"} */
+    struct api_post post;        /* how to build the response */
 };
 
 /* Per-connection state (MHD's *con_cls); freed in on_completed. */
@@ -74,6 +99,8 @@ struct request {
     bool body_oom;           /* growing the buffer failed: answer 500 */
     bool responded;          /* a response is already queued */
     struct pending *pending; /* posted message (one ref is ours), or NULL */
+    enum api_route route;    /* for the request counters */
+    unsigned method;         /* enum api_method bit */
 };
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,8 +111,10 @@ static char oom_body[] = "{\"error\":\"internal error\",\"detail\":\"out of memo
 /* ---- responses ---------------------------------------------------------- */
 
 /* Queues v (stolen; NULL = out of memory -> 500) as a compact JSON response
- * with optional Allow header. Returns MHD's verdict (MHD_NO closes). */
-static enum MHD_Result queue_json(struct MHD_Connection *conn, unsigned status, json_t *v, const char *allow)
+ * with an optional extra header (hname: hvalue). Returns MHD's verdict
+ * (MHD_NO closes). */
+static enum MHD_Result queue_json_h(struct MHD_Connection *conn, unsigned status, json_t *v, const char *hname,
+                                    const char *hvalue)
 {
     char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
@@ -98,19 +127,24 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, unsigned status, 
             jfree(text);
     } else {
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        allow = NULL;
+        hname = NULL;
         resp = MHD_create_response_from_buffer(sizeof oom_body - 1, oom_body, MHD_RESPMEM_PERSISTENT);
     }
     if (!resp)
         return MHD_NO;
     if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") != MHD_YES ||
-        (allow && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES)) {
+        (hname && MHD_add_response_header(resp, hname, hvalue) != MHD_YES)) {
         MHD_destroy_response(resp);
         return MHD_NO;
     }
     enum MHD_Result r = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
     return r;
+}
+
+static enum MHD_Result queue_json(struct MHD_Connection *conn, unsigned status, json_t *v, const char *allow)
+{
+    return queue_json_h(conn, status, v, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
 /* Queues {"error":code,"detail":<fmt, ap>} with the given status. */
@@ -148,8 +182,24 @@ int http_admin_reply_error(struct MHD_Connection *conn, unsigned status, const c
     return r;
 }
 
-static enum MHD_Result reply_method_not_allowed(struct MHD_Connection *conn, const char *method,
-                                                const char *allow)
+int http_admin_reply_bytes(struct MHD_Connection *conn, unsigned status, const char *content_type,
+                           const void *data, size_t len, bool copy)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, (void *)data, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
+    enum MHD_Result r = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* See http_admin_api.h; 405 and 401 answers need their extra header. */
+int http_admin_reply_method_not_allowed(struct MHD_Connection *conn, const char *method, const char *allow)
 {
     char detail[160];
     snprintf(detail, sizeof detail, "method %.32s is not allowed here; allowed: %s", method, allow);
@@ -157,84 +207,18 @@ static enum MHD_Result reply_method_not_allowed(struct MHD_Connection *conn, con
                       json_pack("{s:s,s:s}", "error", "method not allowed", "detail", detail), allow);
 }
 
-/* ---- parsing helpers ---------------------------------------------------- */
-
-/* Decodes and validates one name segment (group or topic): 1..255 bytes.
- * On failure queues a 400 and returns NULL with *r set; else a new string. */
-static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n, const char *what,
-                         enum MHD_Result *r)
+int http_admin_reply_unauthorized(struct MHD_Connection *conn, const char *detail)
 {
-    char *name = NULL;
-    int rc = n > 3 * HTTP_ADMIN_NAME_MAX ? RMQ_E2BIG : api_routes_pct_decode(seg, n, false, &name);
-    if (rc == RMQ_ENOMEM) {
-        *r = queue_json(conn, 500, NULL, NULL);
-        return NULL;
-    }
-    if (rc == RMQ_EINVAL) {
-        *r = reply_error(
-            conn, 400, "bad path",
-            "the %s name has a malformed percent-escape (encode '%%' as %%25; %%00 is not allowed)", what);
-        return NULL;
-    }
-    size_t len = name ? strlen(name) : n;
-    if (len == 0 || len > HTTP_ADMIN_NAME_MAX) {
-        rmq_free(name);
-        *r = reply_error(conn, 400, "bad parameter", "the %s name must be 1 to %u bytes long (got %zu)", what,
-                         HTTP_ADMIN_NAME_MAX, len);
-        return NULL;
-    }
-    return name;
-}
-
-struct query_ctx {
-    json_t *obj; /* borrowed */
-    int rc;      /* first failure */
-};
-
-/* MHD_KeyValueIterator: decodes one query parameter into ctx->obj. */
-static enum MHD_Result collect_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                         const char *value)
-{
-    struct query_ctx *q = cls;
-    char *k = NULL, *v = NULL;
-    q->rc = api_routes_pct_decode(key, strlen(key), true, &k);
-    if (q->rc == 0)
-        q->rc = api_routes_pct_decode(value ? value : "", value ? strlen(value) : 0, true, &v);
-    if (q->rc == 0) {
-        json_t *s = json_string(v); /* NULL also for invalid UTF-8 */
-        q->rc = s ? json_object_set_new(q->obj, k, s) : RMQ_EINVAL;
-        if (q->rc == -1)
-            q->rc = RMQ_EINVAL;
-    }
-    rmq_free(k);
-    rmq_free(v);
-    return q->rc == 0 ? MHD_YES : MHD_NO;
-}
-
-/* New object of the decoded query parameters, or NULL after queueing a
- * 400/500 (*r). */
-static json_t *collect_query(struct MHD_Connection *conn, enum MHD_Result *r)
-{
-    struct query_ctx q = {json_object(), 0};
-    if (!q.obj) {
-        *r = queue_json(conn, 500, NULL, NULL);
-        return NULL;
-    }
-    if (MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query_arg, &q) < 0 || q.rc != 0) {
-        json_decref(q.obj);
-        *r = q.rc == RMQ_ENOMEM ? queue_json(conn, 500, NULL, NULL)
-                                : reply_error(conn, 400, "bad parameter",
-                                              "a query parameter has a malformed percent-escape, "
-                                              "a NUL byte or invalid UTF-8");
-        return NULL;
-    }
-    return q.obj;
+    return queue_json_h(conn, MHD_HTTP_UNAUTHORIZED,
+                        json_pack("{s:s,s:s}", "error", "unauthorized", "detail", detail),
+                        MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"rmqcoord\"");
 }
 
 /* ---- requests answered by the loop -------------------------------------- */
 
 static void pending_free(struct pending *p)
 {
+    api_post_clear(&p->post);
     rmq_free(p->msg.arg);
     json_decref(p->msg.query);
     json_decref(p->msg.body);
@@ -283,26 +267,31 @@ static void pending_done(struct mailbox_msg *msg)
         pending_free(p);
 }
 
-/* Suspends conn and posts op to the loop. arg, query and body are stolen.
- * The response is built in finish_pending once the connection resumes. */
-static enum MHD_Result start_loop_op(struct http_admin *h, struct MHD_Connection *conn, struct request *req,
-                                     enum admin_op op, char *arg, json_t *query, json_t *body)
+/* See http_admin_api.h. The response is built in finish_pending once the
+ * connection resumes. */
+int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req_cls, int op, char *arg,
+                    json_t *query, json_t *body, struct api_post *post)
 {
+    struct request *req = req_cls;
     struct pending *p = rmq_calloc(1, sizeof *p);
     if (!p) {
         rmq_free(arg);
         json_decref(query);
         json_decref(body);
+        api_post_clear(post);
         return queue_json(conn, 500, NULL, NULL);
     }
-    p->msg.op = op;
+    p->msg.op = (enum admin_op)op;
     p->msg.arg = arg;
     p->msg.query = query;
     p->msg.body = body;
     p->msg.status = 200; /* a handler that sets only reply means success */
     p->msg.done = pending_done;
     p->msg.done_ctx = p;
-    p->healthz = op == ADMIN_OP_STATS;
+    p->post = *post;
+    memset(post, 0, sizeof *post);
+    if (p->post.timeout_s)
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, p->post.timeout_s);
 
     pthread_mutex_lock(&pending_lock);
     if (h->stopping) {
@@ -340,7 +329,7 @@ static enum MHD_Result start_loop_op(struct http_admin *h, struct MHD_Connection
 
 /* Called when a suspended connection resumes: turns the loop's reply into
  * the response and drops the request's reference. */
-static enum MHD_Result finish_pending(struct MHD_Connection *conn, struct request *req)
+static enum MHD_Result finish_pending(struct http_admin *h, struct MHD_Connection *conn, struct request *req)
 {
     struct pending *p = req->pending;
     req->pending = NULL;
@@ -360,96 +349,30 @@ static enum MHD_Result finish_pending(struct MHD_Connection *conn, struct reques
     /* completed: the mailbox's ref is gone, so the message is ours alone. */
     json_t *reply = p->msg.reply;
     int status = p->msg.status;
-    bool healthz = p->healthz;
+    struct api_post post = p->post;
+    memset(&p->post, 0, sizeof p->post);
     p->msg.reply = NULL;
     assert(last); /* completed means the mailbox side already let go */
     (void)last;
     pending_free(p);
-
-    if (healthz) {
-        /* /healthz answers ok on its own; live stats are a bonus. */
-        json_t *ok = json_pack("{s:s}", "status", "ok");
-        if (ok && json_is_object(reply) && status >= 200 && status < 300 &&
-            json_object_update(ok, reply) < 0) {
-            json_decref(ok);
-            ok = NULL;
-        }
-        json_decref(reply);
-        return queue_json(conn, 200, ok, NULL);
-    }
-    if (!reply) {
-        return reply_error(conn, 500, "internal error", "the request handler produced no reply (status %d)",
-                           status);
-    }
-    if (status < 100 || status > 599) {
-        json_decref(reply);
-        return reply_error(conn, 500, "internal error", "the request handler returned HTTP status %d",
-                           status);
-    }
-    return queue_json(conn, (unsigned)status, reply, NULL);
+    struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
+    return api_finish(&env, conn, status, reply, &post);
 }
 
 /* ---- the router --------------------------------------------------------- */
-
-/* PUT /api/topics/{topic}: the body must be a JSON object. Returns a new
- * object, or NULL after queueing a 400 (*r). */
-static json_t *parse_body_object(struct MHD_Connection *conn, const struct request *req, enum MHD_Result *r)
-{
-    json_error_t jerr;
-    json_t *body = json_loadb(req->body ? req->body : "", req->body_len, 0, &jerr);
-    if (!body) {
-        *r = reply_error(conn, 400, "bad json", "the request body is not valid JSON: %s (line %d, column %d)",
-                         jerr.text, jerr.line, jerr.column);
-        return NULL;
-    }
-    if (!json_is_object(body)) {
-        json_decref(body);
-        *r = reply_error(conn, 400, "bad json", "the request body must be a JSON object");
-        return NULL;
-    }
-    return body;
-}
 
 /* Final call of a request that is not waiting on the loop: route it. */
 static enum MHD_Result dispatch(struct http_admin *h, struct MHD_Connection *conn, struct request *req,
                                 const char *url, const char *method)
 {
-    enum MHD_Result r = MHD_NO;
+    req->method = api_routes_method_bit(method);
     if (req->body_too_big)
         return reply_error(conn, 413, "payload too large", "request bodies are limited to %u bytes",
                            HTTP_ADMIN_BODY_MAX);
     if (req->body_oom)
         return queue_json(conn, 500, NULL, NULL);
-    const char *name_seg = NULL;
-    size_t name_len = 0;
-    enum api_route route = api_routes_match(url, &name_seg, &name_len);
-    if (route == API_ROUTE_NONE)
-        return reply_error(conn, 404, "not found", "no route for %.200s", url);
-    if (!api_routes_method_allowed(route, method))
-        return reply_method_not_allowed(conn, method, api_routes_allow(route));
-
-    char *name = NULL;
-    if (name_seg &&
-        !(name = decode_name(conn, name_seg, name_len, route == API_ROUTE_TOPIC ? "topic" : "group", &r)))
-        return r;
-    json_t *query = collect_query(conn, &r);
-    if (!query) {
-        rmq_free(name);
-        return r;
-    }
-    if (route == API_ROUTE_EVENTS) {
-        r = api_events_get(conn, query, h->store_path, &h->reader);
-        json_decref(query);
-        return r;
-    }
-    enum admin_op op = api_routes_op(route, method);
-    json_t *body = NULL;
-    if (op == ADMIN_OP_TOPIC_PUT && !(body = parse_body_object(conn, req, &r))) {
-        rmq_free(name);
-        json_decref(query);
-        return r;
-    }
-    return start_loop_op(h, conn, req, op, name, query, body);
+    struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
+    return (enum MHD_Result)api_dispatch(&env, conn, req, url, method, req->body, req->body_len, &req->route);
 }
 
 /* Appends upload data, keeping at most HTTP_ADMIN_BODY_MAX bytes. */
@@ -519,7 +442,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     if (req->pending) {
         req->responded = true;
-        return finish_pending(conn, req);
+        return finish_pending(h, conn, req);
     }
     enum MHD_Result r = dispatch(h, conn, req, url, method);
     if (!req->pending)
@@ -527,15 +450,173 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r;
 }
 
+/* Counts one answered request under its route, method and status. */
+static void count_request(struct http_admin *h, struct MHD_Connection *conn, const struct request *req)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    unsigned status = ci ? ci->http_status : 0;
+    unsigned route = req->route < API_ROUTE_COUNT ? (unsigned)req->route : API_ROUTE_NONE;
+    pthread_mutex_lock(&pending_lock);
+    struct http_count *slot = NULL;
+    for (size_t i = 0; i < HTTP_COUNT_SLOTS && !slot; i++) {
+        struct http_count *c = &h->counts[route][i];
+        if (c->method == 0 || (c->method == req->method && c->status == status))
+            slot = c;
+    }
+    if (slot) {
+        slot->method = req->method ? req->method : 0x100; /* 0x100: a method we do not serve */
+        slot->status = status;
+        slot->count++;
+    } else {
+        h->counts_overflow++;
+    }
+    pthread_mutex_unlock(&pending_lock);
+}
+
+static const char *method_name(unsigned bit)
+{
+    switch (bit) {
+    case API_GET: return "GET";
+    case API_PUT: return "PUT";
+    case API_DELETE: return "DELETE";
+    case API_POST: return "POST";
+    default: return "other";
+    }
+}
+
+/* See http_admin_api.h. Copies the counters under the lock, then formats. */
+int http_admin_metrics_append(struct http_admin *h, struct buf *b)
+{
+    static struct http_count snap[API_ROUTE_COUNT][HTTP_COUNT_SLOTS]; /* HTTP thread only */
+    pthread_mutex_lock(&pending_lock);
+    memcpy(snap, h->counts, sizeof snap);
+    uint64_t overflow = h->counts_overflow;
+    unsigned streams = h->streams;
+    pthread_mutex_unlock(&pending_lock);
+    int rc = metrics_header(b, "rmqcoord_http_requests_total", "counter",
+                            "Admin HTTP requests answered, by route template, method and status");
+    for (unsigned r = 0; r < API_ROUTE_COUNT && rc == 0; r++) {
+        const struct api_route_def *d = api_routes_def((enum api_route)r);
+        for (size_t i = 0; i < HTTP_COUNT_SLOTS && rc == 0 && snap[r][i].method; i++) {
+            char labels[256];
+            snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\",status=\"%u\"",
+                     d ? d->path : "unmatched", method_name(snap[r][i].method), snap[r][i].status);
+            rc = metrics_sample(b, "rmqcoord_http_requests_total", labels, snap[r][i].count);
+        }
+    }
+    if (rc == 0)
+        rc = metrics_header(b, "rmqcoord_http_requests_uncounted_total", "counter",
+                            "Requests not counted by route (more distinct statuses than slots)");
+    if (rc == 0)
+        rc = metrics_sample(b, "rmqcoord_http_requests_uncounted_total", "", overflow);
+    if (rc == 0)
+        rc = metrics_header(b, "rmqcoord_event_streams", "gauge", "Open /api/events/stream connections");
+    if (rc == 0)
+        rc = metrics_sample(b, "rmqcoord_event_streams", "", streams);
+    return rc;
+}
+
+/* ---- event streams: slots, parking and the poll ticker ------------------- */
+
+bool http_admin_stream_acquire(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    bool ok = !h->stopping && h->streams < API_STREAM_MAX;
+    if (ok)
+        h->streams++;
+    pthread_mutex_unlock(&pending_lock);
+    return ok;
+}
+
+void http_admin_stream_release(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    h->streams--;
+    pthread_mutex_unlock(&pending_lock);
+}
+
+bool http_admin_stopping(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    bool s = h->stopping;
+    pthread_mutex_unlock(&pending_lock);
+    return s;
+}
+
+/* See http_admin_api.h. Suspends under the lock (we are on the HTTP thread,
+ * inside MHD's callback) so the ticker can only resume it afterwards. The
+ * array cannot overflow: at most one parked entry per open stream. */
+void http_admin_stream_park(struct http_admin *h, struct MHD_Connection *conn, struct api_stream *st)
+{
+    (void)st;
+    pthread_mutex_lock(&pending_lock);
+    if (h->stopping || h->nparked == API_STREAM_MAX) {
+        pthread_mutex_unlock(&pending_lock);
+        return; /* not parked: MHD calls the reader again, which sees stopping */
+    }
+    MHD_suspend_connection(conn);
+    h->parked[h->nparked++] = conn;
+    pthread_cond_signal(&h->tick_wake);
+    pthread_mutex_unlock(&pending_lock);
+}
+
+/* Resumes every parked stream; the caller holds pending_lock, which is
+ * dropped around the MHD calls (lock order, see the file comment). */
+static void resume_parked_locked(struct http_admin *h)
+{
+    struct MHD_Connection *batch[API_STREAM_MAX];
+    size_t n = h->nparked;
+    memcpy(batch, h->parked, n * sizeof *batch);
+    h->nparked = 0;
+    h->resumes_running++;
+    pthread_mutex_unlock(&pending_lock);
+    for (size_t i = 0; i < n; i++)
+        MHD_resume_connection(batch[i]); /* still suspended: only we resume a parked one */
+    pthread_mutex_lock(&pending_lock);
+    if (--h->resumes_running == 0)
+        pthread_cond_broadcast(&h->resumes_done);
+}
+
+/* The ticker thread: while streams are parked, resumes them every
+ * API_STREAM_POLL_MS so each polls the store again; sleeps otherwise. */
+static void *ticker_main(void *arg)
+{
+    struct http_admin *h = arg;
+    pthread_mutex_lock(&pending_lock);
+    while (!h->stopping) {
+        if (h->nparked == 0) {
+            pthread_cond_wait(&h->tick_wake, &pending_lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += API_STREAM_POLL_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        /* Wake-ups from further parks are ignored until the tick is due. */
+        while (!h->stopping && pthread_cond_timedwait(&h->tick_wake, &pending_lock, &ts) == 0)
+            ;
+        if (!h->stopping)
+            resume_parked_locked(h);
+    }
+    pthread_mutex_unlock(&pending_lock);
+    return NULL;
+}
+
 /* MHD_RequestCompletedCallback: every request ends here, answered or not
  * (client gone, timeout, daemon shutdown). Drops the request's ref. */
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    struct http_admin *h = cls;
     struct request *req = *con_cls;
     *con_cls = NULL;
     if (!req)
         return;
+    if (req->responded && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        count_request(h, conn, req);
     struct pending *p = req->pending;
     if (p) {
         pthread_mutex_lock(&pending_lock);
@@ -607,8 +688,14 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
     h->mailbox = opt->mailbox;
     if (opt->store_path && !(h->store_path = rmq_strdup(opt->store_path)))
         goto fail_h;
+    if (opt->admin_token && *opt->admin_token && !(h->token = rmq_strdup(opt->admin_token)))
+        goto fail_path;
     if (pthread_cond_init(&h->resumes_done, NULL) != 0)
         goto fail_path;
+    if (pthread_cond_init(&h->tick_wake, NULL) != 0) {
+        pthread_cond_destroy(&h->resumes_done);
+        goto fail_path;
+    }
 
     json_object_seed(0); /* before a second thread can create objects */
     unsigned flags =
@@ -632,12 +719,20 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
         goto fail_cond;
     }
     h->port = info->port;
+    if (pthread_create(&h->ticker, NULL, ticker_main, h) != 0) {
+        snprintf(err, errlen, "cannot start the event-stream ticker thread");
+        MHD_stop_daemon(h->daemon);
+        goto fail_cond;
+    }
+    h->ticker_started = true;
     *out = h;
     return 0;
 
 fail_cond:
     pthread_cond_destroy(&h->resumes_done);
+    pthread_cond_destroy(&h->tick_wake);
 fail_path:
+    rmq_free(h->token);
     rmq_free(h->store_path);
 fail_h:
     rmq_free(h);
@@ -662,6 +757,13 @@ void http_admin_stop(struct http_admin *h)
         return;
     pthread_mutex_lock(&pending_lock);
     h->stopping = true;
+    pthread_cond_broadcast(&h->tick_wake);
+    pthread_mutex_unlock(&pending_lock);
+    if (h->ticker_started)
+        pthread_join(h->ticker, NULL);
+    pthread_mutex_lock(&pending_lock);
+    if (h->nparked)
+        resume_parked_locked(h); /* their readers see stopping and end the stream */
     while (h->inflight) {
         struct pending *p = h->inflight;
         struct MHD_Connection *conn = p->conn;
@@ -678,6 +780,8 @@ void http_admin_stop(struct http_admin *h)
     if (h->reader)
         store_reader_close(h->reader);
     pthread_cond_destroy(&h->resumes_done);
+    pthread_cond_destroy(&h->tick_wake);
+    rmq_free(h->token);
     rmq_free(h->store_path);
     rmq_free(h);
 }

@@ -36,6 +36,10 @@ int http_admin_reply_json(struct MHD_Connection *conn, unsigned status, json_t *
 __attribute__((format(printf, 4, 5))) int http_admin_reply_error(struct MHD_Connection *conn, unsigned status,
                                                                  const char *code, const char *fmt, ...);
 
+/* 405 with an Allow header; 401 with WWW-Authenticate: Bearer. */
+int http_admin_reply_method_not_allowed(struct MHD_Connection *conn, const char *method, const char *allow);
+int http_admin_reply_unauthorized(struct MHD_Connection *conn, const char *detail);
+
 /* Queues len bytes of data with content_type. copy: MHD copies the bytes
  * (else they must outlive the response: static data only). */
 int http_admin_reply_bytes(struct MHD_Connection *conn, unsigned status, const char *content_type,
@@ -119,6 +123,55 @@ int api_routes_pct_decode(const char *s, size_t n, bool plus_is_space, char **ou
 /* Parses a non-negative decimal integer (digits only) <= max into *out.
  * Returns 0, or RMQ_EINVAL for anything else (empty, sign, overflow). */
 int api_routes_parse_uint(const char *s, int64_t max, int64_t *out);
+
+/* ---- http_admin.c <-> api_dispatch.c ---- */
+
+/* How the HTTP thread turns a loop reply into the response. */
+enum api_finish {
+    API_FINISH_PLAIN,       /* status and reply as they are */
+    API_FINISH_HEALTHZ,     /* merged into {"status":"ok"}, always 200 */
+    API_FINISH_PAGE,        /* slice reply[page_key] by page_field (limit, after) */
+    API_FINISH_METRICS,     /* reply {"text"} + HTTP counters, served as text/plain */
+    API_FINISH_CLIENT,      /* add the store's clients row; not live but stored = 200 */
+    API_FINISH_CLIENTS,     /* page + firstSeenMs from the store */
+    API_FINISH_DIAGNOSTICS, /* add the store's subscription churn */
+    API_FINISH_AT,          /* reply is the allocation: nested into extra (the membership) */
+};
+
+struct api_post {
+    enum api_finish finish;
+    const char *page_key, *page_field; /* static strings */
+    char *after;                       /* owned: page cursor value, NULL = first page */
+    int64_t limit;
+    json_t *extra;      /* owned */
+    unsigned timeout_s; /* MHD connection timeout once answered (0 = default) */
+};
+void api_post_clear(struct api_post *post);
+
+/* What the route handlers may use of the server (borrowed). */
+struct api_env {
+    struct http_admin *h;
+    const char *store_path;       /* NULL: no store */
+    struct store_reader **reader; /* the HTTP thread's reader, opened on first use */
+    const char *token;            /* NULL: mutating routes are open */
+    size_t token_len;
+};
+
+/* http_admin.c: suspends conn and posts op to the loop; arg, query, body and
+ * post's contents are stolen. req is the access handler's per-request state. */
+int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req, int op, char *arg,
+                    json_t *query, json_t *body, struct api_post *post);
+struct buf;
+/* http_admin.c: appends the HTTP request counters (route, method, status). */
+int http_admin_metrics_append(struct http_admin *h, struct buf *b);
+
+/* api_dispatch.c: answers one complete request (body may be NULL); sets
+ * *route_out to the matched route (API_ROUTE_NONE for a 404). */
+int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *req, const char *url,
+                 const char *method, const char *body, size_t body_len, enum api_route *route_out);
+/* api_dispatch.c: turns the loop's answer (reply stolen) into the response. */
+int api_finish(const struct api_env *env, struct MHD_Connection *conn, int status, json_t *reply,
+               struct api_post *post);
 
 /* ---- api_util.c: cursors, pagination, names, tokens (pure) ---- */
 

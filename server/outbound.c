@@ -25,7 +25,7 @@ int outbound_send(struct server *s, struct conn *c, struct rmq_cmd *req, int64_t
     req->opaque = s->next_opaque++;
     req->flag = 0;
     req->serialize_type = RMQ_SERIALIZE_JSON;
-    int rc = conn_send(c, req, false);
+    int rc = conn_send(c, req);
     if (rc != 0)
         return rc;
     s->outbound[s->noutbound++] = (struct outbound_pending){.conn = c,

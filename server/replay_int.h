@@ -146,7 +146,7 @@ struct replay {
     struct buf out, explain;
     struct replay_stats st;
     struct rp_view **views;
-    size_t nviews;
+    size_t nviews, views_cap;
     struct hashmap conns, clients, gviews, gts, routes, caches, notified;
     struct rp_client **all; /* every client ever, creation order */
     size_t nall, all_cap;
@@ -161,6 +161,15 @@ struct replay {
 
 /* replay.c */
 int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c);
+struct rp_action rp_pop_action(struct replay *rp);
+int rp_push_deadline(struct replay *rp, struct rp_client *c);
+int64_t rp_next_scan(struct replay *rp);
+struct rp_client *rp_find_client(struct replay *rp, uint64_t conn, const char *group);
+struct rp_conn *rp_find_conn(struct replay *rp, uint64_t id);
+int rp_ptr_push(void ***arr, size_t *n, size_t *cap, void *p);
+void rp_ptr_remove(void **arr, size_t *n, const void *p);
+struct rp_view *rp_get_view(struct replay *rp, const char *name);
+void rp_flush_notifies(struct replay *rp);
 void rp_mark_stale(struct replay *rp, struct rp_client *c);
 bool rp_in_window(const struct replay *rp, int64_t ts);
 

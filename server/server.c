@@ -39,10 +39,56 @@ int64_t server_now_ms(const struct server *s)
 void server_send_reply(struct server *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
                        bool durable)
 {
-    (void)s;
-    if (!rmq_cmd_is_oneway(req))
-        conn_send(c, resp, durable);
-    rmq_cmd_clear(resp);
+    if (rmq_cmd_is_oneway(req)) {
+        rmq_cmd_clear(resp);
+        return;
+    }
+    if (!durable) {
+        conn_send(c, resp);
+        rmq_cmd_clear(resp);
+        return;
+    }
+    if (s->nacks == s->acks_cap) {
+        size_t cap = s->acks_cap ? s->acks_cap * 2 : 64;
+        struct held_ack *p = rmq_realloc(s->acks, cap * sizeof *p);
+        if (!p) {
+            rmq_cmd_clear(resp);
+            conn_close_async(c, "out of memory holding a reply");
+            return;
+        }
+        s->acks = p;
+        s->acks_cap = cap;
+    }
+    s->acks[s->nacks].conn = c;
+    s->acks[s->nacks++].resp = *resp;
+    rmq_cmd_init(resp);
+}
+
+/* After the commit: sends the held replies, or SYSTEM_ERROR in their place
+ * when the batch they depend on was not stored. */
+static void release_acks(struct server *s, bool stored)
+{
+    for (size_t i = 0; i < s->nacks; i++) {
+        struct held_ack *a = &s->acks[i];
+        if (a->conn && stored) {
+            conn_send(a->conn, &a->resp);
+        } else if (a->conn) {
+            struct rmq_cmd err;
+            if (rmq_cmd_init_response(&err, &a->resp, RMQ_RESP_SYSTEM_ERROR,
+                                      "not stored: the store could not commit; retry later") == 0)
+                conn_send(a->conn, &err);
+            rmq_cmd_clear(&err);
+        }
+        rmq_cmd_clear(&a->resp);
+    }
+    s->nacks = 0;
+}
+
+static void forget_acks_of(struct server *s, const struct conn *c)
+{
+    for (size_t i = 0; i < s->nacks; i++)
+        if (s->acks[i].conn == c)
+            s->acks[i].conn = NULL;
 }
 
 void server_reply_code(struct server *s, struct conn *c, const struct rmq_cmd *req, int32_t code,
@@ -379,6 +425,7 @@ static void on_close(void *ctx, struct conn *c)
     log_debug("connection %s closed: %s", c->peer, c->close_reason);
     pull_drop_conn(s, c);
     outbound_drop_conn(s, c);
+    forget_acks_of(s, c);
     trace_record_close(s->trace, server_now_ms(s), c->id, c->peer, c->close_reason);
     registry_channel_close(&s->reg, c->id);
     int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, server_now_ms(s));
@@ -446,7 +493,8 @@ static void before_sleep(struct loop *l, void *ctx)
             }
             stats_histogram_add(&s->stats.commit, stats_clock_us() - t0);
         }
-        conn_set_flush(s->conns, durable_ok);
+        release_acks(s, durable_ok);
+        conn_set_flush(s->conns);
         if (!s->reg.pending)
             break;
     }
@@ -613,6 +661,8 @@ static int setup_signals(struct server *s)
     if (s->signal_fd < 0)
         return -errno;
     signal(SIGPIPE, SIG_IGN);
+    /* A file-size limit must fail the write (SQLite reports it), not kill the daemon. */
+    signal(SIGXFSZ, SIG_IGN);
     return loop_add_fd(s->loop, s->signal_fd, LOOP_READ, on_signal, s);
 }
 
@@ -769,6 +819,8 @@ void server_fini(struct server *s)
     }
     if (s->store && store_in_batch(s->store) && store_commit(s->store) != 0)
         log_error("store: final commit failed: %s", store_errmsg(s->store));
+    release_acks(s, false);
+    rmq_free(s->acks);
     store_close(s->store);
     s->store = NULL;
     trace_recorder_close(s->trace);

@@ -43,6 +43,13 @@ struct held_pull {
     int64_t deadline_ms; /* server_now_ms clock (virtual-clock aware) */
 };
 
+/* A reply that reports a stored fact, held until the batch that stores it
+ * has committed (then sent), or failed (then replaced by SYSTEM_ERROR). */
+struct held_ack {
+    struct conn *conn; /* borrowed; NULL once it closed */
+    struct rmq_cmd resp;
+};
+
 struct server {
     const struct config *cfg;
     struct loop *loop;
@@ -59,6 +66,8 @@ struct server {
     struct hashmap locks;     /* "group\0topic\0broker\0qid" -> struct queue_lock* (owned) */
     struct held_pull *pulls;  /* owned */
     size_t npulls, pulls_cap;
+    struct held_ack *acks; /* owned */
+    size_t nacks, acks_cap;
     struct outbound_pending *outbound; /* owned: requests sent to clients awaiting a reply */
     size_t noutbound, outbound_cap;
     struct holdings_round *rounds; /* owned list: admin holdings checks in progress */
@@ -99,7 +108,9 @@ void server_reset_live(struct server *s);
 int server_clock_advance(struct server *s, int64_t ms);
 
 /* Sends resp as the reply to req unless req is oneway (PROTOCOL: never
- * answer flag&2). Clears resp. durable: see conn_send. */
+ * answer flag&2). Takes resp's contents (resp is left cleared). durable:
+ * resp reports a stored fact, so it is held until the store batch commits;
+ * if the commit fails the client gets SYSTEM_ERROR instead. */
 void server_send_reply(struct server *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
                        bool durable);
 /* Replies SUCCESS with the bytes of body, which the caller built with status

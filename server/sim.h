@@ -91,6 +91,7 @@ struct sim_pq {
 };
 
 struct sim_topic {
+    struct sim_client *client;
     char *name; /* owned */
     bool retry; /* %RETRY%<group> */
     int64_t sub_version;
@@ -162,6 +163,8 @@ int sim_client_start(struct sim_client *c);
 void sim_client_arm(struct sim_client *c);
 /* Request a rebalance round now (coalesced with one in progress). */
 void sim_client_wake(struct sim_client *c, enum sim_reason why);
+/* Whether addr is a broker address in one of the client's routes. */
+bool sim_client_is_broker(const struct sim_client *c, const char *addr);
 /* Heartbeats every broker address the client knows. */
 void sim_client_heartbeat_all(struct sim_client *c);
 /* The group's connection to addr (found or made); NULL on a bad address. */

@@ -47,7 +47,7 @@ struct sim_conn {
     bool in_work;   /* on the before-sleep work list */
     bool broken;    /* torn down before sleep */
     bool up_news;   /* on_up still to be told (never from inside a send) */
-    char why[160]; /* reason for the pending teardown */
+    char why[224]; /* reason for the pending teardown */
     int64_t retry_at;
     int64_t backoff_ms;
     struct rmq_frame_decoder dec;

@@ -94,6 +94,15 @@ static void classify(const struct tagged *t, size_t n, struct sim_diff *d)
             d->removed[d->nremoved++] = t[i].index;
         else if (has_new && !has_old)
             d->added[d->nadded++] = t[i].index;
+        /* Sorted old-first, then by index: t[i] is old when has_old, and the
+         * first new entry is the one that keeps its place in the new order. */
+        bool first = true;
+        for (size_t k = i; k < j; k++) {
+            if (t[k].side != 1)
+                continue;
+            d->old_of_new[t[k].index] = !first ? SIM_DIFF_DUP : has_old ? t[i].index : SIM_DIFF_ADDED;
+            first = false;
+        }
         i = j;
     }
 }
@@ -112,7 +121,8 @@ int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct
     struct tagged *t = rmq_calloc(n ? n : 1, sizeof *t);
     d->removed = rmq_calloc(nold ? nold : 1, sizeof *d->removed);
     d->added = rmq_calloc(nnew ? nnew : 1, sizeof *d->added);
-    if (!t || !d->removed || !d->added) {
+    d->old_of_new = rmq_calloc(nnew ? nnew : 1, sizeof *d->old_of_new);
+    if (!t || !d->removed || !d->added || !d->old_of_new) {
         rmq_free(t);
         sim_diff_clear(d);
         return RMQ_ENOMEM;
@@ -135,5 +145,6 @@ void sim_diff_clear(struct sim_diff *d)
         return;
     rmq_free(d->removed);
     rmq_free(d->added);
+    rmq_free(d->old_of_new);
     memset(d, 0, sizeof *d);
 }

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The subscribe set (mqAll) of topic from route r: readQueueNums queues of
  * every queueData with the read permission (PROTOCOL: §4.3), in route order.
@@ -37,7 +38,12 @@ struct sim_diff {
     size_t nremoved;
     size_t *added; /* indexes into new */
     size_t nadded;
+    /* nnew entries: the old index of a kept queue, SIM_DIFF_ADDED for a new
+     * one, SIM_DIFF_DUP for a repeat of an earlier entry of the new list. */
+    size_t *old_of_new;
 };
+#define SIM_DIFF_ADDED SIZE_MAX
+#define SIM_DIFF_DUP (SIZE_MAX - 1)
 
 /* Compares the sets old[0..nold) and nw[0..nnew) (duplicates count once).
  * O((n+m) log(n+m)). 0 (d new; sim_diff_clear) or RMQ_ENOMEM. */

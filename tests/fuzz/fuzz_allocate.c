@@ -24,14 +24,15 @@
 static bool small_enough(const struct allocate_json_case *c)
 {
     const struct allocate_options *o = &c->options;
-    return c->input.n_queues <= MAX_QUEUES && c->input.n_consumers <= MAX_CONSUMERS && o->n_config <= MAX_LIST &&
-           o->n_idcs <= MAX_LIST && o->n_broker_rooms <= MAX_LIST && o->n_consumer_rooms <= MAX_LIST &&
-           o->virtual_nodes <= MAX_VNODES;
+    return c->input.n_queues <= MAX_QUEUES && c->input.n_consumers <= MAX_CONSUMERS &&
+           o->n_config <= MAX_LIST && o->n_idcs <= MAX_LIST && o->n_broker_rooms <= MAX_LIST &&
+           o->n_consumer_rooms <= MAX_LIST && o->virtual_nodes <= MAX_VNODES;
 }
 
 static bool queue_same(const struct allocate_queue *a, const struct allocate_queue *b)
 {
-    return !strcmp(a->topic, b->topic) && !strcmp(a->broker_name, b->broker_name) && a->queue_id == b->queue_id;
+    return !strcmp(a->topic, b->topic) && !strcmp(a->broker_name, b->broker_name) &&
+           a->queue_id == b->queue_id;
 }
 
 static void check_result(const struct allocate_json_case *c, const struct allocate_result *r)
@@ -90,9 +91,9 @@ static void check_result(const struct allocate_json_case *c, const struct alloca
 
     /* Splitting strategies over distinct ids: every queue exactly once. */
     enum allocate_strategy s = c->options.strategy;
-    bool partition = !dups && (s == ALLOCATE_AVG || s == ALLOCATE_AVG_BY_CIRCLE ||
-                               s == ALLOCATE_MACHINE_ROOM_NEARBY ||
-                               (s == ALLOCATE_CONSISTENT_HASH && c->options.virtual_nodes > 0));
+    bool partition =
+        !dups && (s == ALLOCATE_AVG || s == ALLOCATE_AVG_BY_CIRCLE || s == ALLOCATE_MACHINE_ROOM_NEARBY ||
+                  (s == ALLOCATE_CONSISTENT_HASH && c->options.virtual_nodes > 0));
     if (s != ALLOCATE_CONFIG && !dups)
         FUZZ_CHECK(r->n_overlapping == 0);
     if (partition)

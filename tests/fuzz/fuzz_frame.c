@@ -42,7 +42,8 @@ static void check_round_trip(const struct rmq_cmd *a)
 }
 
 /* One-shot decode of the first frame with allocation number `fail` failing. */
-static void check_oom(const uint8_t *data, size_t size, size_t max_frame, const struct rmq_cmd *ref, long fail)
+static void check_oom(const uint8_t *data, size_t size, size_t max_frame, const struct rmq_cmd *ref,
+                      long fail)
 {
     struct rmq_cmd c;
     rmq_cmd_init(&c);

@@ -22,7 +22,8 @@ static void check_json_round_trip(const struct rmq_cmd *a)
     char err[160] = "";
     int rc = rmq_header_json_decode(buf_head(&e1), buf_live(&e1), &b, err, sizeof err);
     if (rc)
-        fprintf(stderr, "re-decode failed: %d %s\n%.*s\n", rc, err, (int)buf_live(&e1), (const char *)buf_head(&e1));
+        fprintf(stderr, "re-decode failed: %d %s\n%.*s\n", rc, err, (int)buf_live(&e1),
+                (const char *)buf_head(&e1));
     FUZZ_CHECK(rc == RMQ_OK);
     FUZZ_CHECK(fuzz_cmd_equal(a, &b, true, false));
     FUZZ_CHECK(rmq_header_json_encode(&b, &e2) == RMQ_OK);

@@ -28,7 +28,8 @@ static bool sub_equal(const struct rmq_subscription *a, const struct rmq_subscri
 static bool hb_equal(const struct rmq_heartbeat *a, const struct rmq_heartbeat *b)
 {
     if (!fuzz_str_eq(a->client_id, b->client_id) || a->nconsumers != b->nconsumers ||
-        a->nproducers != b->nproducers || a->fingerprint != b->fingerprint || a->without_sub != b->without_sub)
+        a->nproducers != b->nproducers || a->fingerprint != b->fingerprint ||
+        a->without_sub != b->without_sub)
         return false;
     for (size_t i = 0; i < a->nproducers; i++)
         if (!fuzz_str_eq(a->producer_groups[i], b->producer_groups[i]))
@@ -85,8 +86,9 @@ static void encode_heartbeat(const struct rmq_heartbeat *hb, struct buf *out)
     rc |= buf_append_str(out, ",\"consumerDataSet\":[");
     for (size_t i = 0; i < hb->nconsumers; i++) {
         const struct rmq_consumer_data *c = &hb->consumers[i];
-        rc |= buf_appendf(out, "%s{\"consumeFromWhere\":\"%s\",\"consumeType\":\"%s\",\"groupName\":", i ? "," : "",
-                          rmq_consume_from_where_name(c->consume_from_where), rmq_consume_type_name(c->consume_type));
+        rc |= buf_appendf(
+            out, "%s{\"consumeFromWhere\":\"%s\",\"consumeType\":\"%s\",\"groupName\":", i ? "," : "",
+            rmq_consume_from_where_name(c->consume_from_where), rmq_consume_type_name(c->consume_type));
         rc |= rmq_json_append_string(out, c->group);
         rc |= buf_appendf(out, ",\"messageModel\":\"%s\",\"subscriptionDataSet\":[",
                           rmq_message_model_name(c->message_model));
@@ -116,7 +118,8 @@ static void check_round_trip(const struct rmq_heartbeat *hb)
     char err[200] = "";
     int rc = rmq_heartbeat_parse(buf_head(&e), buf_live(&e), &back, err, sizeof err);
     if (rc)
-        fprintf(stderr, "re-parse failed: %d %s\n%.*s\n", rc, err, (int)buf_live(&e), (const char *)buf_head(&e));
+        fprintf(stderr, "re-parse failed: %d %s\n%.*s\n", rc, err, (int)buf_live(&e),
+                (const char *)buf_head(&e));
     FUZZ_CHECK(rc == RMQ_OK);
     FUZZ_CHECK(hb_equal(hb, &back));
     rmq_heartbeat_clear(&back);

@@ -1,6 +1,6 @@
 /* fuzz_http_router.c — the admin API router's pure functions
- * (api_routes_match, api_routes_pct_decode, api_routes_parse_uint and the
- * method table).
+ * (api_routes_match over the route table, api_routes_pct_decode,
+ * api_routes_parse_uint and the method helpers).
  *
  * Input: one control byte, then the text (up to the first NUL, as MHD hands
  * over C strings). Control bits 0-1 pick the parse_uint limit (INT64_MAX,
@@ -12,31 +12,64 @@
 #include "fuzz_common.h"
 #include "http_admin_api.h"
 
-static bool has_prefix(const char *s, const char *p)
+#define REF_MAX_SEGS 16
+
+/* Splits p ("/a/b", '/' first) into segments; -1 when over max. */
+static int ref_split(const char *p, const char **seg, size_t *len, int max)
 {
-    return strncmp(s, p, strlen(p)) == 0;
+    if (*p != '/')
+        return -1;
+    int n = 0;
+    for (p++;; n++) {
+        if (n == max)
+            return -1;
+        const char *e = strchr(p, '/');
+        seg[n] = p;
+        len[n] = e ? (size_t)(e - p) : strlen(p);
+        if (!e)
+            return n + 1;
+        p = e + 1;
+    }
 }
 
-/* The route table as the contract states it, path by path. */
-static enum api_route ref_match(const char *u, const char **seg, size_t *len)
+/* Whether url fits template tpl ("{name}" segments take any one segment,
+ * literal ones must be equal); fills the parameters. */
+static bool ref_fits(const char *tpl, const char *url, const char **param, size_t *plen, int *np)
 {
-    if (!strcmp(u, "/healthz"))
-        return API_ROUTE_HEALTHZ;
-    if (!strcmp(u, "/api/groups"))
-        return API_ROUTE_GROUPS;
-    if (!strcmp(u, "/api/topics"))
-        return API_ROUTE_TOPICS;
-    if (!strcmp(u, "/api/events"))
-        return API_ROUTE_EVENTS;
-    bool groups = has_prefix(u, "/api/groups/"), topics = has_prefix(u, "/api/topics/");
-    if (!groups && !topics)
-        return API_ROUTE_NONE;
-    const char *rest = u + strlen("/api/groups/"), *slash = strchr(rest, '/');
-    *seg = rest;
-    *len = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (!slash)
-        return groups ? API_ROUTE_GROUP : API_ROUTE_TOPIC;
-    return groups && !strcmp(slash, "/allocation") ? API_ROUTE_GROUP_ALLOCATION : API_ROUTE_NONE;
+    const char *ts[REF_MAX_SEGS], *us[REF_MAX_SEGS];
+    size_t tl[REF_MAX_SEGS], ul[REF_MAX_SEGS];
+    int nt = ref_split(tpl, ts, tl, REF_MAX_SEGS), nu = ref_split(url, us, ul, REF_MAX_SEGS);
+    *np = 0;
+    if (nt < 0 || nu != nt)
+        return false;
+    for (int i = 0; i < nt; i++) {
+        if (tl[i] > 2 && ts[i][0] == '{' && ts[i][tl[i] - 1] == '}') {
+            FUZZ_CHECK(*np < API_MAX_PARAMS);
+            param[*np] = us[i];
+            plen[*np] = ul[i];
+            (*np)++;
+        } else if (tl[i] != ul[i] || memcmp(ts[i], us[i], tl[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The route table read in order: the first template the url fits. */
+static enum api_route ref_match(const char *url, const struct api_route_def **def, const char **param,
+                                size_t *plen, int *np)
+{
+    size_t n = 0;
+    const struct api_route_def *t = api_routes_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (ref_fits(t[i].path, url, param, plen, np)) {
+            *def = &t[i];
+            return t[i].id;
+        }
+    }
+    *def = NULL;
+    *np = 0;
+    return API_ROUTE_NONE;
 }
 
 static int hexval(char c)
@@ -118,13 +151,21 @@ static int ref_parse_uint(const char *s, int64_t max, int64_t *out)
 static void check_methods(enum api_route r)
 {
     static const char *const methods[] = {"GET", "HEAD", "PUT", "DELETE", "POST", "PATCH", "get"};
-    const char *allow = api_routes_allow(r);
-    FUZZ_CHECK(allow != NULL);
+    static const unsigned bits[] = {API_GET, API_GET, API_PUT, API_DELETE, API_POST, 0, 0};
+    const struct api_route_def *d = api_routes_def(r);
+    FUZZ_CHECK(r == API_ROUTE_NONE || (d && d->id == r));
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        FUZZ_CHECK(api_routes_method_bit(methods[i]) == bits[i]);
         bool ok = api_routes_method_allowed(r, methods[i]);
-        const char *hit = strstr(allow, methods[i]);
-        /* Listed in Allow exactly when allowed ("GET" must not match inside another name). */
-        FUZZ_CHECK(ok == (hit != NULL && (hit[strlen(methods[i])] == ',' || hit[strlen(methods[i])] == 0)));
+        FUZZ_CHECK(ok == (d && bits[i] && (d->methods & bits[i])));
+        FUZZ_CHECK(api_routes_mutating(methods[i]) ==
+                   (bits[i] == API_PUT || bits[i] == API_DELETE || bits[i] == API_POST));
+        if (d && d->allow) {
+            /* Allowed exactly when listed in Allow (as a whole name). */
+            const char *hit = strstr(d->allow, methods[i]);
+            bool listed = hit && (hit[strlen(methods[i])] == ',' || hit[strlen(methods[i])] == 0);
+            FUZZ_CHECK(ok == listed);
+        }
         (void)api_routes_op(r, methods[i]);
     }
 }
@@ -142,17 +183,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data + 1, n);
     text[n] = 0;
 
-    const char *seg = NULL, *rseg = NULL;
-    size_t len = 0, rlen = 0;
-    enum api_route r = api_routes_match(text, &seg, &len);
-    enum api_route want = ref_match(text, &rseg, &rlen);
+    struct api_match m;
+    const struct api_route_def *rdef = NULL;
+    const char *rparam[API_MAX_PARAMS];
+    size_t rplen[API_MAX_PARAMS];
+    int rnp = 0;
+    enum api_route r = api_routes_match(text, &m);
+    enum api_route want = ref_match(text, &rdef, rparam, rplen, &rnp);
     if (r != want)
         fprintf(stderr, "route %d, want %d for \"%s\"\n", (int)r, (int)want, text);
     FUZZ_CHECK(r == want);
-    if (r == API_ROUTE_GROUP || r == API_ROUTE_GROUP_ALLOCATION || r == API_ROUTE_TOPIC) {
-        FUZZ_CHECK(seg == rseg && len == rlen);
-        FUZZ_CHECK(seg >= text && seg + len <= text + n && memchr(seg, '/', len) == NULL);
-        check_decode(seg, len, false);
+    FUZZ_CHECK(m.def == rdef && m.nparams == rnp);
+    for (int i = 0; i < m.nparams; i++) {
+        FUZZ_CHECK(m.param[i] == rparam[i] && m.param_len[i] == rplen[i]);
+        FUZZ_CHECK(m.param[i] >= text && m.param[i] + m.param_len[i] <= text + n);
+        FUZZ_CHECK(memchr(m.param[i], '/', m.param_len[i]) == NULL);
+        FUZZ_CHECK(m.param_name[i][0] != 0);
+        check_decode(m.param[i], m.param_len[i], false);
     }
     check_methods(r);
 

@@ -18,7 +18,8 @@ static bool lock_equal(const struct rmq_lock_body *a, const struct rmq_lock_body
         return false;
     for (size_t i = 0; i < a->nmqs; i++)
         if (!fuzz_str_eq(a->mqs[i].topic, b->mqs[i].topic) ||
-            !fuzz_str_eq(a->mqs[i].broker_name, b->mqs[i].broker_name) || a->mqs[i].queue_id != b->mqs[i].queue_id)
+            !fuzz_str_eq(a->mqs[i].broker_name, b->mqs[i].broker_name) ||
+            a->mqs[i].queue_id != b->mqs[i].queue_id)
             return false;
     return true;
 }

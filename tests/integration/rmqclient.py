@@ -89,6 +89,7 @@ class Conn:
         self.rbuf = b""
         self.next_opaque = 1
         self.inbox = []  # server-initiated requests (e.g. NOTIFY)
+        self.responses = {}  # responses that arrived before they were waited for
         self.closed = False
 
     def close(self):
@@ -116,9 +117,7 @@ class Conn:
 
     def _fill(self, deadline):
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
+            left = max(0.0, deadline - time.monotonic())  # 0: poll once without waiting
             r, _, _ = select.select([self.sock], [], [], left)
             if not r:
                 return False
@@ -153,6 +152,10 @@ class Conn:
         return self.wait_response(opaque, timeout)
 
     def wait_response(self, opaque, timeout=3.0):
+        """The response to opaque. Replies may come in any order (as with a
+        real broker, matching is by opaque): others are kept for later."""
+        if opaque in self.responses:
+            return self.responses.pop(opaque)
         deadline = time.monotonic() + timeout
         while True:
             f = self.recv_frame(max(0.0, deadline - time.monotonic()))
@@ -160,7 +163,9 @@ class Conn:
                 return None
             if f.flag & 1 and f.opaque == opaque:
                 return f
-            if not f.flag & 1:
+            if f.flag & 1:
+                self.responses[f.opaque] = f
+            else:
                 self.inbox.append(f)
 
     def wait_notify(self, group=None, timeout=2.0):

@@ -235,6 +235,7 @@ class Protocol(DaemonTest):
         self.assertIn("9998", r.remark)
         self.assertEqual(a.inbox, [])
         self.assertEqual(a.rbuf, b"", "nothing else (no reply to the oneway requests) arrived")
+        self.assertEqual(a.responses, {})
 
     def test_pull_is_held_then_not_found(self):
         a = self.conn()

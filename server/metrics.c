@@ -1,0 +1,237 @@
+/* metrics.c — /metrics text (see metrics.h). The formatting helpers are pure;
+ * metrics_loop_snapshot reads struct server and runs on the loop thread. */
+#include "metrics.h"
+
+#include "conn.h"
+#include "err.h"
+#include "mem.h"
+#include "request_codes.h"
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int metrics_header(struct buf *b, const char *name, const char *type, const char *help)
+{
+    return buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Length of a valid UTF-8 sequence at p (1..4) or 0 (overlongs, surrogates
+ * and code points past U+10FFFF are invalid). */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0)))
+        return 0;
+    if (n == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+int metrics_label_value(struct buf *b, const char *v)
+{
+    const unsigned char *p = (const unsigned char *)v;
+    int rc = 0;
+    while (*p && rc == 0) {
+        if (*p == '\\' || *p == '"') {
+            rc = buf_append_u8(b, '\\');
+            if (rc == 0)
+                rc = buf_append_u8(b, *p);
+            p++;
+        } else if (*p == '\n') {
+            rc = buf_append_str(b, "\\n");
+            p++;
+        } else {
+            size_t n = utf8_len(p);
+            rc = n ? buf_append(b, p, n) : buf_append_u8(b, '?');
+            p += n ? n : 1;
+        }
+    }
+    return rc;
+}
+
+int metrics_sample(struct buf *b, const char *name, const char *labels, uint64_t value)
+{
+    if (labels && *labels)
+        return buf_appendf(b, "%s{%s} %llu\n", name, labels, (unsigned long long)value);
+    return buf_appendf(b, "%s %llu\n", name, (unsigned long long)value);
+}
+
+int metrics_histogram(struct buf *b, const char *name, const char *labels, const struct stats_histogram *h)
+{
+    const char *sep = labels && *labels ? "," : "";
+    const char *lab = labels ? labels : "";
+    uint64_t cum = 0;
+    int rc = 0;
+    for (size_t i = 0; i < STATS_BUCKETS && rc == 0; i++) {
+        cum += h->buckets[i];
+        if (i < STATS_BUCKETS - 1)
+            rc = buf_appendf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, lab, sep,
+                             (double)stats_bucket_bounds_us[i] / 1e6, (unsigned long long)cum);
+        else
+            rc = buf_appendf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, lab, sep, (unsigned long long)cum);
+    }
+    if (rc == 0)
+        rc = buf_appendf(b, "%s_sum%s%s%s %.6f\n", name, *lab ? "{" : "", lab, *lab ? "}" : "",
+                         (double)h->sum_us / 1e6);
+    if (rc == 0)
+        rc = buf_appendf(b, "%s_count%s%s%s %llu\n", name, *lab ? "{" : "", lab, *lab ? "}" : "",
+                         (unsigned long long)h->count);
+    return rc;
+}
+
+/* Counter or gauge with no labels: header and one sample. */
+static int simple(struct buf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+    int rc = metrics_header(b, name, type, help);
+    return rc ? rc : metrics_sample(b, name, "", v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* rmqcoord_group_members{group="G"} for every live group, sorted by name. */
+static int group_members(struct buf *b, const struct registry *r)
+{
+    int rc = metrics_header(b, "rmqcoord_group_members", "gauge", "Live members (channels) of each consumer group");
+    const char **names = rmq_malloc((r->groups.count ? r->groups.count : 1) * sizeof *names);
+    if (!names)
+        return RMQ_ENOMEM;
+    size_t n = 0, bk;
+    for (struct hashmap_entry *e = hashmap_first(&r->groups, &bk); e; e = hashmap_next(&r->groups, e, &bk))
+        names[n++] = e->key;
+    qsort(names, n, sizeof *names, cmp_str);
+    struct buf lab;
+    buf_init(&lab, 0);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct reg_group *g = registry_group(r, names[i]);
+        buf_reset(&lab);
+        rc = buf_append_str(&lab, "group=\"");
+        if (rc == 0)
+            rc = metrics_label_value(&lab, names[i]);
+        if (rc == 0)
+            rc = buf_append_str(&lab, "\"");
+        if (rc == 0)
+            rc = buf_terminate(&lab);
+        if (rc == 0)
+            rc = metrics_sample(b, "rmqcoord_group_members", (const char *)buf_head(&lab),
+                                g ? g->g.nmembers : 0);
+    }
+    buf_free(&lab);
+    rmq_free(names);
+    return rc;
+}
+
+/* Distinct client ids over the live channels. */
+static uint64_t count_clients(const struct registry *r)
+{
+    const char **ids = rmq_malloc((r->channels.count ? r->channels.count : 1) * sizeof *ids);
+    if (!ids)
+        return 0;
+    size_t n = 0, bk;
+    for (struct hashmap_entry *e = hashmap_first(&r->channels, &bk); e; e = hashmap_next(&r->channels, e, &bk)) {
+        const struct reg_channel *ch = e->val;
+        if (ch->client_id && ch->conn)
+            ids[n++] = ch->client_id;
+    }
+    qsort(ids, n, sizeof *ids, cmp_str);
+    uint64_t distinct = 0;
+    for (size_t i = 0; i < n; i++)
+        distinct += i == 0 || strcmp(ids[i], ids[i - 1]) != 0;
+    rmq_free(ids);
+    return distinct;
+}
+
+static int request_series(struct buf *b, const struct server_stats *st)
+{
+    int rc = metrics_header(b, "rmqcoord_request_duration_seconds", "histogram",
+                            "Remoting request handling time by request code (decode to reply queued)");
+    for (size_t i = 0; i < st->ncodes && rc == 0; i++) {
+        char labels[160];
+        snprintf(labels, sizeof labels, "code=\"%d\",request=\"%s\"", (int)st->codes[i].code,
+                 rmq_request_name(st->codes[i].code));
+        rc = metrics_histogram(b, "rmqcoord_request_duration_seconds", labels, &st->codes[i].latency);
+    }
+    return rc;
+}
+
+static int change_series(struct buf *b, const struct server_stats *st)
+{
+    int rc = metrics_header(b, "rmqcoord_membership_changes_total", "counter",
+                            "Membership changes by kind (join, close, unregister, expire, subscription)");
+    for (int k = 0; k < STATS_CHANGE_KINDS && rc == 0; k++) {
+        char labels[64];
+        snprintf(labels, sizeof labels, "kind=\"%s\"", stats_change_kind_name(k));
+        rc = metrics_sample(b, "rmqcoord_membership_changes_total", labels, st->changes_by_kind[k]);
+    }
+    return rc;
+}
+
+json_t *metrics_loop_snapshot(struct server *s, int *status)
+{
+    const struct server_stats *st = &s->stats;
+    struct buf b;
+    buf_init(&b, 8192);
+    int64_t up = server_now_ms(s) - s->started_ms;
+    int rc = simple(&b, "rmqcoord_uptime_seconds", "gauge", "Seconds since the daemon started",
+                    up > 0 ? (uint64_t)up / 1000 : 0);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_connections", "gauge", "Open remoting connections", conn_set_count(s->conns));
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_connections_accepted_total", "counter", "Remoting connections accepted",
+                    st->connections_accepted);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_clients", "gauge", "Distinct client ids over the live channels",
+                    count_clients(&s->reg));
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_groups", "gauge", "Consumer groups with at least one live member",
+                    s->reg.groups.count);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_groups_known", "gauge", "Consumer group names ever seen", s->reg.known.count);
+    if (rc == 0)
+        rc = group_members(&b, &s->reg);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_topics", "gauge", "Topics with a route", topics_count(&s->topics));
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_requests_total", "counter", "Remoting requests received", st->requests);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_heartbeats_total", "counter", "HEART_BEAT requests received", st->heartbeats);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_notifications_sent_total", "counter",
+                    "NOTIFY_CONSUMER_IDS_CHANGED frames sent", st->notifications_sent);
+    if (rc == 0)
+        rc = change_series(&b, st);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_expirations_total", "counter", "Members removed for missing heartbeats",
+                    st->expirations);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_bad_frames_total", "counter", "Connections closed for malformed frames",
+                    conn_set_bad_frames(s->conns));
+    if (rc == 0)
+        rc = request_series(&b, st);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_request_codes_overflow_total", "counter",
+                    "Requests whose code found no histogram slot", st->codes_overflow);
+    if (rc == 0)
+        rc = metrics_header(&b, "rmqcoord_store_commit_duration_seconds", "histogram",
+                            "SQLite batch commit time (one commit per loop iteration with writes)");
+    if (rc == 0)
+        rc = metrics_histogram(&b, "rmqcoord_store_commit_duration_seconds", "", &st->commit);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_store_commit_failures_total", "counter", "Failed store commits",
+                    st->commit_failures);
+    /* Label values are made valid UTF-8 above, but skip jansson's check: the
+     * HTTP side reads the bytes back, it never dumps this string as JSON. */
+    json_t *out = rc == 0 ? json_pack("{s:o}", "text", json_stringn_nocheck((const char *)buf_head(&b), buf_live(&b)))
+                          : NULL;
+    buf_free(&b);
+    *status = 200;
+    return out;
+}
