@@ -61,13 +61,16 @@ static char *owners_string(const struct rp_queue *q)
 /* Ends q's current overlap/stall at now, keeping it when it lasted. */
 static void close_interval(struct replay *rp, struct rp_queue *q, bool open)
 {
-    if ((q->state == RP_Q_OVERLAP || q->state == RP_Q_STALL) && rp->now > q->since &&
-        rp_ptr_push((void ***)&q->iv, &q->niv, &q->iv_cap, NULL) == 0) {
-        /* rp_ptr_push grew an array of pointers; intervals are bigger, so grow for real. */
-        q->niv--;
-        struct rp_interval *p = rmq_realloc(q->iv, (q->niv + 1) * sizeof *p);
-        if (p) {
-            q->iv = p;
+    if ((q->state == RP_Q_OVERLAP || q->state == RP_Q_STALL) && rp->now > q->since) {
+        if (q->niv == q->iv_cap) {
+            size_t cap = q->iv_cap ? q->iv_cap * 2 : 4;
+            struct rp_interval *p = rmq_realloc(q->iv, cap * sizeof *p);
+            if (p) {
+                q->iv = p;
+                q->iv_cap = cap;
+            }
+        }
+        if (q->niv < q->iv_cap) {
             q->iv[q->niv++] = (struct rp_interval){q->state, q->since, rp->now, q->snapshot, open};
             q->snapshot = NULL;
         }
@@ -303,4 +306,236 @@ int rp_client_set_topics(struct replay *rp, struct rp_client *c, const struct rm
     return RMQ_OK;
 }
 
-#include "replay_alloc.inc"
+/* ---- routes ---- */
+
+static void route_clear(struct rp_route *r)
+{
+    for (size_t i = 0; i < r->nnames; i++)
+        rmq_free(r->names[i]);
+    rmq_free(r->names);
+    rmq_free(r->queues);
+    r->names = NULL;
+    r->queues = NULL;
+    r->n = r->nnames = 0;
+}
+
+/* Fills r with the subscribe set of ev's brokers (PROTOCOL: §4.3 — every
+ * broker with the read bit, queues 0..readQueueNums-1), sorted. */
+static int route_fill(struct rp_route *r, const struct trace_event *ev)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < ev->nbrokers; i++)
+        if (ev->brokers[i].perm & TOPIC_PERM_READ)
+            total += (size_t)ev->brokers[i].read_queue_nums;
+    if (total > 65536)
+        return RMQ_E2BIG;
+    r->names = rmq_calloc(ev->nbrokers + 1, sizeof *r->names);
+    r->queues = rmq_calloc(total + 1, sizeof *r->queues);
+    if (!r->names || !r->queues)
+        return RMQ_ENOMEM;
+    for (size_t i = 0; i < ev->nbrokers; i++) {
+        const struct trace_broker *b = &ev->brokers[i];
+        if (!(r->names[r->nnames] = rmq_strdup(b->broker_name)))
+            return RMQ_ENOMEM;
+        const char *name = r->names[r->nnames++];
+        for (int q = 0; (b->perm & TOPIC_PERM_READ) && q < b->read_queue_nums; q++)
+            r->queues[r->n++] = (struct allocate_queue){r->topic, name, q};
+    }
+    allocate_sort_queues(r->queues, r->n);
+    return RMQ_OK;
+}
+
+int rp_route_update(struct replay *rp, const struct trace_event *ev)
+{
+    struct rp_route *r = hashmap_get_str(&rp->routes, ev->topic);
+    if (!r) {
+        r = rmq_calloc(1, sizeof *r);
+        if (!r || !(r->topic = rmq_strdup(ev->topic)) || hashmap_put_str(&rp->routes, ev->topic, r, NULL) != 0) {
+            if (r)
+                rmq_free(r->topic);
+            rmq_free(r);
+            return RMQ_ENOMEM;
+        }
+    }
+    route_clear(r);
+    int rc = ev->deleted ? RMQ_OK : route_fill(r, ev);
+    if (rc != 0) {
+        route_clear(r);
+        return rc;
+    }
+    r->version = ++rp->route_version;
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
+        struct rp_gt *gt = e->val;
+        if (!strcmp(gt->topic, ev->topic) && (rc = gt_sync(rp, gt)) != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < rp->nall; i++) {
+        struct rp_client *c = rp->all[i];
+        for (size_t k = 0; c->alive && k < c->ntopics; k++)
+            if (!strcmp(c->topics[k], ev->topic))
+                rp_mark_stale(rp, c);
+    }
+    return RMQ_OK;
+}
+
+/* ---- rebalance ---- */
+
+static void free_cache(void *p)
+{
+    struct rp_cache *k = p;
+    allocate_result_free(k->res);
+    rmq_free(k->cids);
+    rmq_free(k);
+}
+
+/* The group's allocation of topic as c's view sees it now, computed once per
+ * (member list, route) version. */
+static struct rp_cache *group_alloc(struct replay *rp, struct rp_client *c, const struct reg_group *g,
+                                    const struct rp_route *r)
+{
+    char key[800];
+    int n = snprintf(key, sizeof key, "%s%c%s%c%s", c->view->name, 0, c->group, 0, r->topic);
+    if (n < 0 || (size_t)n >= sizeof key)
+        return NULL;
+    struct rp_cache *k = hashmap_get(&rp->caches, key, (size_t)n);
+    if (!k) {
+        if (!(k = rmq_calloc(1, sizeof *k)) || hashmap_put(&rp->caches, key, (size_t)n, k, NULL) != 0) {
+            rmq_free(k);
+            return NULL;
+        }
+        k->gv = UINT64_MAX;
+    }
+    if (k->gv == c->gv->version && k->rv == r->version && k->cids)
+        return k;
+    allocate_result_free(k->res);
+    rmq_free(k->cids);
+    k->res = NULL;
+    k->gv = c->gv->version;
+    k->rv = r->version;
+    /* PROTOCOL: §3.7/§5.1 — cidAll is every channel's id, duplicates kept. */
+    k->cids = rmq_calloc(g->g.nmembers + 1, sizeof *k->cids);
+    if (!k->cids)
+        return NULL;
+    for (size_t i = 0; i < g->g.nmembers; i++)
+        k->cids[i] = g->g.members[i].client_id;
+    struct allocate_input in = {r->queues, r->n, k->cids, g->g.nmembers};
+    k->rc = allocate_group(&rp->opt.alloc, &in, &k->res, NULL, 0);
+    return k;
+}
+
+static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct reg_group *g, const char *topic,
+                           int kind)
+{
+    const struct rp_route *r = hashmap_get_str(&rp->routes, topic);
+    if (!r || r->n == 0)
+        return RMQ_OK; /* no route: the client skips the topic and keeps what it has */
+    struct rp_hold *h = get_hold(c, topic);
+    struct rp_gt *gt = rp_gt_get(rp, c->group, topic);
+    if (!h || !gt)
+        return RMQ_ENOMEM;
+    if (h->computed && h->gv == c->gv->version && h->rv == r->version)
+        return RMQ_OK; /* same inputs, same answer */
+    struct rp_cache *k = group_alloc(rp, c, g, r);
+    if (!k)
+        return RMQ_ENOMEM;
+    h->computed = true;
+    h->gv = k->gv;
+    h->rv = k->rv;
+    if (k->rc != 0)
+        return k->rc; /* the client's strategy throws: it keeps its queues (§5.2) */
+    if (gt->route_version != r->version && gt_sync(rp, gt) != 0)
+        return RMQ_ENOMEM;
+    size_t idx, n = 0;
+    struct rp_queue **nq = rmq_calloc(gt->nby_route + 1, sizeof *nq);
+    if (!nq)
+        return RMQ_ENOMEM;
+    /* Not in cidAll (e.g. expired while alive): the "[BUG] not in cidAll" path, nothing. */
+    if (allocate_result_find(k->res, c->client_id, &idx) == 0) {
+        const struct allocate_assignment *a = allocate_result_queues_of(k->res, idx);
+        for (size_t i = 0; i < allocate_result_count_of(k->res, idx); i++)
+            if (a[i].queue_index < gt->nby_route)
+                nq[n++] = gt->by_route[a[i].queue_index];
+    }
+    int rc = set_holding(rp, c, h, nq, n, rp_reason_name(kind), k->res);
+    rmq_free(nq);
+    return rc;
+}
+
+int rp_rebalance(struct replay *rp, struct rp_client *c, int kind)
+{
+    const struct reg_group *g = registry_group(&c->view->reg, c->group);
+    if (!g || g->g.nmembers == 0 || g->g.message_model == RMQ_MODEL_BROADCASTING)
+        return RMQ_OK; /* broadcast clients take every queue; nothing to compare */
+    int rc = RMQ_OK;
+    for (size_t i = 0; i < c->ntopics; i++) {
+        int r = rebalance_topic(rp, c, g, c->topics[i], kind);
+        rc = rc ? rc : r;
+    }
+    for (size_t i = 0; i < c->nholds; i++) {
+        if (!c->holds[i].nq || bsearch(&c->holds[i].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
+            continue;
+        set_holding(rp, c, &c->holds[i], NULL, 0, "unsubscribed", NULL); /* a topic it no longer lists */
+        c->holds[i].computed = false;
+    }
+    return rc;
+}
+
+void rp_queue_close_all(struct replay *rp, int64_t end)
+{
+    rp->now = end;
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
+        struct rp_gt *gt = e->val;
+        for (size_t i = 0; i < gt->nq; i++) {
+            close_interval(rp, gt->queues[i], true);
+            gt->queues[i]->state = RP_Q_NONE;
+        }
+    }
+}
+
+static void free_gt(void *p)
+{
+    struct rp_gt *gt = p;
+    for (size_t i = 0; i < gt->nq; i++) {
+        struct rp_queue *q = gt->queues[i];
+        for (size_t k = 0; k < q->niv; k++)
+            rmq_free(q->iv[k].owners);
+        rmq_free(q->iv);
+        rmq_free(q->owners);
+        rmq_free(q->snapshot);
+        rmq_free(q->broker);
+        rmq_free(q);
+    }
+    rmq_free(gt->queues);
+    rmq_free(gt->by_route);
+    rmq_free(gt->group);
+    rmq_free(gt->topic);
+    rmq_free(gt);
+}
+
+static void free_route(void *p)
+{
+    struct rp_route *r = p;
+    route_clear(r);
+    rmq_free(r->topic);
+    rmq_free(r);
+}
+
+void rp_own_free(struct replay *rp)
+{
+    for (size_t i = 0; i < rp->nall; i++) {
+        struct rp_client *c = rp->all[i];
+        for (size_t k = 0; k < c->nholds; k++) {
+            rmq_free(c->holds[k].topic);
+            rmq_free(c->holds[k].q);
+        }
+        rmq_free(c->holds);
+        for (size_t k = 0; k < c->ntopics; k++)
+            rmq_free(c->topics[k]);
+        rmq_free(c->topics);
+    }
+    hashmap_free(&rp->gts, free_gt);
+    hashmap_free(&rp->routes, free_route);
+    hashmap_free(&rp->caches, free_cache);
+}
