@@ -31,6 +31,78 @@ void api_post_clear(struct api_post *post)
     memset(post, 0, sizeof *post);
 }
 
+/* Decodes and validates one name segment (group or topic): 1..255 bytes.
+ * On failure queues a 400 and returns NULL with *r set; else a new string. */
+static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n, const char *what,
+                         int *r)
+{
+    char *name = NULL;
+    int rc = n > 3 * HTTP_ADMIN_NAME_MAX ? RMQ_E2BIG : api_routes_pct_decode(seg, n, false, &name);
+    if (rc == RMQ_ENOMEM) {
+        *r = http_admin_reply_json(conn, 500, NULL);
+        return NULL;
+    }
+    if (rc == RMQ_EINVAL) {
+        *r = http_admin_reply_error(
+            conn, 400, "bad path",
+            "the %s name has a malformed percent-escape (encode '%%' as %%25; %%00 is not allowed)", what);
+        return NULL;
+    }
+    size_t len = name ? strlen(name) : n;
+    if (len == 0 || len > HTTP_ADMIN_NAME_MAX) {
+        rmq_free(name);
+        *r = http_admin_reply_error(conn, 400, "bad parameter", "the %s name must be 1 to %u bytes long (got %zu)", what,
+                         HTTP_ADMIN_NAME_MAX, len);
+        return NULL;
+    }
+    return name;
+}
+
+struct query_ctx {
+    json_t *obj; /* borrowed */
+    int rc;      /* first failure */
+};
+
+/* MHD_KeyValueIterator: decodes one query parameter into ctx->obj. */
+static enum MHD_Result collect_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    struct query_ctx *q = cls;
+    char *k = NULL, *v = NULL;
+    q->rc = api_routes_pct_decode(key, strlen(key), true, &k);
+    if (q->rc == 0)
+        q->rc = api_routes_pct_decode(value ? value : "", value ? strlen(value) : 0, true, &v);
+    if (q->rc == 0) {
+        json_t *s = json_string(v); /* NULL also for invalid UTF-8 */
+        q->rc = s ? json_object_set_new(q->obj, k, s) : RMQ_EINVAL;
+        if (q->rc == -1)
+            q->rc = RMQ_EINVAL;
+    }
+    rmq_free(k);
+    rmq_free(v);
+    return q->rc == 0 ? MHD_YES : MHD_NO;
+}
+
+/* New object of the decoded query parameters, or NULL after queueing a
+ * 400/500 (*r). */
+static json_t *collect_query(struct MHD_Connection *conn, int *r)
+{
+    struct query_ctx q = {json_object(), 0};
+    if (!q.obj) {
+        *r = http_admin_reply_json(conn, 500, NULL);
+        return NULL;
+    }
+    if (MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query_arg, &q) < 0 || q.rc != 0) {
+        json_decref(q.obj);
+        *r = q.rc == RMQ_ENOMEM ? http_admin_reply_json(conn, 500, NULL)
+                                : http_admin_reply_error(conn, 400, "bad parameter",
+                                              "a query parameter has a malformed percent-escape, "
+                                              "a NUL byte or invalid UTF-8");
+        return NULL;
+    }
+    return q.obj;
+}
+
 /* The request body as a JSON object, or NULL after queueing a 400 (*r).
  * optional: an empty body is {} rather than an error. */
 static json_t *body_object(struct MHD_Connection *conn, const char *text, size_t len, bool optional, int *r)
@@ -204,7 +276,10 @@ static int route_call(struct call *c)
     case API_ROUTE_GROUPS: return post_page(c, ADMIN_OP_GROUPS_LIST, API_FINISH_PAGE, "groups", "group");
     case API_ROUTE_TOPICS: return post_page(c, ADMIN_OP_TOPICS_LIST, API_FINISH_PAGE, "topics", "topic");
     case API_ROUTE_CLIENTS: return post_page(c, ADMIN_OP_CLIENTS_LIST, API_FINISH_CLIENTS, "clients", "clientId");
-    case API_ROUTE_CLIENT: plain.finish = API_FINISH_CLIENT; return post(c, ADMIN_OP_CLIENT_GET, NULL, &plain);
+    case API_ROUTE_CLIENT:
+        plain.finish = API_FINISH_CLIENT;
+        plain.extra = json_string(c->name[0]); /* to look the id up in the store if not live */
+        return post(c, ADMIN_OP_CLIENT_GET, NULL, &plain);
     case API_ROUTE_GROUP_DIAGNOSTICS:
         plain.finish = API_FINISH_DIAGNOSTICS;
         return post(c, ADMIN_OP_GROUP_DIAGNOSTICS, NULL, &plain);
@@ -343,9 +418,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         json_t *stored = NULL;
         struct store_reader *rd = reader_quiet(env);
         char err[256];
-        const char *id = NULL; /* the id is in the loop's reply only when found: take it from extra */
-        (void)id;
-        if (rd && post->extra)
+        if (rd && json_is_string(post->extra))
             stored = store_reader_client(rd, json_string_value(post->extra), err, sizeof err);
         if (json_is_object(stored)) {
             json_decref(reply);

@@ -42,6 +42,7 @@ enum {
     OPT_MAX_CLIENT_ID,
     OPT_RATE,
     OPT_IDLE,
+    OPT_ACL,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -72,6 +73,7 @@ static const struct option long_options[] = {
     {"max-client-id-bytes", required_argument, NULL, OPT_MAX_CLIENT_ID},
     {"max-requests-per-sec", required_argument, NULL, OPT_RATE},
     {"idle-timeout-ms", required_argument, NULL, OPT_IDLE},
+    {"acl", required_argument, NULL, OPT_ACL},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -114,6 +116,7 @@ void config_print_help(void)
         "  --record FILE              append a heartbeat trace (JSON Lines) for `rmqcoord replay`\n"
         "  --admin-token TOKEN        mutating HTTP routes need 'Authorization: Bearer TOKEN'\n"
         "                             (default: $RMQCOORD_ADMIN_TOKEN; unset = open)\n"
+        "  --acl FILE                 require RocketMQ ACL signatures (accounts as in plain_acl.yml)\n"
         "  --clock real|virtual       virtual: time moves only by POST /api/clock/advance (tests)\n"
         "  --help, --version\n"
         "\n"
@@ -329,6 +332,7 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
     case OPT_TOPIC: return parse_topic(cfg, arg);
     case OPT_RECORD: return copy_name("record", arg, cfg->record_path, sizeof cfg->record_path);
+    case OPT_ACL: return copy_name("acl", arg, cfg->acl_path, sizeof cfg->acl_path);
     case OPT_ADMIN_TOKEN: return copy_name("admin-token", arg, cfg->admin_token, sizeof cfg->admin_token);
     case OPT_CLOCK:
         if (strcmp(arg, "real") && strcmp(arg, "virtual")) {

@@ -52,7 +52,8 @@ struct config {
     int log_level;          /* enum log_level */
     char record_path[4096]; /* --record: heartbeat trace file, empty = off */
     char admin_token[256];  /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
-    bool virtual_clock;     /* --clock virtual: time moves only by POST /api/clock/advance */
+    bool virtual_clock;
+    char acl_path[4096];    /* --acl: accounts file; empty = no authentication */     /* --clock virtual: time moves only by POST /api/clock/advance */
 };
 
 /* Fills *cfg from argv (argv[0] = "serve"). Returns 0 to run, 1 when

@@ -3,6 +3,7 @@
  * server_fini which run on the main thread before and after the loop. */
 #include "server.h"
 
+#include "acl.h"
 #include "conn.h"
 #include "err.h"
 #include "http_admin.h"
@@ -412,6 +413,13 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
         server_reply_code(s, c, cmd, RMQ_RESP_SYSTEM_BUSY, remark);
         return;
     }
+    const char *why;
+    if (s->acl && acl_check(s->acl, cmd, &why) != 0) {
+        s->stats.requests_denied++;
+        log_debug("%s from %s: %s", rmq_request_name(cmd->code), c->peer, why);
+        server_reply_code(s, c, cmd, RMQ_RESP_NO_PERMISSION, why);
+        return;
+    }
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
         trace_record_request(s->trace, server_now_ms(s), c->id, c->peer, cmd);
     uint64_t t0 = stats_clock_us();
@@ -715,6 +723,19 @@ static int setup_trace(struct server *s)
     return loop_add_timer(s->loop, 1000, 1000, trace_timer, s, NULL);
 }
 
+static int setup_acl(struct server *s)
+{
+    if (!s->cfg->acl_path[0])
+        return RMQ_OK;
+    char err[256];
+    int rc = acl_load(s->cfg->acl_path, &s->acl, err, sizeof err);
+    if (rc != 0)
+        log_error("cannot load --acl %s: %s", s->cfg->acl_path, err);
+    else
+        log_info("ACL on: %zu account(s)", acl_accounts(s->acl));
+    return rc;
+}
+
 static int setup_http(struct server *s)
 {
     int rc = mailbox_new(&s->mailbox);
@@ -775,8 +796,8 @@ int server_init(struct server *s, const struct config *cfg)
         .ctx = s,
     };
     if ((rc = conn_set_new(s->loop, &copt, &s->conns)) != 0 || (rc = setup_store(s)) != 0 ||
-        (rc = setup_trace(s)) != 0 || (rc = setup_signals(s)) != 0 || (rc = open_listeners(s)) != 0 ||
-        (rc = setup_http(s)) != 0)
+        (rc = setup_trace(s)) != 0 || (rc = setup_acl(s)) != 0 || (rc = setup_signals(s)) != 0 ||
+        (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0)
         return rc;
     int timer;
     int64_t scan = cfg->expiry_scan_ms;
@@ -825,6 +846,8 @@ void server_fini(struct server *s)
     s->store = NULL;
     trace_recorder_close(s->trace);
     s->trace = NULL;
+    acl_free(s->acl);
+    s->acl = NULL;
     mailbox_free(s->mailbox);
     for (size_t i = 0; i < s->nlisten; i++)
         close(s->listen_fds[i]);

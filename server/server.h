@@ -28,6 +28,7 @@ struct store;
 struct mailbox;
 struct http_admin;
 struct trace_recorder;
+struct acl;
 struct outbound_pending;
 struct holdings_round;
 
@@ -74,6 +75,7 @@ struct server {
     struct mailbox *mailbox;
     struct http_admin *http;
     struct trace_recorder *trace; /* NULL unless --record */
+    struct acl *acl;              /* NULL unless --acl */
     uint16_t http_port;
     int signal_fd;
     int64_t run_id;

@@ -42,6 +42,7 @@ struct server_stats {
     uint64_t connections_accepted;
     uint64_t connections_refused; /* over --max-connections */
     uint64_t requests_throttled;  /* over --max-requests-per-sec */
+    uint64_t requests_denied;     /* failed the --acl check */
     uint64_t commit_failures;
     struct stats_histogram commit; /* store batch commit latency */
     struct stats_code codes[STATS_MAX_CODES];

@@ -381,6 +381,50 @@ class Limits(DaemonTest):
         self.assertEqual(c.request(LIST, {"consumerGroup": "G1"}).code, 1, "nothing was registered")
 
 
+def signed(ext, body, access, secret):
+    import base64
+    import hashlib
+    import hmac
+    ext = dict(ext, AccessKey=access)
+    content = "".join(str(ext[k]) for k in sorted(ext)).encode() + body
+    ext["Signature"] = base64.b64encode(hmac.new(secret.encode(), content, hashlib.sha1).digest()).decode()
+    return ext
+
+
+class Acl(unittest.TestCase):
+    def test_requests_must_be_signed_by_a_known_account(self):
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(prefix="rmqcoord-acl-"), "plain_acl.yml")
+        with open(path, "w") as f:
+            f.write("globalWhiteRemoteAddresses:\naccounts:\n  - accessKey: RocketMQ\n    secretKey: 12345678\n"
+                    "    admin: false\n  - accessKey: 'other'\n    secretKey: \"s3cr3t\"\n")
+        d = Daemon("--acl", path)
+        try:
+            c = d.connect()
+            r = c.request(ROUTE, {"topic": "T"})
+            self.assertEqual(r.code, 16)
+            self.assertIn("AccessKey", r.remark)
+            self.assertEqual(c.request(ROUTE, signed({"topic": "T"}, b"", "RocketMQ", "12345678")).code, 0)
+            self.assertEqual(c.request(ROUTE, signed({"topic": "T"}, b"", "other", "s3cr3t")).code, 0)
+            r = c.request(ROUTE, signed({"topic": "T"}, b"", "RocketMQ", "wrong"))
+            self.assertEqual((r.code, r.remark), (16, "ACL: signature mismatch"))
+            r = c.request(ROUTE, signed({"topic": "T"}, b"", "nobody", "x"))
+            self.assertEqual(r.remark, "ACL: unknown AccessKey")
+            body = json.dumps(heartbeat_body("c1", {"G": ["T"]})).encode()
+            r = c.request(HB, signed({}, body, "RocketMQ", "12345678"), body=body)
+            self.assertEqual(r.code, 0, "the body is part of the signature")
+            r = c.request(HB, signed({}, b"tampered", "RocketMQ", "12345678"), body=body)
+            self.assertEqual(r.code, 16)
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+        p = __import__("subprocess").run([d.binary, "serve", "--acl", "/nonexistent/acl.yml", "--listen",
+                                          "127.0.0.1:0", "--http", "off", "--store", d.store], capture_output=True,
+                                         timeout=10)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(b"cannot load --acl", p.stderr)
+
+
 class Persistence(unittest.TestCase):
     def test_restart_keeps_topics_and_offsets_and_drops_stale_members(self):
         d = Daemon("--auto-create-queues", "0")

@@ -1,0 +1,452 @@
+/* replay_out.c — the replay's output: the timeline as it happens (changes,
+ * notifications, allocation changes) and the report at the end (clients,
+ * overlap and stall intervals, the --explain history, totals), as text or
+ * JSON Lines. Everything in the report is sorted by name and time, never
+ * by hash order, so the output is a pure function of the input. Times are
+ * milliseconds after the trace start ("+1234"); JSON carries the absolute
+ * "ts" too.
+ */
+#include "err.h"
+#include "mem.h"
+#include "replay_int.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *rp_reason_name(int kind)
+{
+    return kind == RP_ACT_START ? "start" : kind == RP_ACT_NOTIFY ? "notify" : "timer";
+}
+
+static bool json(const struct replay *rp)
+{
+    return rp->opt.format == REPLAY_JSON;
+}
+
+static long long rel(const struct replay *rp, int64_t ts)
+{
+    return (long long)(ts - rp->start_ms);
+}
+
+/* `[a,b]` of strings, JSON-quoted or bare. */
+static void put_list(struct buf *o, const char *const *v, size_t n, bool quoted)
+{
+    buf_append_u8(o, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_append_u8(o, ',');
+        if (quoted)
+            rmq_json_append_string(o, v[i]);
+        else
+            buf_append_str(o, v[i]);
+    }
+    buf_append_u8(o, ']');
+}
+
+/* Queues as "broker-a:0-3,broker-b:1" (sorted input), or a JSON array of "broker:q". */
+static void put_queues(struct buf *o, struct rp_queue *const *q, size_t n, bool as_json)
+{
+    buf_append_u8(o, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (as_json) {
+            buf_appendf(o, "%s\"%s:%d\"", i ? "," : "", q[i]->broker, (int)q[i]->qid);
+            continue;
+        }
+        size_t j = i;
+        while (j + 1 < n && q[j + 1]->qid == q[j]->qid + 1 && !strcmp(q[j + 1]->broker, q[i]->broker))
+            j++;
+        bool same_broker = i > 0 && !strcmp(q[i - 1]->broker, q[i]->broker);
+        buf_appendf(o, "%s", i ? "," : "");
+        if (!same_broker)
+            buf_appendf(o, "%s:", q[i]->broker);
+        buf_appendf(o, j > i ? "%d-%d" : "%d", (int)q[i]->qid, (int)q[j]->qid);
+        i = j;
+    }
+    buf_append_u8(o, ']');
+}
+
+static void put_prefix(struct replay *rp, const char *type, const struct rp_view *v, const char *group)
+{
+    struct buf *o = &rp->out;
+    if (json(rp)) {
+        buf_appendf(o, "{\"type\":\"%s\",\"ts\":%" PRId64 ",\"t\":%lld,\"view\":", type, rp->now, rel(rp, rp->now));
+        rmq_json_append_string(o, v ? v->name : "");
+        buf_append_str(o, ",\"group\":");
+        rmq_json_append_string(o, group);
+    } else {
+        buf_appendf(o, "+%lld %s%s%s %s", rel(rp, rp->now), v && v->name[0] ? "@" : "", v ? v->name : "",
+                    v && v->name[0] ? " " : "", group);
+    }
+}
+
+void rp_out_header(struct replay *rp)
+{
+    const struct replay_options *o = &rp->opt;
+    static const char *const src[] = {"auto", "model", "trace"};
+    buf_appendf(&rp->out,
+                json(rp) ? "{\"type\":\"meta\",\"start\":%" PRId64
+                           ",\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
+                           ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64 ",\"expiryScanMs\":%" PRId64
+                           ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
+                         : "# rmqcoord replay, start %" PRId64 "\n# strategy=%s virtual-nodes=%ld "
+                           "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64 " channel-expiry-ms=%" PRId64
+                           " expiry-scan-ms=%" PRId64 " notify-on-expiry=%s notify-source=%s\n== timeline\n",
+                rp->start_ms, allocate_strategy_name(o->alloc.strategy), o->alloc.virtual_nodes, o->rebalance_ms,
+                o->notify_delay_ms, o->expiry_ms, o->scan_ms,
+                o->notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
+                src[o->notify_source]);
+}
+
+void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group, const char *kind,
+                   const char *cid, uint64_t conn, const struct mship_group *g)
+{
+    if (!rp_in_window(rp, rp->now))
+        return;
+    struct buf *o = &rp->out;
+    const char *ids[256], *topics[256];
+    size_t n = g->nmembers < 256 ? g->nmembers : 256, nt = g->nsubs < 256 ? g->nsubs : 256;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = g->members[i].client_id;
+    for (size_t i = 0; i < nt; i++)
+        topics[i] = g->subs[i].topic;
+    put_prefix(rp, "change", v, group);
+    if (json(rp)) {
+        buf_appendf(o, ",\"kind\":\"%s\",\"clientId\":", kind);
+        if (cid)
+            rmq_json_append_string(o, cid);
+        else
+            buf_append_str(o, "null");
+        buf_appendf(o, ",\"conn\":%llu,\"members\":", (unsigned long long)conn);
+        put_list(o, ids, n, true);
+        buf_append_str(o, ",\"topics\":");
+        put_list(o, topics, nt, true);
+        buf_append_str(o, "}\n");
+        return;
+    }
+    buf_appendf(o, " %s", kind);
+    if (cid)
+        buf_appendf(o, " %s conn=%llu", cid, (unsigned long long)conn);
+    buf_append_str(o, " members=");
+    put_list(o, ids, n, false);
+    if (!cid) {
+        buf_append_str(o, " topics=");
+        put_list(o, topics, nt, false);
+    }
+    buf_append_u8(o, '\n');
+}
+
+void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered, size_t deaf)
+{
+    if (!rp_in_window(rp, rp->now))
+        return;
+    put_prefix(rp, "notify", v, group);
+    buf_appendf(&rp->out, json(rp) ? ",\"clients\":%zu,\"missed\":%zu}\n" : " notify clients=%zu missed=%zu\n",
+                delivered, deaf);
+}
+
+void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_hold *h, const char *reason,
+                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed, size_t nremoved)
+{
+    if (!rp_in_window(rp, rp->now))
+        return;
+    struct buf *o = &rp->out;
+    put_prefix(rp, "alloc", c->view, c->group);
+    if (json(rp)) {
+        buf_append_str(o, ",\"clientId\":");
+        rmq_json_append_string(o, c->client_id);
+        buf_appendf(o, ",\"conn\":%llu,\"topic\":", (unsigned long long)c->conn);
+        rmq_json_append_string(o, h->topic);
+        buf_appendf(o, ",\"reason\":\"%s\",\"queues\":", reason);
+    } else {
+        buf_appendf(o, " alloc %s#%llu %s %s ", c->client_id, (unsigned long long)c->conn, h->topic, reason);
+    }
+    put_queues(o, h->q, h->nq, json(rp));
+    buf_append_str(o, json(rp) ? ",\"added\":" : " +");
+    put_queues(o, added, nadded, json(rp));
+    buf_append_str(o, json(rp) ? ",\"removed\":" : " -");
+    put_queues(o, removed, nremoved, json(rp));
+    buf_append_str(o, json(rp) ? "}\n" : "\n");
+}
+
+void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct rp_queue *q, bool took,
+                    const char *reason, const struct allocate_result *res)
+{
+    if (!rp_in_window(rp, rp->now))
+        return;
+    struct buf *o = &rp->explain;
+    size_t idx = 0;
+    bool listed = res && allocate_result_find(res, c->client_id, &idx) == 0;
+    buf_appendf(o, "+%lld %s %s#%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group, c->client_id,
+                (unsigned long long)c->conn, took ? "took" : "dropped", q->broker, (int)q->qid, reason);
+    if (res) {
+        buf_appendf(o, " view: %zu queue(s), consumers ", res->n_queues);
+        put_list(o, res->consumers, res->n_consumers, false);
+        if (listed)
+            buf_appendf(o, " index %zu", idx);
+        else
+            buf_append_str(o, " (not listed: gets nothing)");
+    }
+    struct rp_client *tmp[64];
+    size_t n = q->nowners < 64 ? q->nowners : 64;
+    memcpy(tmp, q->owners, n * sizeof *tmp);
+    buf_appendf(o, " -> owners now %zu:", q->nowners);
+    for (size_t i = 0; i < n; i++)
+        buf_appendf(o, "%s%s#%llu", i ? "," : " ", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
+    buf_append_u8(o, '\n');
+}
+
+/* ---- the report ---- */
+
+static int cmp_client(const void *a, const void *b)
+{
+    const struct rp_client *x = *(struct rp_client *const *)a, *y = *(struct rp_client *const *)b;
+    int c = strcmp(x->group, y->group);
+    if (!c)
+        c = strcmp(x->client_id, y->client_id);
+    if (!c)
+        c = (x->conn > y->conn) - (x->conn < y->conn);
+    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void report_client(struct replay *rp, const struct rp_client *c)
+{
+    struct buf *o = &rp->out;
+    if (json(rp)) {
+        buf_append_str(o, "{\"type\":\"client\",\"group\":");
+        rmq_json_append_string(o, c->group);
+        buf_append_str(o, ",\"clientId\":");
+        rmq_json_append_string(o, c->client_id);
+        buf_appendf(o, ",\"conn\":%llu,\"view\":", (unsigned long long)c->conn);
+        rmq_json_append_string(o, c->view->name);
+        buf_appendf(o, ",\"joined\":%lld,\"left\":", rel(rp, c->joined_ms));
+        buf_appendf(o, c->alive ? "null" : "%lld", rel(rp, c->left_ms));
+        buf_appendf(o, ",\"leftWhy\":\"%s\",\"notify\":%s,\"rebalances\":{\"start\":%llu,\"notify\":%llu,"
+                       "\"timer\":%llu},\"changes\":%llu,\"final\":{",
+                    c->alive ? "" : c->left_why, c->deaf ? "false" : "true", (unsigned long long)c->n_start,
+                    (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
+                    (unsigned long long)c->n_changes);
+    } else {
+        buf_appendf(o, "%s %s#%llu%s%s joined=+%lld ", c->group, c->client_id, (unsigned long long)c->conn,
+                    c->view->name[0] ? " @" : "", c->view->name, rel(rp, c->joined_ms));
+        if (c->alive)
+            buf_append_str(o, "left=-");
+        else
+            buf_appendf(o, "left=+%lld(%s)", rel(rp, c->left_ms), c->left_why);
+        buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=", c->deaf ? "missed" : "on",
+                    (unsigned long long)c->n_start, (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
+                    (unsigned long long)c->n_changes);
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < c->nholds; i++) {
+        if (!c->holds[i].nq)
+            continue;
+        if (json(rp)) {
+            buf_append_str(o, shown ? "," : "");
+            rmq_json_append_string(o, c->holds[i].topic);
+            buf_append_u8(o, ':');
+        } else {
+            buf_appendf(o, "%s%s", shown ? ";" : "", c->holds[i].topic);
+        }
+        put_queues(o, c->holds[i].q, c->holds[i].nq, json(rp));
+        shown++;
+    }
+    buf_append_str(o, json(rp) ? "}}\n" : (shown ? "\n" : "-\n"));
+}
+
+static int report_clients(struct replay *rp)
+{
+    struct rp_client **v = rmq_malloc((rp->nall + 1) * sizeof *v);
+    if (!v)
+        return RMQ_ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < rp->nall; i++) {
+        const struct rp_client *c = rp->all[i];
+        bool before = rp->opt.has_from && !c->alive && c->left_ms < rp->from_abs;
+        if (!before && rp_in_window(rp, c->joined_ms < rp->from_abs ? rp->from_abs : c->joined_ms))
+            v[n++] = rp->all[i];
+    }
+    qsort(v, n, sizeof *v, cmp_client);
+    if (!json(rp))
+        buf_append_str(&rp->out, "== clients (rebalances = start/notify/timer)\n");
+    for (size_t i = 0; i < n; i++)
+        report_client(rp, v[i]);
+    rmq_free(v);
+    return RMQ_OK;
+}
+
+struct ivref {
+    const struct rp_queue *q;
+    const struct rp_interval *iv;
+    int64_t s, e; /* clipped to the window */
+};
+
+static int cmp_ivref(const void *a, const void *b)
+{
+    const struct ivref *x = a, *y = b;
+    int c = strcmp(x->q->gt->group, y->q->gt->group);
+    if (!c)
+        c = strcmp(x->q->gt->topic, y->q->gt->topic);
+    if (!c)
+        c = allocate_string_compare(x->q->broker, y->q->broker);
+    if (!c)
+        c = (x->q->qid > y->q->qid) - (x->q->qid < y->q->qid);
+    return c ? c : (x->s > y->s) - (x->s < y->s);
+}
+
+static void report_interval(struct replay *rp, const struct ivref *r)
+{
+    struct buf *o = &rp->out;
+    const char *kind = r->iv->kind == RP_Q_OVERLAP ? "overlap" : "stall";
+    if (json(rp)) {
+        buf_appendf(o, "{\"type\":\"%s\",\"group\":", kind);
+        rmq_json_append_string(o, r->q->gt->group);
+        buf_append_str(o, ",\"topic\":");
+        rmq_json_append_string(o, r->q->gt->topic);
+        buf_append_str(o, ",\"broker\":");
+        rmq_json_append_string(o, r->q->broker);
+        buf_appendf(o, ",\"queueId\":%d,\"from\":%lld,\"to\":%lld,\"ms\":%lld,\"open\":%s,\"owners\":",
+                    (int)r->q->qid, rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s),
+                    r->iv->open ? "true" : "false");
+        rmq_json_append_string(o, r->iv->owners ? r->iv->owners : "");
+        buf_append_str(o, "}\n");
+        return;
+    }
+    buf_appendf(o, "%s %s %s %s:%d +%lld..+%lld %lldms", kind, r->q->gt->group, r->q->gt->topic, r->q->broker,
+                (int)r->q->qid, rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s));
+    if (r->iv->owners)
+        buf_appendf(o, " owners=%s", r->iv->owners);
+    buf_append_str(o, r->iv->open ? " (open at end)\n" : "\n");
+}
+
+/* Collects every interval, clipped to the window, sorted. */
+static int collect_intervals(struct replay *rp, struct ivref **out, size_t *nout)
+{
+    size_t total = 0, b, n = 0;
+    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b))
+        for (size_t i = 0; i < ((struct rp_gt *)e->val)->nq; i++)
+            total += ((struct rp_gt *)e->val)->queues[i]->niv;
+    struct ivref *v = rmq_malloc((total + 1) * sizeof *v);
+    if (!v)
+        return RMQ_ENOMEM;
+    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
+        const struct rp_gt *gt = e->val;
+        for (size_t i = 0; i < gt->nq; i++)
+            for (size_t k = 0; k < gt->queues[i]->niv; k++) {
+                const struct rp_interval *iv = &gt->queues[i]->iv[k];
+                int64_t s = iv->start, en = iv->end;
+                if (rp->opt.has_from && s < rp->from_abs)
+                    s = rp->from_abs;
+                if (rp->opt.has_to && en > rp->to_abs)
+                    en = rp->to_abs;
+                if (en > s)
+                    v[n++] = (struct ivref){gt->queues[i], iv, s, en};
+            }
+    }
+    qsort(v, n, sizeof *v, cmp_ivref);
+    *out = v;
+    *nout = n;
+    return RMQ_OK;
+}
+
+static int report_intervals(struct replay *rp)
+{
+    struct ivref *v;
+    size_t n;
+    if (collect_intervals(rp, &v, &n) != 0)
+        return RMQ_ENOMEM;
+    struct replay_stats *st = &rp->st;
+    if (!json(rp))
+        buf_append_str(&rp->out, "== queues (overlap: two owners, duplicate consumption; stall: no owner)\n");
+    for (size_t i = 0; i < n; i++) {
+        int64_t ms = v[i].e - v[i].s;
+        bool ov = v[i].iv->kind == RP_Q_OVERLAP;
+        *(ov ? &st->overlap_intervals : &st->stall_intervals) += 1;
+        *(ov ? &st->overlap_ms : &st->stall_ms) += ms;
+        int64_t *mx = ov ? &st->overlap_max_ms : &st->stall_max_ms;
+        *mx = ms > *mx ? ms : *mx;
+        st->open_intervals += v[i].iv->open;
+        report_interval(rp, &v[i]);
+    }
+    if (rp->opt.explain_topic) {
+        if (!json(rp))
+            buf_appendf(&rp->out, "== explain %s:%s:%d\n", rp->opt.explain_topic, rp->opt.explain_broker,
+                        (int)rp->opt.explain_qid);
+        for (const char *p = (const char *)buf_head(&rp->explain), *end = p + buf_live(&rp->explain); p < end;) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t len = (size_t)(nl - p);
+            if (json(rp)) {
+                char *line = rmq_strndup(p, len);
+                buf_append_str(&rp->out, "{\"type\":\"explain\",\"line\":");
+                rmq_json_append_string(&rp->out, line ? line : "");
+                buf_append_str(&rp->out, "}\n");
+                rmq_free(line);
+            } else {
+                buf_append(&rp->out, p, len + 1);
+            }
+            p = nl + 1;
+        }
+        for (size_t i = 0; !json(rp) && i < n; i++)
+            if (v[i].q->qid == rp->opt.explain_qid && !strcmp(v[i].q->broker, rp->opt.explain_broker) &&
+                !strcmp(v[i].q->gt->topic, rp->opt.explain_topic))
+                report_interval(rp, &v[i]);
+    }
+    rmq_free(v);
+    return RMQ_OK;
+}
+
+/* Totals: one table, written as "key value" lines or one JSON object. */
+static void report_totals(struct replay *rp)
+{
+    const struct replay_stats *s = &rp->st;
+    const struct {
+        const char *key;
+        long long v;
+    } t[] = {
+        {"events", (long long)s->events},
+        {"durationMs", (long long)(rp->end_ms - rp->start_ms)},
+        {"changes", (long long)s->changes},
+        {"joins", (long long)s->joins},
+        {"closes", (long long)s->leaves_close},
+        {"unregisters", (long long)s->leaves_unregister},
+        {"expiries", (long long)s->leaves_expire},
+        {"subscriptionChanges", (long long)s->sub_changes},
+        {"restarts", (long long)s->restarts},
+        {"notifies", (long long)s->notify_groups},
+        {"notifyDeliveries", (long long)s->notify_deliveries},
+        {"notifyMissed", (long long)s->notify_skipped_deaf},
+        {"rebalancesStart", (long long)s->rebalances_start},
+        {"rebalancesNotify", (long long)s->rebalances_notify},
+        {"rebalancesTimer", (long long)s->rebalances_timer},
+        {"allocChanges", (long long)s->alloc_changes},
+        {"allocErrors", (long long)s->alloc_errors},
+        {"overlaps", (long long)s->overlap_intervals},
+        {"overlapMs", (long long)s->overlap_ms},
+        {"overlapMaxMs", (long long)s->overlap_max_ms},
+        {"stalls", (long long)s->stall_intervals},
+        {"stallMs", (long long)s->stall_ms},
+        {"stallMaxMs", (long long)s->stall_max_ms},
+        {"openIntervals", (long long)s->open_intervals},
+        {"clients", (long long)s->clients},
+        {"heartbeatsRejected", (long long)s->heartbeats_rejected},
+        {"ignoredOnClosedConn", (long long)s->ignored_closed_conn},
+        {"implicitConnects", (long long)s->implicit_connects},
+        {"recordedNotifies", (long long)s->notifies_recorded},
+    };
+    size_t n = sizeof t / sizeof t[0];
+    buf_append_str(&rp->out, json(rp) ? "{\"type\":\"totals\"" : "== totals\n");
+    for (size_t i = 0; i < n; i++)
+        buf_appendf(&rp->out, json(rp) ? ",\"%s\":%lld" : "%s %lld\n", t[i].key, t[i].v);
+    if (json(rp))
+        buf_append_str(&rp->out, "}\n");
+}
+
+int rp_out_report(struct replay *rp)
+{
+    if (!rp->started)
+        rp_out_header(rp);
+    if (report_clients(rp) != 0 || report_intervals(rp) != 0)
+        return RMQ_ENOMEM;
+    report_totals(rp);
+    return RMQ_OK;
+}
