@@ -133,6 +133,16 @@ static int read_u_escape(struct scan *s, unsigned *cp)
     return RMQ_OK;
 }
 
+/* Bytes that need no attention inside a string: printable ASCII but '"' and '\\'. */
+static const unsigned char plain[256] = {
+#define R8(v) v, v, v, v, v, v, v, v
+    R8(0), R8(0), R8(0), R8(0),                /* 0x00-0x1f */
+    1, 1, 0, 1, 1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f: '"' */
+    R8(1), R8(1), R8(1), 1, 1, 1, 1, 0, 1, 1, 1, /* 0x40-0x5f: '\\' */
+    R8(1), R8(1), R8(1), R8(1),                /* 0x60-0x7f */
+#undef R8
+};
+
 /* Scans the string at s->p (on its opening quote). With unescape, writes
  * the decoded text in place and NUL-terminates it; *out gets its start. */
 static int scan_string(struct scan *s, bool unescape, char **out)
@@ -140,7 +150,20 @@ static int scan_string(struct scan *s, bool unescape, char **out)
     s->p++;
     unsigned char *w = s->p, *start = s->p;
     while (s->p < s->end) {
+        if (!unescape) {
+            /* Plain ASCII, nearly every byte of a trace: one table load per byte. */
+            while (s->p < s->end && plain[*s->p])
+                s->p++;
+            w = s->p;
+            if (s->p == s->end)
+                break;
+        }
         unsigned char c = *s->p;
+        if (plain[c]) {
+            *w++ = c;
+            s->p++;
+            continue;
+        }
         if (c == '"') {
             s->p++;
             if (unescape) {
@@ -310,6 +333,26 @@ bool trace_json_valid(const uint8_t *p, size_t len)
 
 #define MAX_PAIRS 32
 
+/* Known keys get an id so that lookups and the allowed-key checks are
+ * array and bit operations, not string compares (a million lines a second). */
+enum key_id {
+    K_TS = 0, K_EVENT, K_CONN, K_PEER, K_CODE, K_LANG, K_VERSION, K_FLAG, K_EXT, K_BODY, K_BODY64,
+    K_GROUP, K_REASON, K_TOPIC, K_BROKERS, K_BROKER, K_HDR, K_COUNT, K_OTHER = K_COUNT,
+};
+
+static const char *const key_names[K_COUNT] = {
+    "ts",   "event", "conn",  "peer",   "code",   "lang",    "version", "flag",         "ext",
+    "body", "bodyBase64", "group", "reason", "topic", "brokers", "broker", "rmqcoordTrace",
+};
+
+static int key_id(const char *k)
+{
+    for (int i = 0; i < K_COUNT; i++)
+        if (k[0] == key_names[i][0] && !strcmp(k, key_names[i]))
+            return i;
+    return K_OTHER;
+}
+
 struct pair {
     const char *key;
     unsigned char *val, *val_end; /* value span in the line copy */
@@ -318,11 +361,16 @@ struct pair {
 struct pairs {
     struct pair v[MAX_PAIRS];
     size_t n;
+    const struct pair *by[K_COUNT]; /* known keys */
+    unsigned present;               /* bit per known key */
+    const char *other;              /* first unknown key */
 };
 
 static int scan_top(struct scan *s, struct pairs *ps)
 {
     ps->n = 0;
+    ps->present = 0;
+    ps->other = NULL;
     skip_ws(s);
     if (s->p >= s->end || *s->p != '{')
         return fail(s, "a line must be one JSON object");
@@ -337,9 +385,9 @@ static int scan_top(struct scan *s, struct pairs *ps)
         char *key;
         if (scan_string(s, true, &key) != 0)
             return RMQ_EPROTO;
-        for (size_t i = 0; i < ps->n; i++)
-            if (!strcmp(ps->v[i].key, key))
-                return fail(s, "duplicate key");
+        int id = key_id(key);
+        if (id != K_OTHER && (ps->present & (1u << id)))
+            return fail(s, "duplicate key");
         if (ps->n == MAX_PAIRS)
             return fail(s, "too many keys");
         skip_ws(s);
@@ -350,7 +398,14 @@ static int scan_top(struct scan *s, struct pairs *ps)
         unsigned char *v = s->p;
         if (skip_value(s, 2) != 0)
             return RMQ_EPROTO;
-        ps->v[ps->n++] = (struct pair){key, v, s->p};
+        ps->v[ps->n] = (struct pair){key, v, s->p};
+        if (id != K_OTHER) {
+            ps->by[id] = &ps->v[ps->n];
+            ps->present |= 1u << id;
+        } else if (!ps->other) {
+            ps->other = key; /* unknown keys may repeat: only events refuse them, by the first */
+        }
+        ps->n++;
         skip_ws(s);
         if (s->p < s->end && *s->p == ',') {
             s->p++;
@@ -385,12 +440,9 @@ static int bad(struct ctx *c, const char *fmt, ...)
     return RMQ_EPROTO;
 }
 
-static const struct pair *find(const struct pairs *ps, const char *key)
+static const struct pair *find(const struct pairs *ps, int id)
 {
-    for (size_t i = 0; i < ps->n; i++)
-        if (!strcmp(ps->v[i].key, key))
-            return &ps->v[i];
-    return NULL;
+    return (ps->present & (1u << id)) ? ps->by[id] : NULL;
 }
 
 /* Strict JSON integer in [lo, hi] (no fraction, no exponent). */
@@ -625,35 +677,36 @@ static int decode_b64(struct ctx *c, const char *s, struct trace_event *ev)
     return RMQ_OK;
 }
 
-static int check_keys(struct ctx *c, const struct pairs *ps, const char *kind, const char *const *allowed)
+#define KB(k) (1u << (k))
+
+static int check_keys(struct ctx *c, const struct pairs *ps, const char *kind, unsigned allowed)
 {
-    for (size_t i = 0; i < ps->n; i++) {
-        size_t k = 0;
-        while (allowed[k] && strcmp(allowed[k], ps->v[i].key) != 0)
-            k++;
-        if (!allowed[k])
-            return bad(c, "unknown key \"%s\" in a %s event", ps->v[i].key, kind);
-    }
+    if (ps->other)
+        return bad(c, "unknown key \"%s\" in a %s event", ps->other, kind);
+    unsigned extra = ps->present & ~allowed;
+    for (int i = 0; extra && i < K_COUNT; i++)
+        if (extra & (1u << i))
+            return bad(c, "unknown key \"%s\" in a %s event", key_names[i], kind);
     return RMQ_OK;
 }
 
 /* Optional string: absent leaves *out NULL. */
-static int opt_str(struct ctx *c, const struct pairs *ps, const char *key, const char **out)
+static int opt_str(struct ctx *c, const struct pairs *ps, int key, const char **out)
 {
     const struct pair *p = find(ps, key);
     *out = NULL;
     return p ? get_str(c, p, out) : RMQ_OK;
 }
 
-static int req_str(struct ctx *c, const struct pairs *ps, const char *key, const char **out)
+static int req_str(struct ctx *c, const struct pairs *ps, int key, const char **out)
 {
     const struct pair *p = find(ps, key);
     if (!p)
-        return bad(c, "missing \"%s\"", key);
+        return bad(c, "missing \"%s\"", key_names[key]);
     return get_str(c, p, out);
 }
 
-static int opt_i32(struct ctx *c, const struct pairs *ps, const char *key, int32_t dflt, int32_t *out)
+static int opt_i32(struct ctx *c, const struct pairs *ps, int key, int32_t dflt, int32_t *out)
 {
     const struct pair *p = find(ps, key);
     int64_t v = dflt;
@@ -665,17 +718,17 @@ static int opt_i32(struct ctx *c, const struct pairs *ps, const char *key, int32
 
 static int decode_request(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
 {
-    static const char *const keys[] = {"ts",      "event", "conn", "peer", "code",       "lang",
-                                       "version", "flag",  "ext",  "body", "bodyBase64", NULL};
+    const unsigned keys = KB(K_TS) | KB(K_EVENT) | KB(K_CONN) | KB(K_PEER) | KB(K_CODE) | KB(K_LANG) |
+                          KB(K_VERSION) | KB(K_FLAG) | KB(K_EXT) | KB(K_BODY) | KB(K_BODY64);
     const char *lang = NULL, *b64 = NULL;
-    const struct pair *code = find(ps, "code"), *ext = find(ps, "ext"), *body = find(ps, "body");
+    const struct pair *code = find(ps, K_CODE), *ext = find(ps, K_EXT), *body = find(ps, K_BODY);
     if (check_keys(c, ps, "request", keys) != 0)
         return RMQ_EPROTO;
     if (!code)
         return bad(c, "missing \"code\"");
-    if (opt_i32(c, ps, "code", 0, &ev->code) != 0 || opt_str(c, ps, "lang", &lang) != 0 ||
-        opt_i32(c, ps, "version", 0, &ev->cmd_version) != 0 || opt_i32(c, ps, "flag", 0, &ev->flag) != 0 ||
-        opt_str(c, ps, "bodyBase64", &b64) != 0)
+    if (opt_i32(c, ps, K_CODE, 0, &ev->code) != 0 || opt_str(c, ps, K_LANG, &lang) != 0 ||
+        opt_i32(c, ps, K_VERSION, 0, &ev->cmd_version) != 0 || opt_i32(c, ps, K_FLAG, 0, &ev->flag) != 0 ||
+        opt_str(c, ps, K_BODY64, &b64) != 0)
         return RMQ_EPROTO;
     ev->language = lang ? rmq_language_from_name(lang) : RMQ_LANG_JAVA;
     if (ext && *ext->val != 'n' && each_member(c, ext, true, ext_member, NULL) != 0)
@@ -693,9 +746,9 @@ static int decode_request(struct ctx *c, const struct pairs *ps, struct trace_ev
 
 static int decode_route(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
 {
-    static const char *const keys[] = {"ts", "event", "topic", "brokers", NULL};
-    const struct pair *b = find(ps, "brokers");
-    if (check_keys(c, ps, "route", keys) != 0 || req_str(c, ps, "topic", &ev->topic) != 0)
+    const struct pair *b = find(ps, K_BROKERS);
+    if (check_keys(c, ps, "route", KB(K_TS) | KB(K_EVENT) | KB(K_TOPIC) | KB(K_BROKERS)) != 0 ||
+        req_str(c, ps, K_TOPIC, &ev->topic) != 0)
         return RMQ_EPROTO;
     if (!ev->topic[0])
         return bad(c, "empty \"topic\"");
@@ -715,17 +768,15 @@ static int decode_route(struct ctx *c, const struct pairs *ps, struct trace_even
 /* connect, close, notify: conn plus a few strings. */
 static int decode_conn_event(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
 {
-    static const char *const k_connect[] = {"ts", "event", "conn", "peer", "broker", NULL};
-    static const char *const k_close[] = {"ts", "event", "conn", "peer", "reason", NULL};
-    static const char *const k_notify[] = {"ts", "event", "conn", "peer", "group", NULL};
-    const char *const *keys = ev->kind == TRACE_CONNECT ? k_connect : ev->kind == TRACE_CLOSE ? k_close : k_notify;
-    if (check_keys(c, ps, trace_kind_name(ev->kind), keys) != 0)
+    const unsigned base = KB(K_TS) | KB(K_EVENT) | KB(K_CONN) | KB(K_PEER);
+    int extra = ev->kind == TRACE_CONNECT ? K_BROKER : ev->kind == TRACE_CLOSE ? K_REASON : K_GROUP;
+    if (check_keys(c, ps, trace_kind_name(ev->kind), base | KB(extra)) != 0)
         return RMQ_EPROTO;
     if (ev->kind == TRACE_CONNECT)
-        return opt_str(c, ps, "broker", &ev->broker);
+        return opt_str(c, ps, K_BROKER, &ev->broker);
     if (ev->kind == TRACE_CLOSE)
-        return opt_str(c, ps, "reason", &ev->reason);
-    if (req_str(c, ps, "group", &ev->group) != 0)
+        return opt_str(c, ps, K_REASON, &ev->reason);
+    if (req_str(c, ps, K_GROUP, &ev->group) != 0)
         return RMQ_EPROTO;
     return ev->group[0] ? RMQ_OK : bad(c, "empty \"group\"");
 }
@@ -733,7 +784,7 @@ static int decode_conn_event(struct ctx *c, const struct pairs *ps, struct trace
 static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_event *ev)
 {
     const char *kind;
-    const struct pair *ts = find(ps, "ts"), *hdr = find(ps, "rmqcoordTrace");
+    const struct pair *ts = find(ps, K_TS), *hdr = find(ps, K_HDR);
     if (!ts)
         return bad(c, "missing \"ts\"");
     if (get_int(c, ts, 0, INT64_MAX / 4, &ev->ts) != 0)
@@ -750,7 +801,7 @@ static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_even
         ev->version = (int)v;
         return RMQ_OK;
     }
-    if (req_str(c, ps, "event", &kind) != 0)
+    if (req_str(c, ps, K_EVENT, &kind) != 0)
         return RMQ_EPROTO;
     size_t k = 1;
     while (k < sizeof kind_names / sizeof kind_names[0] && strcmp(kind_names[k], kind) != 0)
@@ -760,10 +811,10 @@ static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_even
     ev->kind = (enum trace_kind)k;
     if (ev->kind == TRACE_ROUTE)
         return decode_route(c, ps, ev);
-    const struct pair *conn = find(ps, "conn");
+    const struct pair *conn = find(ps, K_CONN);
     if (!conn)
         return bad(c, "missing \"conn\"");
-    if (get_u64(c, conn, &ev->conn) != 0 || opt_str(c, ps, "peer", &ev->peer) != 0)
+    if (get_u64(c, conn, &ev->conn) != 0 || opt_str(c, ps, K_PEER, &ev->peer) != 0)
         return RMQ_EPROTO;
     return ev->kind == TRACE_REQUEST ? decode_request(c, ps, ev) : decode_conn_event(c, ps, ev);
 }

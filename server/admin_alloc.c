@@ -272,7 +272,7 @@ static struct alloc_view *compute(struct server *s, struct alloc_args *a, const 
     }
     const struct topic *tp = topics_get(&s->topics, topic);
     if (!tp) {
-        *error = fail(status, 404, "topic not found", "the topic has no route");
+        *error = fail(status, 404, "topic not found", "no such topic: define it with PUT /api/topics/{topic}, or query its route with auto-create on");
         return NULL;
     }
     const struct reg_group *g = registry_group(&s->reg, group);

@@ -439,10 +439,11 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
     case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env->h, reply);
     case API_FINISH_PAGE:
     case API_FINISH_CLIENTS:
-        if (api_page_slice(reply, post->page_key, post->page_field, post->after, post->limit) != 0) {
+        r = api_page_slice(reply, post->page_key, post->page_field, post->after, post->limit);
+        if (r == RMQ_ENOMEM) {
             json_decref(reply);
             reply = NULL; /* 500 */
-        } else if (fin == API_FINISH_CLIENTS) {
+        } else if (r == 0 && fin == API_FINISH_CLIENTS) { /* EINVAL: not a list reply, pass it on */
             struct store_reader *rd = reader_quiet(env);
             json_t *list = json_object_get(reply, "clients");
             for (size_t i = 0; rd && i < json_array_size(list); i++)

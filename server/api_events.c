@@ -72,9 +72,9 @@ static int event_position(struct MHD_Connection *conn, const json_t *query, int6
 
 /* Sets page["next"] to the cursor after lastId when the page is full (more
  * may follow), else null; 0 or RMQ_ENOMEM. */
-static int set_event_next(json_t *page, int64_t limit)
+static int set_event_next(json_t *page, const char *key, int64_t limit)
 {
-    json_t *events = json_object_get(page, "events");
+    json_t *events = json_object_get(page, key);
     json_t *next = json_null();
     if ((int64_t)json_array_size(events) >= limit) {
         char id[24];
@@ -110,7 +110,7 @@ int api_events_get(struct MHD_Connection *conn, const json_t *query, const char 
         return http_admin_reply_error(conn, 500, "store error", "reading events failed: %s", err);
     /* store_reader_events calls the last id "next"; here next is the cursor */
     json_object_set(events, "lastId", json_object_get(events, "next"));
-    if (set_event_next(events, limit) != 0) {
+    if (set_event_next(events, "events", limit) != 0) {
         json_decref(events);
         return http_admin_reply_json(conn, 500, NULL);
     }
@@ -170,7 +170,7 @@ int api_group_history(struct MHD_Connection *conn, const char *group, const json
         json_object_set_new(out, "to", json_integer(to));
     else if (out)
         json_object_set_new(out, "to", json_null());
-    if (out && set_event_next(out, limit) != 0) {
+    if (out && set_event_next(out, "changes", limit) != 0) {
         json_decref(out);
         out = NULL;
     }

@@ -25,8 +25,10 @@
 
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #define STREAM_HEARTBEAT_MS_DEFAULT 15000
@@ -78,6 +80,20 @@ static void poll_store(struct api_stream *st)
     json_decref(page);
 }
 
+/* Whether the client has gone: MHD notices a closed socket only when a
+ * write fails, and an idle stream writes once per heartbeat, so peek at the
+ * socket before parking. Bytes the client sends (it should send none) are
+ * left for MHD. */
+static bool peer_gone(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
+    char c;
+    ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /* MHD_ContentReaderCallback. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -96,6 +112,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         buf_appendf(&st->out, ": keepalive\n\n");
     size_t n = buf_live(&st->out);
     if (n == 0) {
+        if (peer_gone(st->conn))
+            return MHD_CONTENT_READER_END_WITH_ERROR; /* frees the slot now, not at the next heartbeat */
         http_admin_stream_park(st->h, st->conn, st);
         return 0; /* resumed by the ticker: MHD calls us again */
     }

@@ -12,6 +12,7 @@
 #include "err.h"
 #include "mem.h"
 #include "replay.h"
+#include "replay_io.h"
 #include "replay_live.h"
 #include "trace_fmt.h"
 
@@ -20,74 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define READ_CHUNK ((size_t)1 << 20)
-
-/* ---- line reader: big chunks, lines handed out in place ---- */
-
-struct line_reader {
-    FILE *f;
-    char *buf;
-    size_t cap, start, end;
-    bool eof;
-    size_t lineno;
-};
-
-static int reader_open(struct line_reader *r, const char *path)
-{
-    memset(r, 0, sizeof *r);
-    r->f = fopen(path, "rb");
-    if (!r->f)
-        return RMQ_EIO;
-    r->cap = READ_CHUNK * 2;
-    r->buf = rmq_malloc(r->cap);
-    return r->buf ? RMQ_OK : RMQ_ENOMEM;
-}
-
-static void reader_close(struct line_reader *r)
-{
-    if (r->f)
-        fclose(r->f);
-    rmq_free(r->buf);
-    memset(r, 0, sizeof *r);
-}
-
-/* Next line (without its newline) in *line/*len; *complete false for a last
- * line the file ends in without a newline. 1 = a line, 0 = end, <0 error. */
-static int reader_next(struct line_reader *r, const char **line, size_t *len, bool *complete)
-{
-    for (;;) {
-        char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
-        if (nl || (r->eof && r->end > r->start)) {
-            *line = r->buf + r->start;
-            *len = nl ? (size_t)(nl - *line) : r->end - r->start;
-            *complete = nl != NULL;
-            r->start = nl ? (size_t)(nl - r->buf) + 1 : r->end;
-            r->lineno++;
-            return 1;
-        }
-        if (r->eof)
-            return 0;
-        if (r->end - r->start > TRACE_FMT_MAX_LINE)
-            return RMQ_E2BIG;
-        memmove(r->buf, r->buf + r->start, r->end - r->start);
-        r->end -= r->start;
-        r->start = 0;
-        if (r->cap - r->end < READ_CHUNK) {
-            char *p = rmq_realloc(r->buf, r->cap * 2);
-            if (!p)
-                return RMQ_ENOMEM;
-            r->buf = p;
-            r->cap *= 2;
-        }
-        size_t n = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
-        r->end += n;
-        if (n == 0)
-            r->eof = true;
-        if (n == 0 && ferror(r->f))
-            return RMQ_EIO;
-    }
-}
 
 /* ---- options ---- */
 
@@ -163,4 +96,194 @@ static int parse_explain(struct cli *c, const char *arg)
     return RMQ_OK;
 }
 
-#include "cmd_replay_opts.inc"
+enum {
+    O_STRATEGY = 256, O_VNODES, O_IDCS, O_REBALANCE, O_DELAY, O_EXPIRY, O_SCAN, O_ON_EXPIRY, O_SOURCE,
+    O_IGNORE, O_FROM, O_TO, O_FORMAT, O_EXPLAIN, O_TARGET, O_SPEED, O_MAX_CONNS, O_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"strategy", required_argument, NULL, O_STRATEGY},
+    {"virtual-nodes", required_argument, NULL, O_VNODES},
+    {"idcs", required_argument, NULL, O_IDCS},
+    {"client-rebalance-ms", required_argument, NULL, O_REBALANCE},
+    {"notify-delay-ms", required_argument, NULL, O_DELAY},
+    {"channel-expiry-ms", required_argument, NULL, O_EXPIRY},
+    {"expiry-scan-ms", required_argument, NULL, O_SCAN},
+    {"notify-on-expiry", required_argument, NULL, O_ON_EXPIRY},
+    {"notify-source", required_argument, NULL, O_SOURCE},
+    {"ignore-notify", required_argument, NULL, O_IGNORE},
+    {"from", required_argument, NULL, O_FROM},
+    {"to", required_argument, NULL, O_TO},
+    {"format", required_argument, NULL, O_FORMAT},
+    {"explain", required_argument, NULL, O_EXPLAIN},
+    {"target", required_argument, NULL, O_TARGET},
+    {"speed", required_argument, NULL, O_SPEED},
+    {"max-conns", required_argument, NULL, O_MAX_CONNS},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option into c; RMQ_EINVAL names nothing, the caller prints the flag. */
+static int apply_opt(struct cli *c, int o, char *arg)
+{
+    struct replay_options *r = &c->opt;
+    int64_t v = 0;
+    switch (o) {
+    case O_STRATEGY: return allocate_strategy_parse(arg, &r->alloc.strategy);
+    case O_VNODES: return parse_i64(arg, 0, &v) ? RMQ_EINVAL : (r->alloc.virtual_nodes = (long)v, 0);
+    case O_IDCS: return split_list(arg, c->idcs, 64, &r->alloc.n_idcs);
+    case O_REBALANCE: return parse_i64(arg, 1, &r->rebalance_ms);
+    case O_DELAY: return parse_i64(arg, 0, &r->notify_delay_ms);
+    case O_EXPIRY: return parse_i64(arg, 0, &r->expiry_ms);
+    case O_SCAN: return parse_i64(arg, 1, &r->scan_ms);
+    case O_ON_EXPIRY:
+        r->notify_on_expiry = !strcmp(arg, "on");
+        return strcmp(arg, "on") && strcmp(arg, "off") ? RMQ_EINVAL : 0;
+    case O_SOURCE:
+        r->notify_source = !strcmp(arg, "model")   ? REPLAY_NOTIFY_MODEL
+                           : !strcmp(arg, "trace") ? REPLAY_NOTIFY_TRACE
+                                                   : REPLAY_NOTIFY_AUTO;
+        return strcmp(arg, "auto") && strcmp(arg, "model") && strcmp(arg, "trace") ? RMQ_EINVAL : 0;
+    case O_IGNORE:
+        if (r->n_ignore == 64)
+            return RMQ_E2BIG;
+        c->ignore[r->n_ignore++] = arg;
+        return 0;
+    case O_FROM: r->has_from = true; return parse_time(arg, &r->from_rel, &r->from_ms);
+    case O_TO: r->has_to = true; return parse_time(arg, &r->to_rel, &r->to_ms);
+    case O_FORMAT:
+        r->format = !strcmp(arg, "json") ? REPLAY_JSON : REPLAY_TEXT;
+        return strcmp(arg, "json") && strcmp(arg, "text") ? RMQ_EINVAL : 0;
+    case O_EXPLAIN: return parse_explain(c, arg);
+    case O_TARGET: c->target = arg; return 0;
+    case O_SPEED: c->speed = strtod(arg, NULL); return c->speed > 0 ? 0 : RMQ_EINVAL;
+    case O_MAX_CONNS: return parse_i64(arg, 1, &v) ? RMQ_EINVAL : (c->max_conns = (long)v, 0);
+    default: return RMQ_EINVAL;
+    }
+}
+
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof *c);
+    replay_options_init(&c->opt);
+    c->opt.ignore_notify = c->ignore;
+    c->opt.alloc.idcs = c->idcs;
+    c->speed = 1.0;
+    c->max_conns = 4096;
+    optind = 1;
+    opterr = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        if (o == O_HELP || o == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (o == '?' || apply_opt(c, o, optarg) != 0) {
+            fprintf(stderr, "rmqcoord replay: bad or unknown option %s\n", argv[optind - 1]);
+            return RMQ_EINVAL;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs("rmqcoord replay: exactly one trace FILE is needed\n", stderr);
+        return RMQ_EINVAL;
+    }
+    c->path = argv[optind];
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int write_out(struct replay *rp)
+{
+    struct buf *o = replay_output(rp);
+    size_t n = buf_live(o);
+    int rc = n && fwrite(buf_head(o), 1, n, stdout) != n ? RMQ_EIO : RMQ_OK;
+    buf_reset(o);
+    return rc;
+}
+
+/* Reads every line of path; with notify_only, decodes just the notify lines
+ * into rp's deaf-client notion, else feeds every event. 0, or 1 after an
+ * error already printed. */
+static int pass(struct cli *c, struct replay *rp, bool notify_only)
+{
+    struct replay_reader r;
+    struct trace_decoder d;
+    trace_decoder_init(&d);
+    int rc = replay_reader_open(&r, c->path), n;
+    const char *line;
+    size_t len;
+    bool complete;
+    while (rc == 0 && (n = replay_reader_next(&r, &line, &len, &complete)) == 1) {
+        if (notify_only && !memmem(line, len, "\"notify\"", 8))
+            continue;
+        struct trace_event ev;
+        rc = trace_decode_line(&d, line, len, r.lineno, &ev);
+        if (rc != 0 && !complete) {
+            if (!notify_only)
+                fprintf(stderr, "rmqcoord replay: %s: %s (a truncated last line: ignored)\n", c->path, d.error);
+            rc = 0;
+            break;
+        }
+        if (rc != 0)
+            fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, d.error);
+        else if (notify_only)
+            rc = ev.kind == TRACE_NOTIFY ? replay_note_recorded_notify(rp, ev.conn) : 0;
+        else if ((rc = replay_feed(rp, &ev)) == 1)
+            rc = 0, n = 0; /* past --to */
+        if (rc == 0 && !notify_only && buf_live(replay_output(rp)) > REPLAY_IO_CHUNK)
+            rc = write_out(rp);
+        if (n == 0)
+            break;
+    }
+    if (rc == 0 && n < 0)
+        rc = n;
+    if (rc != 0 && rc != RMQ_EPROTO)
+        fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, rmq_strerror(rc));
+    size_t lines = r.lineno;
+    replay_reader_close(&r);
+    trace_decoder_free(&d);
+    (void)lines;
+    return rc ? 1 : 0;
+}
+
+static int run_offline(struct cli *c)
+{
+    char err[256];
+    struct replay *rp;
+    if (replay_new(&c->opt, &rp, err, sizeof err) != 0) {
+        fprintf(stderr, "rmqcoord replay: %s\n", err);
+        return 2;
+    }
+    double t0 = now_s();
+    int rc = c->opt.notify_source == REPLAY_NOTIFY_AUTO ? pass(c, rp, true) : 0;
+    double t1 = now_s();
+    if (rc == 0)
+        rc = pass(c, rp, false);
+    if (rc == 0 && (replay_finish(rp) != 0 || write_out(rp) != 0))
+        rc = 1;
+    double t2 = now_s();
+    uint64_t events = replay_get_stats(rp)->events;
+    fflush(stdout);
+    if (rc == 0)
+        fprintf(stderr, "rmqcoord replay: %llu events in %.3f s (%.0f events/s; notify pre-pass %.3f s)\n",
+                (unsigned long long)events, t2 - t0, (t2 - t0) > 0 ? (double)events / (t2 - t0) : 0.0, t1 - t0);
+    replay_free(rp);
+    return rc;
+}
+
+int cmd_replay_main(int argc, char **argv)
+{
+    struct cli c;
+    int rc = parse_args(&c, argc, argv);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+    if (c.target)
+        return replay_live_run(c.path, c.target, c.speed, (size_t)c.max_conns, stdout) == 0 ? 0 : 1;
+    return run_offline(&c);
+}

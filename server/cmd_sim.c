@@ -39,8 +39,8 @@ void sim_emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim
     for (size_t i = 0; i < t->nheld; i++)
         qs[i] = (struct allocate_queue){t->name, t->held[i]->broker_name, t->held[i]->queue_id};
     buf_reset(&sim->line);
-    if (sim_holdings_line_encode(&sim->line, sim_wall_ms(), c->id, t->name, qs, t->nheld, sim_reason_name(why)) ==
-            0 &&
+    if (sim_holdings_line_encode(&sim->line, sim_wall_ms(), c->id, t->name, qs, t->nheld,
+                                 sim_reason_name(why)) == 0 &&
         buf_append_u8(&sim->line, '\n') == 0) {
         fwrite(buf_head(&sim->line), 1, buf_live(&sim->line), stdout);
         fflush(stdout); /* tests time these lines: never hold one back */
@@ -56,10 +56,10 @@ static void emit_summary(const struct sim *sim)
         for (size_t j = 0; j < sim->clients[i].ntopics; j++)
             held += sim->clients[i].topics[j].nheld;
     printf("{\"t\":%" PRId64 ",\"summary\":{\"clients\":%zu,\"connections\":%zu,\"heldQueues\":%zu,"
-           "\"rebalances\":%" PRIu64 ",\"changes\":%" PRIu64 ",\"notifies\":%" PRIu64 ",\"heartbeats\":%" PRIu64
-           ",\"pulls\":%" PRIu64 ",\"runningInfo\":%" PRIu64 ",\"unregistered\":%" PRIu64 ",\"connects\":%" PRIu64
-           ",\"disconnects\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
-           "}}\n",
+           "\"rebalances\":%" PRIu64 ",\"changes\":%" PRIu64 ",\"notifies\":%" PRIu64
+           ",\"heartbeats\":%" PRIu64 ",\"pulls\":%" PRIu64 ",\"runningInfo\":%" PRIu64
+           ",\"unregistered\":%" PRIu64 ",\"connects\":%" PRIu64 ",\"disconnects\":%" PRIu64
+           ",\"timeouts\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"responses\":%" PRIu64 "}}\n",
            sim_wall_ms(), sim->nclients, sim->ngroups, held, sim->stats.rebalances, sim->stats.changes,
            sim->stats.notifies, sim->stats.heartbeats, sim->stats.pulls, sim->stats.running_info,
            sim->stats.unregistered, n->connects, n->disconnects, n->timeouts, n->requests, n->responses);
@@ -77,7 +77,8 @@ static void on_unregistered(void *ctx, int status, const struct rmq_cmd *resp)
 }
 
 /* PROTOCOL: §2.1 35 carries clientID and one of consumerGroup/producerGroup. */
-static void unregister(struct sim *sim, struct sim_conn *conn, const char *id, const char *key, const char *group)
+static void unregister(struct sim *sim, struct sim_conn *conn, const char *id, const char *key,
+                       const char *group)
 {
     struct rmq_cmd cmd;
     sim_request_init(sim, &cmd, RMQ_REQ_UNREGISTER_CLIENT);
@@ -117,8 +118,8 @@ static void begin_shutdown(struct sim *sim)
                 unregister(sim, grp->conns[k], c->id, "producerGroup", "CLIENT_INNER_PRODUCER");
             }
     }
-    if (sim->unregister_waiting == 0 || loop_add_timer(sim->loop, SIM_TIMEOUT_UNREGISTER_MS, 0, on_stop_deadline,
-                                                       sim, NULL) != 0)
+    if (sim->unregister_waiting == 0 ||
+        loop_add_timer(sim->loop, SIM_TIMEOUT_UNREGISTER_MS, 0, on_stop_deadline, sim, NULL) != 0)
         loop_stop(sim->loop);
 }
 

@@ -77,8 +77,10 @@ static int on_connect(struct replay *rp, const struct trace_event *ev)
  * heartbeat, whose parse is reused: same bytes, same parse. */
 static int parse_heartbeat(struct rp_conn *c, const struct trace_event *ev)
 {
-    if (c->hb_cached && c->last_len == ev->body_len && (!ev->body_len || !memcmp(c->last_body, ev->body, ev->body_len)))
+    if (c->hb_cached && c->last_len == ev->body_len &&
+        (!ev->body_len || !memcmp(c->last_body, ev->body, ev->body_len)))
         return RMQ_OK;
+    c->parse_seq++;
     drop_hb_cache(c);
     if (ev->body_len) {
         c->last_body = rmq_malloc(ev->body_len);
@@ -120,8 +122,13 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
             continue;
         cl->last_hb = rp->now;
         cl->hb_gen++;
-        if ((rc = rp_push_deadline(rp, cl)) != 0 || (full && (rc = rp_client_set_topics(rp, cl, cd)) != 0))
+        if ((rc = rp_push_deadline(rp, cl)) != 0)
             return rc;
+        if (full && cl->topics_seq != c->parse_seq) { /* same parse, same topics: skip the sort */
+            if ((rc = rp_client_set_topics(rp, cl, cd)) != 0)
+                return rc;
+            cl->topics_seq = c->parse_seq;
+        }
     }
     return RMQ_OK;
 }
@@ -235,6 +242,8 @@ static void run_action(struct replay *rp, struct rp_action a)
         if (c->tick_at != a.at)
             return;
         c->tick_at = RP_NO_TIME;
+        if (!rp_client_stale(rp, c))
+            return; /* caught up through a NOTIFY meanwhile: the tick finds nothing new */
         c->n_timer++;
         rp->st.rebalances_timer++;
     } else if (a.kind == RP_ACT_NOTIFY) {

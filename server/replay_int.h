@@ -31,6 +31,7 @@ struct rp_conn {
     size_t last_len;
     struct rmq_heartbeat hb;
     bool hb_valid, hb_cached;
+    uint64_t parse_seq; /* bumped at every fresh parse */
     struct rp_client **clients; /* borrowed, alive ones */
     size_t nclients, clients_cap;
 };
@@ -42,6 +43,10 @@ struct rp_hold {
     size_t nq, cap;
     uint64_t gv, rv; /* group-view and route versions it was computed from */
     bool computed;
+    /* Looked up once: routes, group-topics and caches live until the end. */
+    struct rp_route *route;
+    struct rp_gt *gt;
+    struct rp_cache *cache;
 };
 
 /* A modeled consumer: one (connection, group) membership, from its join to
@@ -57,6 +62,7 @@ struct rp_client {
     const char *left_why; /* static */
     int64_t tick_at;      /* scheduled timer tick, RP_NO_TIME when none */
     uint64_t hb_gen;
+    uint64_t topics_seq; /* the conn's parse_seq its topics came from */
     char **topics; /* owned, sorted: its own subscriptions */
     size_t ntopics;
     struct rp_hold *holds;
@@ -76,7 +82,7 @@ struct rp_gview {
 struct rp_interval {
     int kind; /* RP_Q_OVERLAP or RP_Q_STALL */
     int64_t start, end;
-    char *owners; /* owned, "cid#conn,..." (overlaps) */
+    char *owners; /* owned, "cid[conn],..." (overlaps) */
     bool open;
 };
 
@@ -175,6 +181,8 @@ bool rp_in_window(const struct replay *rp, int64_t ts);
 
 /* replay_own.c */
 int rp_rebalance(struct replay *rp, struct rp_client *c, int kind);
+/* Whether a rebalance now could change what c holds. */
+bool rp_client_stale(struct replay *rp, const struct rp_client *c);
 void rp_client_drop_all(struct replay *rp, struct rp_client *c, const char *why);
 int rp_client_set_topics(struct replay *rp, struct rp_client *c, const struct rmq_consumer_data *cd);
 int rp_route_update(struct replay *rp, const struct trace_event *ev);

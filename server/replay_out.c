@@ -75,7 +75,7 @@ static void put_prefix(struct replay *rp, const char *type, const struct rp_view
         buf_append_str(o, ",\"group\":");
         rmq_json_append_string(o, group);
     } else {
-        buf_appendf(o, "+%lld %s%s%s %s", rel(rp, rp->now), v && v->name[0] ? "@" : "", v ? v->name : "",
+        buf_appendf(o, "+%lld %s%s%s%s", rel(rp, rp->now), v && v->name[0] ? "@" : "", v ? v->name : "",
                     v && v->name[0] ? " " : "", group);
     }
 }
@@ -159,7 +159,7 @@ void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_
         rmq_json_append_string(o, h->topic);
         buf_appendf(o, ",\"reason\":\"%s\",\"queues\":", reason);
     } else {
-        buf_appendf(o, " alloc %s#%llu %s %s ", c->client_id, (unsigned long long)c->conn, h->topic, reason);
+        buf_appendf(o, " alloc %s[%llu] %s %s ", c->client_id, (unsigned long long)c->conn, h->topic, reason);
     }
     put_queues(o, h->q, h->nq, json(rp));
     buf_append_str(o, json(rp) ? ",\"added\":" : " +");
@@ -177,7 +177,7 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     struct buf *o = &rp->explain;
     size_t idx = 0;
     bool listed = res && allocate_result_find(res, c->client_id, &idx) == 0;
-    buf_appendf(o, "+%lld %s %s#%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group, c->client_id,
+    buf_appendf(o, "+%lld %s %s[%llu] %s %s:%d (%s)", rel(rp, rp->now), q->gt->group, c->client_id,
                 (unsigned long long)c->conn, took ? "took" : "dropped", q->broker, (int)q->qid, reason);
     if (res) {
         buf_appendf(o, " view: %zu queue(s), consumers ", res->n_queues);
@@ -192,7 +192,7 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     memcpy(tmp, q->owners, n * sizeof *tmp);
     buf_appendf(o, " -> owners now %zu:", q->nowners);
     for (size_t i = 0; i < n; i++)
-        buf_appendf(o, "%s%s#%llu", i ? "," : " ", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
+        buf_appendf(o, "%s%s[%llu]", i ? "," : " ", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
     buf_append_u8(o, '\n');
 }
 
@@ -227,7 +227,7 @@ static void report_client(struct replay *rp, const struct rp_client *c)
                     (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
                     (unsigned long long)c->n_changes);
     } else {
-        buf_appendf(o, "%s %s#%llu%s%s joined=+%lld ", c->group, c->client_id, (unsigned long long)c->conn,
+        buf_appendf(o, "%s %s[%llu]%s%s joined=+%lld ", c->group, c->client_id, (unsigned long long)c->conn,
                     c->view->name[0] ? " @" : "", c->view->name, rel(rp, c->joined_ms));
         if (c->alive)
             buf_append_str(o, "left=-");
@@ -246,7 +246,7 @@ static void report_client(struct replay *rp, const struct rp_client *c)
             rmq_json_append_string(o, c->holds[i].topic);
             buf_append_u8(o, ':');
         } else {
-            buf_appendf(o, "%s%s", shown ? ";" : "", c->holds[i].topic);
+            buf_appendf(o, "%s%s=", shown ? ";" : "", c->holds[i].topic);
         }
         put_queues(o, c->holds[i].q, c->holds[i].nq, json(rp));
         shown++;

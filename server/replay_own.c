@@ -39,7 +39,7 @@ static int cmp_queue(const void *a, const void *b)
     return c ? c : (x->qid > y->qid) - (x->qid < y->qid);
 }
 
-/* New "cid#conn,..." of q's owners, sorted. */
+/* New "cid[conn],..." of q's owners, sorted. */
 static char *owners_string(const struct rp_queue *q)
 {
     struct rp_client *tmp[64];
@@ -50,7 +50,7 @@ static char *owners_string(const struct rp_queue *q)
     buf_init(&b, 0);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = buf_appendf(&b, "%s%s#%llu", i ? "," : "", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
+        rc = buf_appendf(&b, "%s%s[%llu]", i ? "," : "", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
     if (rc == 0)
         rc = buf_terminate(&b);
     char *s = rc == 0 ? rmq_strdup((const char *)buf_head(&b)) : NULL;
@@ -214,7 +214,9 @@ static bool explained(const struct replay *rp, const struct rp_queue *q)
 static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h, struct rp_queue **nq, size_t n,
                        const char *reason, const struct allocate_result *res)
 {
-    struct rp_queue **added = rmq_malloc((n + h->nq + 1) * sizeof *added), **removed = added + n;
+    struct rp_queue *small[128];
+    size_t need = n + h->nq;
+    struct rp_queue **added = need <= 128 ? small : rmq_malloc(need * sizeof *added), **removed = added + n;
     if (!added)
         return RMQ_ENOMEM;
     size_t na = 0, nr = 0;
@@ -234,7 +236,8 @@ static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h
     if (na || nr) {
         struct rp_queue **q = n ? rmq_realloc(h->q, n * sizeof *q) : h->q;
         if (n && !q) {
-            rmq_free(added);
+            if (added != small)
+                rmq_free(added);
             return RMQ_ENOMEM;
         }
         h->q = q;
@@ -257,7 +260,8 @@ static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h
         rp->st.alloc_changes++;
         rp_out_alloc(rp, c, h, reason, added, na, removed, nr);
     }
-    rmq_free(added);
+    if (added != small)
+        rmq_free(added);
     return rc;
 }
 
@@ -392,19 +396,20 @@ static void free_cache(void *p)
 /* The group's allocation of topic as c's view sees it now, computed once per
  * (member list, route) version. */
 static struct rp_cache *group_alloc(struct replay *rp, struct rp_client *c, const struct reg_group *g,
-                                    const struct rp_route *r)
+                                    const struct rp_route *r, struct rp_cache *k)
 {
-    char key[800];
-    int n = snprintf(key, sizeof key, "%s%c%s%c%s", c->view->name, 0, c->group, 0, r->topic);
-    if (n < 0 || (size_t)n >= sizeof key)
-        return NULL;
-    struct rp_cache *k = hashmap_get(&rp->caches, key, (size_t)n);
     if (!k) {
-        if (!(k = rmq_calloc(1, sizeof *k)) || hashmap_put(&rp->caches, key, (size_t)n, k, NULL) != 0) {
+        char key[800];
+        int n = snprintf(key, sizeof key, "%s%c%s%c%s", c->view->name, 0, c->group, 0, r->topic);
+        if (n < 0 || (size_t)n >= sizeof key)
+            return NULL;
+        k = hashmap_get(&rp->caches, key, (size_t)n);
+        if (!k && (!(k = rmq_calloc(1, sizeof *k)) || hashmap_put(&rp->caches, key, (size_t)n, k, NULL) != 0)) {
             rmq_free(k);
             return NULL;
         }
-        k->gv = UINT64_MAX;
+        if (!k->cids)
+            k->gv = UINT64_MAX;
     }
     if (k->gv == c->gv->version && k->rv == r->version && k->cids)
         return k;
@@ -427,18 +432,23 @@ static struct rp_cache *group_alloc(struct replay *rp, struct rp_client *c, cons
 static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct reg_group *g, const char *topic,
                            int kind)
 {
-    const struct rp_route *r = hashmap_get_str(&rp->routes, topic);
+    struct rp_hold *h = get_hold(c, topic);
+    if (!h)
+        return RMQ_ENOMEM;
+    if (!h->route)
+        h->route = hashmap_get_str(&rp->routes, topic);
+    const struct rp_route *r = h->route;
     if (!r || r->n == 0)
         return RMQ_OK; /* no route: the client skips the topic and keeps what it has */
-    struct rp_hold *h = get_hold(c, topic);
-    struct rp_gt *gt = rp_gt_get(rp, c->group, topic);
-    if (!h || !gt)
-        return RMQ_ENOMEM;
     if (h->computed && h->gv == c->gv->version && h->rv == r->version)
         return RMQ_OK; /* same inputs, same answer */
-    struct rp_cache *k = group_alloc(rp, c, g, r);
+    if (!h->gt && !(h->gt = rp_gt_get(rp, c->group, topic)))
+        return RMQ_ENOMEM;
+    struct rp_gt *gt = h->gt;
+    struct rp_cache *k = group_alloc(rp, c, g, r, h->cache);
     if (!k)
         return RMQ_ENOMEM;
+    h->cache = k;
     h->computed = true;
     h->gv = k->gv;
     h->rv = k->rv;
@@ -447,7 +457,8 @@ static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct 
     if (gt->route_version != r->version && gt_sync(rp, gt) != 0)
         return RMQ_ENOMEM;
     size_t idx, n = 0;
-    struct rp_queue **nq = rmq_calloc(gt->nby_route + 1, sizeof *nq);
+    struct rp_queue *small[64];
+    struct rp_queue **nq = gt->nby_route <= 64 ? small : rmq_calloc(gt->nby_route, sizeof *nq);
     if (!nq)
         return RMQ_ENOMEM;
     /* Not in cidAll (e.g. expired while alive): the "[BUG] not in cidAll" path, nothing. */
@@ -458,8 +469,26 @@ static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct 
                 nq[n++] = gt->by_route[a[i].queue_index];
     }
     int rc = set_holding(rp, c, h, nq, n, rp_reason_name(kind), k->res);
-    rmq_free(nq);
+    if (nq != small)
+        rmq_free(nq);
     return rc;
+}
+
+bool rp_client_stale(struct replay *rp, const struct rp_client *c)
+{
+    for (size_t i = 0; i < c->ntopics; i++) {
+        const struct rp_route *r = hashmap_get_str(&rp->routes, c->topics[i]);
+        const struct rp_hold *h = NULL;
+        for (size_t k = 0; k < c->nholds && !h; k++)
+            if (!strcmp(c->holds[k].topic, c->topics[i]))
+                h = &c->holds[k];
+        if (r && r->n && (!h || !h->computed || h->gv != c->gv->version || h->rv != r->version))
+            return true;
+    }
+    for (size_t k = 0; k < c->nholds; k++)
+        if (c->holds[k].nq && !bsearch(&c->holds[k].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
+            return true;
+    return false;
 }
 
 int rp_rebalance(struct replay *rp, struct rp_client *c, int kind)

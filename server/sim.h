@@ -82,10 +82,10 @@ struct sim_pq {
     struct sim_topic *topic;
     char *broker_name; /* owned */
     int32_t queue_id;
-    int64_t offset;    /* next offset to pull; -1 until known */
+    int64_t offset; /* next offset to pull; -1 until known */
     bool dropped;
-    bool busy;         /* an offset query or a pull is outstanding */
-    int64_t retry_at;  /* monotonic: next offset query / pull; 0 none due */
+    bool busy;        /* an offset query or a pull is outstanding */
+    int64_t retry_at; /* monotonic: next offset query / pull; 0 none due */
     int64_t last_pull_wall;
     int refs;
 };

@@ -97,8 +97,8 @@ static int compute(struct sim_client *c, struct sim_topic *t, char **ids, size_t
         *nout = nmq;
         return RMQ_OK;
     }
-    rc = sim_rebalance_allocate(&c->sim->cfg->alloc, t->name, mq, nmq, (const char *const *)ids, nids, c->id, out,
-                                nout, err, sizeof err);
+    rc = sim_rebalance_allocate(&c->sim->cfg->alloc, t->name, mq, nmq, (const char *const *)ids, nids, c->id,
+                                out, nout, err, sizeof err);
     if (rc)
         /* PROTOCOL: §5.2 a strategy that throws leaves the held queues alone. */
         log_warn("sim: %s: allocation for %s failed: %s", c->id, t->name, err[0] ? err : rmq_strerror(rc));

@@ -134,7 +134,8 @@ static int parse_addrs(const json_t *addrs, struct sim_route_broker *b, char *er
     }
     const char *key;
     const json_t *v;
-    json_object_foreach ((json_t *)addrs, key, v) {
+    json_object_foreach((json_t *)addrs, key, v)
+    {
         long long id;
         char *end;
         if (!json_is_string(v))

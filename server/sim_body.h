@@ -34,8 +34,8 @@ struct sim_sub {
 struct sim_heartbeat_spec {
     const char *client_id;
     const char *group;
-    bool broadcast;  /* messageModel BROADCASTING instead of CLUSTERING */
-    bool v5_fields;  /* 5.x clients add heartbeatFingerprint 0 and withoutSub false */
+    bool broadcast; /* messageModel BROADCASTING instead of CLUSTERING */
+    bool v5_fields; /* 5.x clients add heartbeatFingerprint 0 and withoutSub false */
     const struct sim_sub *subs;
     size_t nsubs;
 };
@@ -47,9 +47,9 @@ int sim_sub_encode(const struct sim_sub *s, struct buf *out);
 int sim_heartbeat_encode(const struct sim_heartbeat_spec *hb, struct buf *out);
 
 struct sim_route_broker {
-    char *name;    /* owned */
-    char *master;  /* owned copy of brokerAddrs[0], NULL when absent */
-    char **addrs;  /* owned: every address, ascending broker id */
+    char *name;   /* owned */
+    char *master; /* owned copy of brokerAddrs[0], NULL when absent */
+    char **addrs; /* owned: every address, ascending broker id */
     size_t naddrs;
 };
 struct sim_route_queue {
@@ -79,7 +79,8 @@ const char *sim_route_addr_of(const struct sim_route *r, const char *broker_name
 
 /* Parses {"consumerIdList":[...]} into a new array of new strings (free with
  * sim_ids_free). 0, RMQ_EPROTO or RMQ_ENOMEM. */
-int sim_consumer_list_parse(const uint8_t *body, size_t len, char ***ids, size_t *n, char *err, size_t errlen);
+int sim_consumer_list_parse(const uint8_t *body, size_t len, char ***ids, size_t *n, char *err,
+                            size_t errlen);
 void sim_ids_free(char **ids, size_t n);
 
 /* One held queue in a running-info reply. Strings borrowed. */
@@ -95,8 +96,8 @@ struct sim_rinfo {
     const char *namesrv;
     bool broadcast;
     enum allocate_strategy strategy;
-    int version;                  /* MQVersion ordinal the client reports */
-    int64_t start_ms;             /* wall clock */
+    int version;      /* MQVersion ordinal the client reports */
+    int64_t start_ms; /* wall clock */
     const struct sim_rinfo_queue *queues;
     size_t nqueues;
     const struct sim_sub *subs;

@@ -106,7 +106,9 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
     if (status != 0 || resp->code != RMQ_RESP_SUCCESS || !resp->body_len) {
         /* PROTOCOL: §4.1 on 17 the Java client keeps what it had. */
         log_debug("sim: %s: no route for %s (%s)", t->client->id, t->name,
-                  status ? rmq_strerror(status) : resp->remark ? resp->remark : "empty");
+                  status         ? rmq_strerror(status)
+                  : resp->remark ? resp->remark
+                                 : "empty");
         return;
     }
     struct sim_route r = {0};
@@ -215,7 +217,8 @@ static int heartbeat_to_all(struct sim_client *c, sim_reply_cb cb)
     struct rmq_cmd cmd;
     sim_request_init(c->sim, &cmd, RMQ_REQ_HEART_BEAT);
     int sent = 0;
-    if (sim_heartbeat_encode(&hb, &body) == 0 && rmq_cmd_set_body_copy(&cmd, buf_head(&body), buf_live(&body)) == 0) {
+    if (sim_heartbeat_encode(&hb, &body) == 0 &&
+        rmq_cmd_set_body_copy(&cmd, buf_head(&body), buf_live(&body)) == 0) {
         const char *addrs[SIM_MAX_CONNS_PER_GROUP];
         size_t n = broker_addrs(c, addrs, SIM_MAX_CONNS_PER_GROUP);
         for (size_t i = 0; i < n; i++) {
@@ -274,8 +277,16 @@ int sim_client_start(struct sim_client *c)
 
 void sim_client_wake(struct sim_client *c, enum sim_reason why)
 {
-    if (!c->running || c->sim->stopping)
+    if (c->sim->stopping)
         return;
+    if (!c->running) {
+        /* Java's RebalanceService remembers a wakeup that comes before the
+         * first round (the daemon may NOTIFY before the heartbeat reply):
+         * one more round follows the start round. */
+        c->rb_again = true;
+        c->rb_again_reason = why;
+        return;
+    }
     c->due_rebalance = loop_now_ms(c->sim->loop);
     c->due_reason = why;
     sim_client_arm(c);

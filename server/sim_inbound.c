@@ -86,7 +86,8 @@ static void running_info(struct sim_group *g, struct sim_conn *conn, const struc
     struct sim_client *c = member_by_id(g, rmq_cmd_ext_get(req, "clientId"));
     if (!c || !group || strcmp(group, g->sim->cfg->group) != 0) {
         char remark[400];
-        snprintf(remark, sizeof remark, "The Consumer Group <%s> not exist in this consumer", group ? group : "");
+        snprintf(remark, sizeof remark, "The Consumer Group <%s> not exist in this consumer",
+                 group ? group : "");
         reply(g->sim, conn, req, RMQ_RESP_SYSTEM_ERROR, remark, NULL);
         return;
     }

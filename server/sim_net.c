@@ -41,12 +41,12 @@ struct sim_conn {
     int32_t *opaque;
     int fd;
     enum conn_state state;
-    bool wanted;   /* used at least once: keep it connected */
-    bool ever_up;  /* a later set-up is a reconnect */
+    bool wanted;  /* used at least once: keep it connected */
+    bool ever_up; /* a later set-up is a reconnect */
     bool write_armed;
-    bool in_work;   /* on the before-sleep work list */
-    bool broken;    /* torn down before sleep */
-    bool up_news;   /* on_up still to be told (never from inside a send) */
+    bool in_work;  /* on the before-sleep work list */
+    bool broken;   /* torn down before sleep */
+    bool up_news;  /* on_up still to be told (never from inside a send) */
     char why[224]; /* reason for the pending teardown */
     int64_t retry_at;
     int64_t backoff_ms;

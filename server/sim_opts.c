@@ -164,8 +164,8 @@ static int split_list(struct sim_config *cfg, const char *flag, const char *arg,
 }
 
 /* NAME=ROOM pairs. */
-static int parse_rooms(struct sim_config *cfg, const char *flag, const char *arg, struct allocate_room **rooms,
-                       size_t *n)
+static int parse_rooms(struct sim_config *cfg, const char *flag, const char *arg,
+                       struct allocate_room **rooms, size_t *n)
 {
     char **items;
     size_t cnt;
@@ -229,8 +229,9 @@ static int parse_strategy(struct sim_config *cfg, const char *arg)
 {
     enum allocate_strategy s;
     if (allocate_strategy_parse(arg, &s) != 0)
-        return bad("strategy", arg, "takes AVG, AVG_BY_CIRCLE, CONFIG, MACHINE_ROOM, MACHINE_ROOM_NEARBY or "
-                                    "CONSISTENT_HASH");
+        return bad("strategy", arg,
+                   "takes AVG, AVG_BY_CIRCLE, CONFIG, MACHINE_ROOM, MACHINE_ROOM_NEARBY or "
+                   "CONSISTENT_HASH");
     cfg->alloc.strategy = s;
     return RMQ_OK;
 }

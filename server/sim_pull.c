@@ -113,7 +113,8 @@ static void on_max_offset(void *ctx, int status, const struct rmq_cmd *resp)
     if (!reply_matters(pq, status))
         return;
     int64_t off;
-    if (status == 0 && resp->code == RMQ_RESP_SUCCESS && rmq_cmd_ext_get_i64(resp, "offset", &off) == 0 && off >= 0) {
+    if (status == 0 && resp->code == RMQ_RESP_SUCCESS && rmq_cmd_ext_get_i64(resp, "offset", &off) == 0 &&
+        off >= 0) {
         pq->offset = off;
         start_pull(pq);
     } else {

@@ -113,8 +113,8 @@ static int idx_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct allocate_queue *nw, size_t nnew,
-                     struct sim_diff *d)
+int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct allocate_queue *nw,
+                     size_t nnew, struct sim_diff *d)
 {
     memset(d, 0, sizeof *d);
     size_t n = nold + nnew;

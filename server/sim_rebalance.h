@@ -20,7 +20,8 @@
  * *out is new (rmq_free; non-NULL even when empty); strings borrowed from
  * topic and r. 0, RMQ_E2BIG (over SIM_REBALANCE_MAX_QUEUES) or RMQ_ENOMEM. */
 #define SIM_REBALANCE_MAX_QUEUES 65536
-int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct allocate_queue **out, size_t *n);
+int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct allocate_queue **out,
+                         size_t *n);
 
 /* The queues client self gets for topic: sorts mq (in place) and a copy of
  * cids (PROTOCOL: §5.1 the client sorts both), then runs the strategy. With
@@ -47,8 +48,8 @@ struct sim_diff {
 
 /* Compares the sets old[0..nold) and nw[0..nnew) (duplicates count once).
  * O((n+m) log(n+m)). 0 (d new; sim_diff_clear) or RMQ_ENOMEM. */
-int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct allocate_queue *nw, size_t nnew,
-                     struct sim_diff *d);
+int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct allocate_queue *nw,
+                     size_t nnew, struct sim_diff *d);
 void sim_diff_clear(struct sim_diff *d);
 static inline bool sim_diff_changed(const struct sim_diff *d)
 {

@@ -121,7 +121,8 @@ static int append_props(const struct sim_rinfo *ri, struct buf *out)
 
 static int rq_cmp(const void *a, const void *b)
 {
-    return allocate_queue_compare(&((const struct sim_rinfo_queue *)a)->mq, &((const struct sim_rinfo_queue *)b)->mq);
+    return allocate_queue_compare(&((const struct sim_rinfo_queue *)a)->mq,
+                                  &((const struct sim_rinfo_queue *)b)->mq);
 }
 
 /* One ProcessQueueInfo value (keys sorted; a sim holds no messages). */
@@ -187,8 +188,9 @@ static int append_subs(const struct sim_rinfo *ri, struct buf *out)
         if (!rc)
             rc = rmq_json_append_string(out, subs[i].topic);
         if (!rc)
-            rc = buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
-                                     "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
+            rc =
+                buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
+                                    "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
     }
     if (!rc)
         rc = buf_append_str(out, "},\"subscriptionSet\":[");

@@ -1,1 +1,272 @@
+// rmqcoord dashboard: plain JS against the daemon's own admin API (same
+// origin, no dependencies). Groups list, a group page (members, heartbeat
+// ages, subscriptions, queue x consumer allocation matrix with the clients'
+// reported holdings where the consistency route has them) and a live
+// timeline fed by GET /api/events/stream (Server-Sent Events).
+'use strict';
 
+const state = {
+  group: null,      // selected group name
+  topic: null,      // selected allocation topic
+  strategy: 'AVG',
+  nowMs: 0,         // the daemon's clock (virtual or real)
+  refreshTimer: null,
+  stream: null,
+};
+
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('data-')) e.setAttribute(k, v);
+    else if (k === 'title') e.title = v;
+    else e[k] = v;
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+async function api(path) {
+  const r = await fetch(path, { headers: { Accept: 'application/json' } });
+  let body = null;
+  try { body = await r.json(); } catch (_) { body = null; }
+  return { status: r.status, body };
+}
+
+// Every page of a paginated list route.
+async function apiAll(path, key) {
+  let out = [];
+  let cursor = null;
+  for (let i = 0; i < 100; i++) {
+    const sep = path.includes('?') ? '&' : '?';
+    const r = await api(path + sep + 'limit=1000' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    if (r.status !== 200 || !r.body) break;
+    out = out.concat(r.body[key] || []);
+    cursor = r.body.next;
+    if (!cursor) break;
+  }
+  return out;
+}
+
+const enc = (name) => encodeURIComponent(name);
+
+function fmtAge(ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 1000) return ms + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+  return Math.floor(ms / 60000) + ' min ' + Math.floor((ms % 60000) / 1000) + ' s';
+}
+
+function fmtTime(ms) {
+  if (!ms) return '–';
+  const d = new Date(ms);
+  return d.toLocaleTimeString(undefined, { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+}
+
+// ---- groups list ----
+
+async function loadGroups() {
+  const groups = await apiAll('/api/groups', 'groups');
+  const tbody = $('#groups tbody');
+  tbody.replaceChildren();
+  for (const g of groups) {
+    const tr = el('tr', { 'data-group': g.group, class: (g.live ? '' : 'offline') + (g.group === state.group ? ' selected' : '') },
+      el('td', { title: g.group }, g.group),
+      el('td', { class: 'count', 'data-members': g.members }, g.members));
+    tr.addEventListener('click', () => { location.hash = '#/groups/' + enc(g.group); });
+    tbody.append(tr);
+  }
+  $('#groups-empty').hidden = groups.length > 0;
+}
+
+// ---- one group ----
+
+async function loadClock() {
+  const r = await api('/api/clock');
+  if (r.status === 200) {
+    state.nowMs = r.body.nowMs;
+    $('#clock').textContent = (r.body.virtual ? 'virtual clock ' : '') + new Date(r.body.nowMs).toISOString();
+  }
+}
+
+async function loadGroup() {
+  const name = state.group;
+  if (!name) return;
+  const [r, diag] = await Promise.all([api('/api/groups/' + enc(name)), api('/api/groups/' + enc(name) + '/diagnostics'), loadClock()]);
+  if (name !== state.group) return;
+  $('#group-pane').hidden = false;
+  $('#group-title').textContent = name;
+  if (r.status !== 200) {
+    $('#group-meta').textContent = (r.body && r.body.detail) || ('HTTP ' + r.status);
+    $('#members tbody').replaceChildren();
+    $('#subscriptions tbody').replaceChildren();
+    return;
+  }
+  const g = r.body;
+  $('#group-meta').textContent = g.live
+    ? `${g.consumers.length} member(s) · ${g.messageModel} · ${g.consumeType} · ${g.consumeFromWhere}`
+    : 'no live member (history only)';
+  const issues = $('#group-issues');
+  issues.replaceChildren();
+  if (diag.status === 200 && diag.body && Array.isArray(diag.body.issues)) {
+    for (const i of diag.body.issues) issues.append(el('div', { class: 'issue', 'data-issue': i.kind }, el('b', {}, i.kind + ': '), i.detail));
+  }
+  const mb = $('#members tbody');
+  mb.replaceChildren();
+  for (const m of g.consumers || []) {
+    mb.append(el('tr', { 'data-client': m.clientId },
+      el('td', {}, m.clientId), el('td', {}, m.remoteAddr), el('td', {}, m.language), el('td', {}, m.version),
+      el('td', { class: 'age' }, fmtAge(state.nowMs - m.lastHeartbeatMs)), el('td', {}, fmtTime(m.joinedMs))));
+  }
+  const sb = $('#subscriptions tbody');
+  sb.replaceChildren();
+  const topics = [];
+  for (const s of g.subscriptions || []) {
+    topics.push(s.topic);
+    sb.append(el('tr', {}, el('td', {}, s.topic), el('td', {}, s.subString), el('td', {}, s.expressionType), el('td', {}, s.subVersion)));
+  }
+  const sel = $('#alloc-topic');
+  const wanted = state.topic && topics.includes(state.topic) ? state.topic
+    : (topics.find((t) => !t.startsWith('%RETRY%')) || topics[0] || null);
+  sel.replaceChildren(...topics.map((t) => el('option', { value: t, selected: t === wanted }, t)));
+  state.topic = wanted;
+  await loadAllocation();
+}
+
+const qkey = (q) => `${q.brokerName}/${q.queueId}`;
+
+// Queues each client reports holding, from the consistency route when it
+// answers; {clientId: Set(queueKey)} or null. Tolerant of the reply's shape:
+// any object with a client id and a list of queues counts.
+function holdingsFrom(body) {
+  if (!body || typeof body !== 'object') return null;
+  const out = {};
+  let found = false;
+  const visit = (v, owner, depth) => {
+    if (depth > 6 || v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      for (const x of v) {
+        if (x && typeof x === 'object' && 'queueId' in x && 'brokerName' in x && owner) {
+          (out[owner] = out[owner] || new Set()).add(qkey(x));
+          found = true;
+        } else visit(x, owner, depth + 1);
+      }
+      return;
+    }
+    const id = typeof v.clientId === 'string' ? v.clientId : owner;
+    for (const [k, x] of Object.entries(v)) {
+      if (/^(expected|allocation|owners|missing|unassigned|overlaps)$/i.test(k)) continue;
+      visit(x, /^(held|holdings|actual|queues|processQueues)$/i.test(k) ? id : (k.includes('@') ? k : id), depth + 1);
+    }
+  };
+  visit(body, null, 0);
+  return found ? out : null;
+}
+
+async function loadAllocation() {
+  const matrix = $('#matrix');
+  const name = state.group;
+  if (!state.topic) {
+    matrix.replaceChildren();
+    matrix.dataset.consumers = '0';
+    matrix.dataset.queues = '0';
+    $('#alloc-summary').textContent = 'the group subscribes to no topic';
+    return;
+  }
+  const q = `?topic=${enc(state.topic)}&strategy=${enc(state.strategy)}`;
+  const [r, h] = await Promise.all([
+    api('/api/groups/' + enc(name) + '/allocation' + q),
+    api('/api/groups/' + enc(name) + '/consistency' + q + '&timeout_ms=1500'),
+  ]);
+  if (name !== state.group) return;
+  if (r.status !== 200) {
+    matrix.replaceChildren();
+    $('#alloc-summary').textContent = (r.body && r.body.detail) || ('HTTP ' + r.status);
+    return;
+  }
+  const a = r.body;
+  const consumers = Object.keys(a.allocation || {});
+  const held = h.status === 200 ? holdingsFrom(h.body) : null;
+  $('#holdings-note').textContent = held ? 'Holdings as the clients report them (GET_CONSUMER_RUNNING_INFO).'
+    : 'Real holdings unavailable: ' + ((h.body && h.body.detail) || ('HTTP ' + h.status)) + '.';
+  const head = el('tr', {}, el('th', {}, 'queue'), ...consumers.map((c) => el('th', { class: 'consumer', title: c }, c)));
+  const rows = [el('thead', {}, head)];
+  const body = el('tbody');
+  for (const o of a.owners || []) {
+    const k = qkey(o.queue);
+    const cls = o.owners.length === 0 ? 'unassigned' : (o.owners.length > 1 ? 'overlap' : '');
+    const tr = el('tr', { class: cls, 'data-queue': k }, el('td', { class: 'queue' }, k));
+    for (const c of consumers) {
+      const own = o.owners.includes(c);
+      const isHeld = held && held[c] && held[c].has(k);
+      tr.append(el('td', { class: 'cell' + (own ? ' own' : '') + (isHeld ? ' held' : ''), 'data-owner': own ? c : '' },
+        own ? '\u25cf' : (isHeld ? '\u25cb' : '')));
+    }
+    body.append(tr);
+  }
+  rows.push(body);
+  matrix.replaceChildren(...rows);
+  matrix.dataset.consumers = String(consumers.length);
+  matrix.dataset.queues = String((a.owners || []).length);
+  $('#alloc-summary').textContent = `${a.queues} queue(s) × ${a.consumers} consumer(s) · ${(a.unassigned || []).length} unassigned · ${(a.overlaps || []).length} overlapping`;
+}
+
+// ---- live timeline ----
+
+function addEvent(ev) {
+  const li = el('li', { 'data-kind': ev.kind, 'data-group': ev.group },
+    el('span', { class: 'kind ' + ev.kind }, ev.kind), ' ',
+    el('b', {}, ev.group), ' ', ev.clientId || '', el('br'),
+    el('span', { class: 'when' }, fmtTime(ev.ts)), ' ',
+    el('span', { class: 'members' }, '→ [' + (ev.after || []).join(', ') + ']'));
+  const list = $('#timeline');
+  list.prepend(li);
+  while (list.children.length > 200) list.lastChild.remove();
+}
+
+function openStream() {
+  if (state.stream) state.stream.close();
+  const es = new EventSource('/api/events/stream');
+  state.stream = es;
+  const badge = $('#stream-state');
+  es.onopen = () => { badge.textContent = 'events: live'; badge.className = 'badge live'; };
+  es.onerror = () => { badge.textContent = 'events: reconnecting'; badge.className = 'badge down'; };
+  es.addEventListener('membership', (m) => {
+    let ev;
+    try { ev = JSON.parse(m.data); } catch (_) { return; }
+    addEvent(ev);
+    scheduleRefresh(ev.group === state.group);
+  });
+}
+
+// Coalesces bursts of events into one refresh.
+function scheduleRefresh(groupToo) {
+  state.pendingGroup = state.pendingGroup || groupToo;
+  if (state.refreshTimer) return;
+  state.refreshTimer = setTimeout(async () => {
+    const g = state.pendingGroup;
+    state.refreshTimer = null;
+    state.pendingGroup = false;
+    await loadGroups();
+    if (g) await loadGroup();
+  }, 150);
+}
+
+// ---- routing ----
+
+function route() {
+  const m = location.hash.match(/^#\/groups\/(.+)$/);
+  state.group = m ? decodeURIComponent(m[1]) : null;
+  $('#group-pane').hidden = !state.group;
+  loadGroups();
+  if (state.group) loadGroup();
+}
+
+$('#alloc-topic').addEventListener('change', (e) => { state.topic = e.target.value; loadAllocation(); });
+$('#alloc-strategy').addEventListener('change', (e) => { state.strategy = e.target.value; loadAllocation(); });
+window.addEventListener('hashchange', route);
+setInterval(() => { loadGroups(); if (state.group) loadGroup(); }, 5000);
+openStream();
+route();

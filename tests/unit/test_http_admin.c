@@ -62,6 +62,8 @@ static void echo_handler(void *ctx, struct mailbox_msg *msg)
     msg->status = 200;
     if (msg->op == ADMIN_OP_STATS) {
         msg->reply = json_pack("{s:i}", "uptimeMs", 42);
+    } else if (msg->op == ADMIN_OP_METRICS) {
+        msg->reply = json_pack("{s:s}", "text", "# TYPE loop_metric gauge\nloop_metric 1\n");
     } else if (msg->arg && !strcmp(msg->arg, "null-reply")) {
         msg->reply = NULL;
     } else if (msg->arg && !strcmp(msg->arg, "missing")) {
@@ -331,6 +333,120 @@ static void test_routes_reach_ops(void **state)
     json_decref(v);
 }
 
+/* The admin surface's routes reach their ops with the decoded arguments. */
+static void test_new_routes_reach_ops(void **state)
+{
+    struct fixture *f = *state;
+    json_decref(expect_op(f, "GET", "/api/clients", NULL, ADMIN_OP_CLIENTS_LIST, NULL));
+    json_decref(expect_op(f, "GET", "/api/clients/c%40h%231", NULL, ADMIN_OP_CLIENT_GET, "c@h#1"));
+    json_decref(expect_op(f, "GET", "/api/groups/G1/diagnostics", NULL, ADMIN_OP_GROUP_DIAGNOSTICS, "G1"));
+    json_decref(expect_op(f, "GET", "/api/clock", NULL, ADMIN_OP_CLOCK_GET, NULL));
+    json_decref(expect_op(f, "POST", "/api/reset", NULL, ADMIN_OP_RESET, NULL));
+    json_t *v = expect_op(f, "DELETE", "/api/groups/%25RETRY%25G/clients/c%2F1", NULL, ADMIN_OP_GROUP_EVICT,
+                          "%RETRY%G");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "query"), "clientId")), "c/1");
+    json_decref(v);
+    v = expect_op(f, "GET", "/api/groups/G1/clients/c1/running-info?timeout_ms=5", NULL,
+                  ADMIN_OP_CLIENT_RUNNING_INFO, "G1");
+    json_t *q = json_object_get(v, "query");
+    assert_string_equal(json_string_value(json_object_get(q, "clientId")), "c1");
+    assert_string_equal(json_string_value(json_object_get(q, "timeout_ms")), "5");
+    json_decref(v);
+    v = expect_op(f, "GET", "/api/groups/G1/consistency?topic=T", NULL, ADMIN_OP_GROUP_CONSISTENCY, "G1");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "query"), "topic")), "T");
+    json_decref(v);
+    json_decref(expect_op(f, "GET", "/api/groups/G1/converged", NULL, ADMIN_OP_GROUP_CONVERGED, "G1"));
+    v = expect_op(f, "POST", "/api/clock/advance", "{\"ms\":120000}", ADMIN_OP_CLOCK_ADVANCE, NULL);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "body"), "ms")), 120000);
+    json_decref(v);
+    int before = atomic_load(&f->handled);
+    expect_error(f, "POST", "/api/clock/advance", "{\"ms\":-5}", 400, "bad body");
+    expect_error(f, "POST", "/api/clock/advance", "", 400, "bad json");
+    expect_error(f, "POST", "/api/reset", "[]", 400, "bad json");
+    expect_error(f, "GET", "/api/groups/G1/converged?timeout_ms=61000", NULL, 400, "bad parameter");
+    expect_error(f, "GET", "/api/groups?limit=0", NULL, 400, "bad parameter");
+    expect_error(f, "GET", "/api/clients?cursor=zzzz", NULL, 400, "bad parameter");
+    expect_error(f, "PUT", "/api/topics/a.b", "{}", 400, "bad topic name");
+    expect_error(f, "GET", "/api/groups/a%0Ab", NULL, 400, "bad parameter");
+    assert_int_equal(atomic_load(&f->handled), before); /* all refused before posting */
+    expect_error(f, "GET", "/api/reset", NULL, 405, "method not allowed");
+    expect_error(f, "GET", "/api/groups/G/clients/c", NULL, 405, "method not allowed");
+}
+
+/* The loop's /metrics text is served as text/plain with the HTTP thread's
+ * request counters appended. */
+static void test_metrics_merges_http_counters(void **state)
+{
+    struct fixture *f = *state;
+    json_decref(call(f, "GET", "/api/groups/G1", NULL, 200));
+    expect_error(f, "GET", "/nope", NULL, 404, "not found");
+    struct resp r;
+    http(f, "GET", "/metrics", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(header(&r, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    assert_non_null(strstr(r.body, "loop_metric 1\n"));
+    assert_non_null(strstr(r.body, "rmqcoord_http_requests_total{route=\"/api/groups/{group}\",method=\"GET\","
+                                   "status=\"200\"} 1\n"));
+    assert_non_null(strstr(r.body, "rmqcoord_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1\n"));
+    assert_non_null(strstr(r.body, "rmqcoord_event_streams 0\n"));
+    free(r.body);
+}
+
+static void test_openapi_and_dashboard(void **state)
+{
+    struct fixture *f = *state;
+    json_t *doc = call(f, "GET", "/api/openapi.json", NULL, 200);
+    assert_string_equal(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
+    assert_non_null(json_object_get(json_object_get(doc, "paths"), "/api/events/stream"));
+    json_decref(doc);
+    struct resp r;
+    http(f, "GET", "/", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(header(&r, "Content-Type"), "text/html; charset=utf-8");
+    assert_non_null(strstr(r.body, "/ui/app.js"));
+    free(r.body);
+    http(f, "GET", "/ui/app.js", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "EventSource"));
+    free(r.body);
+}
+
+/* Mutating routes need the bearer token once one is configured. */
+static void test_admin_token(void **state)
+{
+    struct fixture *f = *state;
+    http_admin_stop(f->h);
+    char err[256] = "";
+    struct http_admin_options opt = {"127.0.0.1", 0, f->db, f->mb, "tok-1"};
+    assert_int_equal(http_admin_start(&opt, &f->h, err, sizeof err), 0);
+    f->port = http_admin_port(f->h);
+    int before = atomic_load(&f->handled);
+    const char *heads[] = {NULL, "Authorization: Bearer tok-2\r\n", "Authorization: Bearer tok-\r\n",
+                           "Authorization: tok-1\r\n", "Authorization: Bearer tok-11\r\n"};
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        struct resp r;
+        int fd = client_connect(f->port);
+        send_request(fd, "DELETE", "/api/topics/T1", heads[i], NULL, 0);
+        read_response(fd, &r);
+        close(fd);
+        assert_int_equal(r.status, 401);
+        assert_non_null(strstr(header(&r, "WWW-Authenticate"), "Bearer"));
+        json_t *v = json_body(&r);
+        assert_string_equal(json_string_value(json_object_get(v, "error")), "unauthorized");
+        json_decref(v);
+        free(r.body);
+    }
+    assert_int_equal(atomic_load(&f->handled), before);
+    struct resp r;
+    int fd = client_connect(f->port);
+    send_request(fd, "DELETE", "/api/topics/T1", "Authorization: Bearer tok-1\r\n", NULL, 0);
+    read_response(fd, &r);
+    close(fd);
+    assert_int_equal(r.status, 200);
+    free(r.body);
+    json_decref(call(f, "GET", "/api/groups/G1", NULL, 200)); /* reads need no token */
+}
+
 static void test_healthz_merges_stats(void **state)
 {
     struct fixture *f = *state;
@@ -399,8 +515,9 @@ static void test_put_requires_json_object(void **state)
 static void test_unknown_route_404(void **state)
 {
     struct fixture *f = *state;
-    expect_error(f, "GET", "/", NULL, 404, "not found");
+    expect_error(f, "GET", "/index.html", NULL, 404, "not found");
     expect_error(f, "GET", "/nope", NULL, 404, "not found");
+    expect_error(f, "GET", "/ui/nope.js", NULL, 404, "not found");
     expect_error(f, "GET", "/api", NULL, 404, "not found");
     expect_error(f, "GET", "/api/groups/G1/members", NULL, 404, "not found");
     expect_error(f, "GET", "/api/groups/G1/allocation/x", NULL, 404, "not found");
@@ -668,6 +785,10 @@ int main(void)
         T(test_name_length_limits),
         T(test_put_requires_json_object),
         T(test_unknown_route_404),
+        T(test_new_routes_reach_ops),
+        T(test_metrics_merges_http_counters),
+        T(test_openapi_and_dashboard),
+        T(test_admin_token),
         T(test_wrong_method_405),
         T(test_loop_status_and_null_reply),
         T(test_mailbox_closed_503),

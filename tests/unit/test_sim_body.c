@@ -33,8 +33,10 @@ static void assert_buf_str(struct buf *b, const char *want)
 static const char java_hb[] =
     "{\"clientID\":\"127.0.0.1@c1\",\"consumerDataSet\":[{\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\","
     "\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"G1\",\"messageModel\":\"CLUSTERING\","
-    "\"subscriptionDataSet\":[" SUB("T1", "1796218186688") "," SUB("%RETRY%G1", "1796218186708") "],"
-    "\"unitMode\":false}],\"producerDataSet\":[{\"groupName\":\"CLIENT_INNER_PRODUCER\"}]}";
+    "\"subscriptionDataSet\":[" SUB("T1", "1796218186688") "," SUB(
+        "%RETRY%G1", "1796218186708") "],"
+                                      "\"unitMode\":false}],\"producerDataSet\":[{\"groupName\":\"CLIENT_"
+                                      "INNER_PRODUCER\"}]}";
 
 static void test_heartbeat_java_shape(void **state)
 {
@@ -71,11 +73,14 @@ static void test_heartbeat_broadcast_v5(void **state)
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(sim_heartbeat_encode(&hb, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"clientID\":\"c\\\"1\",\"consumerDataSet\":[{\"consumeFromWhere\":"
-                       "\"CONSUME_FROM_LAST_OFFSET\",\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"G\","
-                       "\"messageModel\":\"BROADCASTING\",\"subscriptionDataSet\":[" SUB("T", "5") "],"
-                       "\"unitMode\":false}],\"heartbeatFingerprint\":0,\"producerDataSet\":[{\"groupName\":"
-                       "\"CLIENT_INNER_PRODUCER\"}],\"withoutSub\":false}");
+    assert_buf_str(
+        &b,
+        "{\"clientID\":\"c\\\"1\",\"consumerDataSet\":[{\"consumeFromWhere\":"
+        "\"CONSUME_FROM_LAST_OFFSET\",\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"G\","
+        "\"messageModel\":\"BROADCASTING\",\"subscriptionDataSet\":[" SUB(
+            "T", "5") "],"
+                      "\"unitMode\":false}],\"heartbeatFingerprint\":0,\"producerDataSet\":[{\"groupName\":"
+                      "\"CLIENT_INNER_PRODUCER\"}],\"withoutSub\":false}");
     buf_free(&b);
 }
 
@@ -87,7 +92,8 @@ static int parse_route(const char *text, struct sim_route *r)
 }
 
 static const char route_bare[] =
-    "{\"brokerDatas\":[{\"brokerAddrs\":{1:\"10.0.0.2:10911\",0:\"127.0.0.1:10911\"},\"brokerName\":\"broker-a\","
+    "{\"brokerDatas\":[{\"brokerAddrs\":{1:\"10.0.0.2:10911\",0:\"127.0.0.1:10911\"},\"brokerName\":\"broker-"
+    "a\","
     "\"cluster\":\"DefaultCluster\"},{\"brokerAddrs\":{ 2 : \"10.0.0.9:1\"},\"brokerName\":\"b,{1:\\\"x\","
     "\"cluster\":\"C\"}],\"filterServerTable\":{},\"queueDatas\":[{\"brokerName\":\"broker-a\",\"perm\":6,"
     "\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4},{\"brokerName\":\"b,{1:\\\"x\",\"perm\":2,"
@@ -114,13 +120,14 @@ static void test_route_bare_keys(void **state)
     assert_int_equal(r.queues[1].perm, 2);
 
     struct sim_route q;
-    assert_int_equal(parse_route("{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\",\"1\":"
-                                 "\"10.0.0.2:10911\"},\"brokerName\":\"broker-a\"},{\"brokerAddrs\":{\"2\":"
-                                 "\"10.0.0.9:1\"},\"brokerName\":\"b,{1:\\\"x\"}],\"queueDatas\":[{\"brokerName\":"
-                                 "\"broker-a\",\"perm\":6,\"readQueueNums\":4},{\"brokerName\":\"b,{1:\\\"x\","
-                                 "\"perm\":2,\"readQueueNums\":3}]}",
-                                 &q),
-                     RMQ_OK);
+    assert_int_equal(
+        parse_route("{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\",\"1\":"
+                    "\"10.0.0.2:10911\"},\"brokerName\":\"broker-a\"},{\"brokerAddrs\":{\"2\":"
+                    "\"10.0.0.9:1\"},\"brokerName\":\"b,{1:\\\"x\"}],\"queueDatas\":[{\"brokerName\":"
+                    "\"broker-a\",\"perm\":6,\"readQueueNums\":4},{\"brokerName\":\"b,{1:\\\"x\","
+                    "\"perm\":2,\"readQueueNums\":3}]}",
+                    &q),
+        RMQ_OK);
     assert_true(sim_route_equal(&r, &q)); /* quoted keys read the same */
     q.queues[0].read_queue_nums = 8;
     assert_false(sim_route_equal(&r, &q));
@@ -190,7 +197,8 @@ static void test_consumer_list(void **state)
     char **ids = NULL;
     size_t n = 0;
     char err[160];
-    assert_int_equal(sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err), 0);
+    assert_int_equal(sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err),
+                     0);
     assert_int_equal(n, 3);
     assert_string_equal(ids[0], "b");
     assert_string_equal(ids[2], "b"); /* duplicates kept, as the client keeps them */
@@ -216,30 +224,170 @@ static void test_consumer_list(void **state)
 #define PQ_INFO(commit, pull)                                                                                \
     "{\"cachedMsgCount\":0,\"cachedMsgMaxOffset\":0,\"cachedMsgMinOffset\":0,\"cachedMsgSizeInMiB\":0,"      \
     "\"commitOffset\":" commit ",\"droped\":false,\"lastConsumeTimestamp\":0,\"lastLockTimestamp\":0,"       \
-    "\"lastPullTimestamp\":" pull ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0," \
+    "\"lastPullTimestamp\":" pull                                                                            \
+    ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0,"                             \
     "\"transactionMsgMinOffset\":0,\"tryUnlockTimes\":0}"
 
-static const char rinfo_want[] =
-    "{\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"%RETRY%G\"}:" PQ_INFO("0", "7")
-    ",{\"brokerName\":\"broker-a\",\"queueId\":2,\"topic\":\"T\"}:" PQ_INFO("5", "1700000000001")
-    ",{\"brokerName\":\"broker-a\",\"queueId\":10,\"topic\":\"T\"}:" PQ_INFO("42", "1700000000002") "},"
-    "\"properties\":{\"PROP_CLIENT_VERSION\":\"V4_9_8\",\"PROP_CONSUMEORDERLY\":\"false\","
-    "\"PROP_CONSUMER_START_TIMESTAMP\":\"1700000000000\",\"PROP_CONSUME_TYPE\":\"CONSUME_PASSIVELY\","
-    "\"PROP_NAMESERVER_ADDR\":\"127.0.0.1:9876;\",\"PROP_THREADPOOL_CORE_SIZE\":\"20\","
-    "\"adjustThreadPoolNumsThreshold\":\"100000\",\"allocateMessageQueueStrategy\":"
-    "\"org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle@1\","
-    "\"awaitTerminationMillisWhenShutdown\":\"0\",\"consumeConcurrentlyMaxSpan\":\"2000\","
-    "\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\"consumeMessageBatchMaxSize\":\"1\","
-    "\"consumeThreadMax\":\"20\",\"consumeThreadMin\":\"20\",\"consumeTimeout\":\"15\","
-    "\"consumeTimestamp\":\"20231114214320\",\"consumerGroup\":\"G\",\"maxReconsumeTimes\":\"-1\","
-    "\"messageModel\":\"CLUSTERING\",\"postSubscriptionWhenPull\":\"false\",\"pullBatchSize\":\"32\","
-    "\"pullInterval\":\"0\",\"pullThresholdForQueue\":\"1000\",\"pullThresholdForTopic\":\"-1\","
-    "\"pullThresholdSizeForQueue\":\"100\",\"pullThresholdSizeForTopic\":\"-1\",\"subscription\":\"{}\","
-    "\"suspendCurrentQueueTimeMillis\":\"1000\",\"unitMode\":\"false\"},"
-    "\"statusTable\":{\"%RETRY%G\":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
-    "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0},\"T\":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,"
-    "\"consumeOKTPS\":0.0,\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}},"
-    "\"subscriptionSet\":[" SUB("%RETRY%G", "2") "," SUB("T", "1") "]}";
+static const char
+    rinfo_want[] = "{\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"%RETRY%G\"}"
+                   ":" PQ_INFO("0", "7") ",{\"brokerName\":\"broker-a\",\"queueId\":2,\"topic\":\"T\"}"
+                                         ":" PQ_INFO("5", "1700000000001") ",{\"brokerName\":\"broker-a\","
+                                                                           "\"queueId\":10,\"topic\":\"T\"}"
+                                                                           ":" PQ_INFO(
+                                                                               "42",
+                                                                               "1700000000002") "},"
+                                                                                                "\"properties"
+                                                                                                "\":{\"PROP_"
+                                                                                                "CLIENT_"
+                                                                                                "VERSION\":"
+                                                                                                "\"V4_9_8\","
+                                                                                                "\"PROP_"
+                                                                                                "CONSUMEORDER"
+                                                                                                "LY\":"
+                                                                                                "\"false\","
+                                                                                                "\"PROP_"
+                                                                                                "CONSUMER_"
+                                                                                                "START_"
+                                                                                                "TIMESTAMP\":"
+                                                                                                "\"1700000000"
+                                                                                                "000\","
+                                                                                                "\"PROP_"
+                                                                                                "CONSUME_"
+                                                                                                "TYPE\":"
+                                                                                                "\"CONSUME_"
+                                                                                                "PASSIVELY\","
+                                                                                                "\"PROP_"
+                                                                                                "NAMESERVER_"
+                                                                                                "ADDR\":"
+                                                                                                "\"127.0.0.1:"
+                                                                                                "9876;\","
+                                                                                                "\"PROP_"
+                                                                                                "THREADPOOL_"
+                                                                                                "CORE_SIZE\":"
+                                                                                                "\"20\","
+                                                                                                "\"adjustThre"
+                                                                                                "adPoolNumsTh"
+                                                                                                "reshold\":"
+                                                                                                "\"100000\","
+                                                                                                "\"allocateMe"
+                                                                                                "ssageQueueSt"
+                                                                                                "rategy\":"
+                                                                                                "\"org."
+                                                                                                "apache."
+                                                                                                "rocketmq."
+                                                                                                "client."
+                                                                                                "consumer."
+                                                                                                "rebalance."
+                                                                                                "AllocateMess"
+                                                                                                "ageQueueAver"
+                                                                                                "agelyByCircl"
+                                                                                                "e@1\","
+                                                                                                "\"awaitTermi"
+                                                                                                "nationMillis"
+                                                                                                "WhenShutdown"
+                                                                                                "\":\"0\","
+                                                                                                "\"consumeCon"
+                                                                                                "currentlyMax"
+                                                                                                "Span\":"
+                                                                                                "\"2000\","
+                                                                                                "\"consumeFro"
+                                                                                                "mWhere\":"
+                                                                                                "\"CONSUME_"
+                                                                                                "FROM_LAST_"
+                                                                                                "OFFSET\","
+                                                                                                "\"consumeMes"
+                                                                                                "sageBatchMax"
+                                                                                                "Size\":"
+                                                                                                "\"1\","
+                                                                                                "\"consumeThr"
+                                                                                                "eadMax\":"
+                                                                                                "\"20\","
+                                                                                                "\"consumeThr"
+                                                                                                "eadMin\":"
+                                                                                                "\"20\","
+                                                                                                "\"consumeTim"
+                                                                                                "eout\":"
+                                                                                                "\"15\","
+                                                                                                "\"consumeTim"
+                                                                                                "estamp\":"
+                                                                                                "\"2023111421"
+                                                                                                "4320\","
+                                                                                                "\"consumerGr"
+                                                                                                "oup\":\"G\","
+                                                                                                "\"maxReconsu"
+                                                                                                "meTimes\":"
+                                                                                                "\"-1\","
+                                                                                                "\"messageMod"
+                                                                                                "el\":"
+                                                                                                "\"CLUSTERING"
+                                                                                                "\","
+                                                                                                "\"postSubscr"
+                                                                                                "iptionWhenPu"
+                                                                                                "ll\":"
+                                                                                                "\"false\","
+                                                                                                "\"pullBatchS"
+                                                                                                "ize\":"
+                                                                                                "\"32\","
+                                                                                                "\"pullInterv"
+                                                                                                "al\":\"0\","
+                                                                                                "\"pullThresh"
+                                                                                                "oldForQueue"
+                                                                                                "\":\"1000\","
+                                                                                                "\"pullThresh"
+                                                                                                "oldForTopic"
+                                                                                                "\":\"-1\","
+                                                                                                "\"pullThresh"
+                                                                                                "oldSizeForQu"
+                                                                                                "eue\":"
+                                                                                                "\"100\","
+                                                                                                "\"pullThresh"
+                                                                                                "oldSizeForTo"
+                                                                                                "pic\":\"-"
+                                                                                                "1\","
+                                                                                                "\"subscripti"
+                                                                                                "on\":\"{}\","
+                                                                                                "\"suspendCur"
+                                                                                                "rentQueueTim"
+                                                                                                "eMillis\":"
+                                                                                                "\"1000\","
+                                                                                                "\"unitMode\""
+                                                                                                ":\"false\"},"
+                                                                                                "\"statusTabl"
+                                                                                                "e\":{\"%"
+                                                                                                "RETRY%G\":{"
+                                                                                                "\"consumeFai"
+                                                                                                "ledMsgs\":0,"
+                                                                                                "\"consumeFai"
+                                                                                                "ledTPS\":0."
+                                                                                                "0,"
+                                                                                                "\"consumeOKT"
+                                                                                                "PS\":0.0,"
+                                                                                                "\"consumeRT"
+                                                                                                "\":0.0,"
+                                                                                                "\"pullRT\":"
+                                                                                                "0.0,"
+                                                                                                "\"pullTPS\":"
+                                                                                                "0.0},\"T\":{"
+                                                                                                "\"consumeFai"
+                                                                                                "ledMsgs\":0,"
+                                                                                                "\"consumeFai"
+                                                                                                "ledTPS\":0."
+                                                                                                "0,"
+                                                                                                "\"consumeOKT"
+                                                                                                "PS\":0.0,"
+                                                                                                "\"consumeRT"
+                                                                                                "\":0.0,"
+                                                                                                "\"pullRT\":"
+                                                                                                "0.0,"
+                                                                                                "\"pullTPS\":"
+                                                                                                "0.0}},"
+                                                                                                "\"subscripti"
+                                                                                                "onSet\":"
+                                                                                                "[" SUB(
+                                                                                                    "%RETRY%"
+                                                                                                    "G",
+                                                                                                    "2") "," SUB("T",
+                                                                                                                 "1") "]}";
 
 static void fill_rinfo(struct sim_rinfo *ri, struct sim_rinfo_queue *qs, struct sim_sub *subs)
 {
@@ -323,8 +471,8 @@ static void test_names(void **state)
     static const struct {
         int ordinal;
         const char *name;
-    } versions[] = {{409, "V4_9_8"}, {408, "V4_9_8_SNAPSHOT"}, {413, "V5_0_0"}, {479, "V5_3_3"},
-                    {401, "V4_9_4"}, {213, "V4_0_0"}, {212, "V4_0_0_SNAPSHOT"}, {121, "V121"}};
+    } versions[] = {{409, "V4_9_8"}, {408, "V4_9_8_SNAPSHOT"}, {413, "V5_0_0"},          {479, "V5_3_3"},
+                    {401, "V4_9_4"}, {213, "V4_0_0"},          {212, "V4_0_0_SNAPSHOT"}, {121, "V121"}};
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         sim_version_name(versions[i].ordinal, v, sizeof v);
         assert_string_equal(v, versions[i].name);
@@ -345,9 +493,10 @@ static void test_holdings_line(void **state)
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(sim_holdings_line_encode(&b, 1700000000123LL, "c-1", "T", qs, 2, "notify"), RMQ_OK);
-    assert_buf_str(&b, "{\"t\":1700000000123,\"clientId\":\"c-1\",\"topic\":\"T\",\"queues\":[{\"brokerName\":"
-                       "\"broker-a\",\"queueId\":3},{\"brokerName\":\"b\\\\x\",\"queueId\":0}],\"reason\":"
-                       "\"notify\"}");
+    assert_buf_str(&b,
+                   "{\"t\":1700000000123,\"clientId\":\"c-1\",\"topic\":\"T\",\"queues\":[{\"brokerName\":"
+                   "\"broker-a\",\"queueId\":3},{\"brokerName\":\"b\\\\x\",\"queueId\":0}],\"reason\":"
+                   "\"notify\"}");
     buf_reset(&b);
     assert_int_equal(sim_holdings_line_encode(&b, 1, "c", "T", NULL, 0, "start"), RMQ_OK);
     assert_buf_str(&b, "{\"t\":1,\"clientId\":\"c\",\"topic\":\"T\",\"queues\":[],\"reason\":\"start\"}");

@@ -20,7 +20,8 @@
 static void test_mq_all_read_permission(void **state)
 {
     (void)state;
-    struct sim_route_queue qd[] = {{(char *)"broker-a", 2, 6}, {(char *)"broker-w", 5, 2}, {(char *)"broker-b", 1, 4}};
+    struct sim_route_queue qd[] = {
+        {(char *)"broker-a", 2, 6}, {(char *)"broker-w", 5, 2}, {(char *)"broker-b", 1, 4}};
     struct sim_route r = {.queues = qd, .nqueues = 3};
     struct allocate_queue *q;
     size_t n;
@@ -91,7 +92,8 @@ static void test_allocate_errors_and_config(void **state)
     struct allocate_queue *res = NULL;
     size_t n;
     char err[160] = "";
-    assert_int_equal(sim_rebalance_allocate(&o, "T", mq, 1, NULL, 0, "c0", &res, &n, err, sizeof err), RMQ_EINVAL);
+    assert_int_equal(sim_rebalance_allocate(&o, "T", mq, 1, NULL, 0, "c0", &res, &n, err, sizeof err),
+                     RMQ_EINVAL);
     assert_true(err[0] != '\0'); /* Java throws: the caller keeps its queues */
 
     struct allocate_queue conf[] = {{"T", "broker-a", 3}, {"U", "broker-a", 1}, {"T", "broker-b", 0}};
@@ -133,12 +135,13 @@ static void test_allocate_matches_group(void **state)
             struct allocate_queue copy[24], *mine;
             size_t n, idx;
             memcpy(copy, mq, sizeof copy);
-            assert_int_equal(sim_rebalance_allocate(&o, "T", copy, 24, cids, 5, cids[c], &mine, &n, err, sizeof err),
-                             0);
+            assert_int_equal(
+                sim_rebalance_allocate(&o, "T", copy, 24, cids, 5, cids[c], &mine, &n, err, sizeof err), 0);
             assert_int_equal(allocate_result_find(r, cids[c], &idx), 0);
             assert_int_equal(n, allocate_result_count_of(r, idx));
             for (size_t k = 0; k < n; k++)
-                assert_int_equal(allocate_queue_compare(&mine[k], &allocate_result_queues_of(r, idx)[k].queue), 0);
+                assert_int_equal(
+                    allocate_queue_compare(&mine[k], &allocate_result_queues_of(r, idx)[k].queue), 0);
             rmq_free(mine);
         }
         allocate_result_free(r);
