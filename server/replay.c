@@ -205,10 +205,10 @@ void rp_mark_stale(struct replay *rp, struct rp_client *c)
 {
     if (!c->alive || c->tick_at != RP_NO_TIME)
         return;
-    /* The client's timer keeps its phase from its join (PROTOCOL: §3.9, a 20 s period). */
-    int64_t p = rp->opt.rebalance_ms, k = (rp->now - c->joined_ms + p - 1) / p;
-    if (k < 1)
-        k = 1;
+    /* The client's timer keeps its phase from its join (PROTOCOL: §3.9, a 20 s period); the next
+     * tick strictly after now, so a tick that coincides with the change does not pre-empt the
+     * NOTIFY the same change sends. */
+    int64_t p = rp->opt.rebalance_ms, k = (rp->now - c->joined_ms) / p + 1;
     c->tick_at = c->joined_ms + k * p;
     if (rp_push_action(rp, c->tick_at, RP_ACT_TIMER, c) != 0)
         c->tick_at = RP_NO_TIME;

@@ -137,37 +137,41 @@ static void close_conn(struct econn *c)
     rmq_free(c);
 }
 
-/* Queues one reply per complete frame; returns 1 if a fan-out is due. */
-static int answer_frames(struct econn *c)
+/* Queues one reply per complete frame in p[0..*len); moves the consumed
+ * prefix out (*len becomes the partial tail). 1 if a fan-out is due, 0, or
+ * RMQ_ENOMEM. */
+static int answer_frames(struct econn *c, const uint8_t *p, size_t *len)
 {
     int fan = 0;
-    while (buf_live(&c->in) >= 4) {
-        const uint8_t *h = buf_head(&c->in);
+    size_t off = 0;
+    while (*len - off >= 4) {
+        const uint8_t *h = p + off;
         size_t total = ((size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3]) + 4;
-        if (buf_live(&c->in) < total)
+        if (*len - off < total)
             break;
         const struct buf *r = total < g_small_below ? &g_small_reply : &g_reply;
         if (buf_append(&c->out, buf_head(r), buf_live(r)) != 0)
             return RMQ_ENOMEM;
-        buf_consume(&c->in, total);
+        off += total;
         if (!c->seen_frame && g_fanout)
             fan = 1;
         c->seen_frame = true;
         mark_dirty(c);
     }
+    *len -= off;
     return fan;
 }
 
-/* Reads up to READ_BUDGET bytes. Returns 1 if a fan-out is due, 0, or < 0 to close. */
+/* Reads up to READ_BUDGET bytes into one shared buffer; only a partial
+ * frame is kept per connection (so an idle connection holds no buffer).
+ * Returns 1 if a fan-out is due, 0, or < 0 to close. */
 static int on_readable(struct econn *c)
 {
+    static uint8_t tmp[65536];
     size_t budget = READ_BUDGET;
     int fan = 0;
     while (budget > 0) {
-        uint8_t *p = buf_reserve(&c->in, 65536);
-        if (!p)
-            return RMQ_ENOMEM;
-        ssize_t n = read(c->fd, p, 65536);
+        ssize_t n = read(c->fd, tmp, sizeof tmp);
         if (n == 0)
             return RMQ_EIO;
         if (n < 0 && errno == EINTR)
@@ -176,13 +180,28 @@ static int on_readable(struct econn *c)
             break;
         if (n < 0)
             return -errno;
-        buf_commit(&c->in, (size_t)n);
         budget = (size_t)n > budget ? 0 : budget - (size_t)n;
-        int rc = answer_frames(c);
+        int rc;
+        size_t len;
+        if (buf_live(&c->in) == 0) {
+            len = (size_t)n;
+            rc = answer_frames(c, tmp, &len);
+            if (rc >= 0 && len > 0 && buf_append(&c->in, tmp + (size_t)n - len, len) != 0)
+                rc = RMQ_ENOMEM;
+        } else {
+            if (buf_append(&c->in, tmp, (size_t)n) != 0)
+                return RMQ_ENOMEM;
+            len = buf_live(&c->in);
+            rc = answer_frames(c, buf_head(&c->in), &len);
+            if (rc >= 0)
+                buf_consume(&c->in, buf_live(&c->in) - len);
+            if (rc >= 0 && len == 0)
+                buf_reset(&c->in);
+        }
         if (rc < 0)
             return rc;
         fan |= rc;
-        if (n < 65536)
+        if ((size_t)n < sizeof tmp)
             break;
     }
     return fan;

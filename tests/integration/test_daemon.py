@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body  # noqa: E402
+from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body  # noqa: E402,F401
 
 HB, UNREG, LIST, ROUTE, NOTIFY = 34, 35, 38, 105, 40
 QUERY_OFF, UPDATE_OFF, MAX_OFF, PULL, LOCK, UNLOCK = 14, 15, 30, 11, 41, 42
@@ -543,6 +543,113 @@ class Allocation(DaemonTest):
         self.assertEqual({k: [q["queueId"] for q in v] for k, v in a["allocation"].items()},
                          {"c0": [0, 3], "c1": [1], "c2": [2]})
         self.assertEqual(len(a["unassigned"]), 4)
+
+
+class Responder:
+    """Answers the daemon's GET_CONSUMER_RUNNING_INFO (307) on a connection,
+    like a Java consumer: fastjson mqTable with MessageQueue objects as keys."""
+
+    def __init__(self, conn, holdings):
+        import threading
+        self.conn, self.holdings, self.stop, self.asked = conn, holdings, False, 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def body(self, group):
+        entries = ",".join('{"brokerName":"broker-a","queueId":%d,"topic":"T"}:{"commitOffset":0,"droped":false}' % q
+                           for q in self.holdings())
+        return ('{"mqTable":{%s},"properties":{"consumerGroup":"%s","allocateMessageQueueStrategy":'
+                '"org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely@1"}}'
+                % (entries, group)).encode()
+
+    def run(self):
+        import struct as st
+        while not self.stop:
+            f = self.conn.recv_frame(0.05)
+            if f is None or f.code != 307 or f.flag & 1:
+                continue
+            self.asked += 1
+            hdr = encode_header_json({"code": 0, "flag": 1, "opaque": f.opaque, "language": "JAVA",
+                                      "version": 409})
+            body = self.body(f.ext.get("consumerGroup"))
+            self.conn.send_raw(frame(hdr, body))
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+
+
+class Holdings(DaemonTest):
+    extra = ("--channel-expiry-ms", "60000")  # a silent client's 3 s timeout must not expire the others
+
+    def setUp(self):
+        super().setUp()
+        self.d.http("PUT", "/api/topics/T", {"readQueueNums": 8, "writeQueueNums": 8})
+        self.a, self.b, self.silent = self.conn(), self.conn(), self.conn()
+        self.join(self.a, "cA", {"G": ["T"]})
+        self.join(self.b, "cB", {"G": ["T"]})
+        self.held = {"cA": [0, 1, 2, 3], "cB": [4, 5, 6, 7]}
+        self.ra = Responder(self.a, lambda: self.held["cA"])
+        self.rb = Responder(self.b, lambda: self.held["cB"])
+
+    def tearDown(self):
+        self.ra.close()
+        self.rb.close()
+        super().tearDown()
+
+    def test_running_info_and_consistency(self):
+        st, ri = self.d.http("GET", "/api/groups/G/clients/cA/running-info")
+        self.assertEqual(st, 200, ri)
+        self.assertEqual([q["queueId"] for q in ri["channels"][0]["queues"]], [0, 1, 2, 3])
+        self.assertIn("AllocateMessageQueueAveragely", ri["channels"][0]["strategy"])
+        st, c = self.d.http("GET", "/api/groups/G/consistency?topic=T&strategy=AVG")
+        self.assertEqual(st, 200, c)
+        self.assertTrue(c["consistent"], c)
+        self.assertEqual((c["overlaps"], c["gaps"], c["unresponsive"]), ([], [], []))
+        # holdings that disagree: B also takes queue 3 and drops 7
+        self.held["cB"] = [3, 4, 5, 6]
+        st, c = self.d.http("GET", "/api/groups/G/consistency?topic=T")
+        self.assertFalse(c["consistent"])
+        self.assertEqual([o["queue"]["queueId"] for o in c["overlaps"]], [3])
+        self.assertEqual([o["holders"] for o in c["overlaps"]], [["cA", "cB"]])
+        self.assertEqual([g["queueId"] for g in c["gaps"]], [7])
+        self.assertEqual([x["matches"] for x in c["clients"]], [True, False])
+
+    def test_silent_client_is_unresponsive_not_skipped(self):
+        self.join(self.silent, "cS", {"G": ["T"]})  # never answers 307, like ali-ons
+        self.held = {"cA": [0, 1, 2], "cB": [3, 4, 5]}  # AVG over 3: cA 0-2, cB 3-5, cS 6-7
+        t0 = time.monotonic()
+        st, c = self.d.http("GET", "/api/groups/G/consistency?topic=T")
+        self.assertEqual(st, 200)
+        self.assertEqual(c["unresponsive"], ["cS"])
+        self.assertEqual(c["gaps"], [], "queues expected for a silent client are not gaps")
+        self.assertTrue(c["consistent"], c)
+        self.assertLess(time.monotonic() - t0, 4.5, "a silent client costs one timeout, not more")
+        st, ri = self.d.http("GET", "/api/groups/G/clients/cS/running-info")
+        self.assertEqual(st, 504)
+        self.assertFalse(ri["answered"])
+
+    def test_converged_waits_for_agreement(self):
+        self.held["cB"] = [3, 4, 5, 6, 7]
+        import threading
+        threading.Timer(0.4, lambda: self.held.__setitem__("cB", [4, 5, 6, 7])).start()
+        t0 = time.monotonic()
+        st, c = self.d.http("GET", "/api/groups/G/converged?topic=T&timeout_ms=5000")
+        took = time.monotonic() - t0
+        self.assertEqual(st, 200, c)
+        self.assertTrue(c["converged"])
+        self.assertGreaterEqual(took, 0.35)
+        self.assertLess(took, 3)
+        self.assertGreater(c["checks"], 1)
+        self.held["cB"] = [7]
+        st, c = self.d.http("GET", "/api/groups/G/converged?topic=T&timeout_ms=300")
+        self.assertEqual(st, 408)
+        self.assertFalse(c["converged"])
+        self.assertEqual([g["queueId"] for g in c["gaps"]], [4, 5, 6])
+        st, _ = self.d.http("GET", "/api/groups/nope/converged?topic=T")
+        self.assertEqual(st, 404)
+        st, _ = self.d.http("GET", "/api/groups/G/converged?topic=T&timeout_ms=abc")
+        self.assertEqual(st, 400)
 
 
 class Shutdown(unittest.TestCase):
