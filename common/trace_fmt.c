@@ -11,9 +11,9 @@
 #include "trace_fmt.h"
 
 #include "err.h"
-#include "trace_fmt_internal.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "trace_fmt_internal.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -122,8 +122,8 @@ static int read_u_escape(struct scan *s, unsigned *cp)
         return fail(s, "lone low surrogate in \\u escape");
     if (*cp >= 0xD800 && *cp <= 0xDBFF) {
         unsigned lo;
-        if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || hex4(s->p + 2, &lo) != 0 || lo < 0xDC00 ||
-            lo > 0xDFFF)
+        if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || hex4(s->p + 2, &lo) != 0 ||
+            lo < 0xDC00 || lo > 0xDFFF)
             return fail(s, "unpaired high surrogate in \\u escape");
         s->p += 6;
         *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -136,10 +136,10 @@ static int read_u_escape(struct scan *s, unsigned *cp)
 /* Bytes that need no attention inside a string: printable ASCII but '"' and '\\'. */
 static const unsigned char plain[256] = {
 #define R8(v) v, v, v, v, v, v, v, v
-    R8(0), R8(0), R8(0), R8(0),                /* 0x00-0x1f */
-    1, 1, 0, 1, 1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f: '"' */
-    R8(1), R8(1), R8(1), 1, 1, 1, 1, 0, 1, 1, 1, /* 0x40-0x5f: '\\' */
-    R8(1), R8(1), R8(1), R8(1),                /* 0x60-0x7f */
+    R8(0), R8(0), R8(0), R8(0),                                  /* 0x00-0x1f */
+    1,     1,     0,     1,     1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f: '"' */
+    R8(1), R8(1), R8(1), 1,     1, 1, 1, 0, 1,     1,     1,     /* 0x40-0x5f: '\\' */
+    R8(1), R8(1), R8(1), R8(1),                                  /* 0x60-0x7f */
 #undef R8
 };
 
@@ -336,13 +336,30 @@ bool trace_json_valid(const uint8_t *p, size_t len)
 /* Known keys get an id so that lookups and the allowed-key checks are
  * array and bit operations, not string compares (a million lines a second). */
 enum key_id {
-    K_TS = 0, K_EVENT, K_CONN, K_PEER, K_CODE, K_LANG, K_VERSION, K_FLAG, K_EXT, K_BODY, K_BODY64,
-    K_GROUP, K_REASON, K_TOPIC, K_BROKERS, K_BROKER, K_HDR, K_COUNT, K_OTHER = K_COUNT,
+    K_TS = 0,
+    K_EVENT,
+    K_CONN,
+    K_PEER,
+    K_CODE,
+    K_LANG,
+    K_VERSION,
+    K_FLAG,
+    K_EXT,
+    K_BODY,
+    K_BODY64,
+    K_GROUP,
+    K_REASON,
+    K_TOPIC,
+    K_BROKERS,
+    K_BROKER,
+    K_HDR,
+    K_COUNT,
+    K_OTHER = K_COUNT,
 };
 
 static const char *const key_names[K_COUNT] = {
-    "ts",   "event", "conn",  "peer",   "code",   "lang",    "version", "flag",         "ext",
-    "body", "bodyBase64", "group", "reason", "topic", "brokers", "broker", "rmqcoordTrace",
+    "ts",   "event",      "conn",  "peer",   "code",  "lang",    "version", "flag",          "ext",
+    "body", "bodyBase64", "group", "reason", "topic", "brokers", "broker",  "rmqcoordTrace",
 };
 
 static int key_id(const char *k)
@@ -577,12 +594,10 @@ static int ext_member(struct ctx *c, const struct pair *m, void *arg)
     case 'n': return RMQ_OK;
     case '{':
     case '[': return bad(c, "ext value \"%s\" must be a string", m->key);
-    default:
-        *m->val_end = '\0';
-        val = (const char *)m->val;
+    default: *m->val_end = '\0'; val = (const char *)m->val;
     }
     if (grow((void **)&d->kv, &d->kv_cap, d->nkv + 1, sizeof *d->kv) != 0)
-        return RMQ_ENOMEM;
+        return bad(c, "out of memory"), RMQ_ENOMEM;
     d->kv[d->nkv++] = (struct trace_kv){m->key, val};
     return RMQ_OK;
 }
@@ -623,8 +638,9 @@ static int broker_elem(struct ctx *c, const struct pair *m, void *arg)
     (void)arg;
     struct trace_decoder *d = c->d;
     struct broker_seen bs = {{NULL, 0, 0, 6}, 0};
-    if (each_member(c, m, true, broker_field, &bs) != 0)
-        return RMQ_EPROTO;
+    int rc = each_member(c, m, true, broker_field, &bs);
+    if (rc != 0)
+        return rc;
     if ((bs.seen & 7u) != 7u)
         return bad(c, "a broker needs brokerName, readQueueNums and writeQueueNums");
     if (!bs.b.broker_name[0])
@@ -632,7 +648,7 @@ static int broker_elem(struct ctx *c, const struct pair *m, void *arg)
     if (d->nbrokers == 256)
         return bad(c, "more than 256 brokers in a route");
     if (grow((void **)&d->brokers, &d->brokers_cap, d->nbrokers + 1, sizeof *d->brokers) != 0)
-        return RMQ_ENOMEM;
+        return bad(c, "out of memory"), RMQ_ENOMEM;
     d->brokers[d->nbrokers++] = bs.b;
     return RMQ_OK;
 }
@@ -652,7 +668,7 @@ static int decode_b64(struct ctx *c, const char *s, struct trace_event *ev)
         return bad(c, "bodyBase64: length is not a multiple of 4");
     size_t need = n / 4 * 3 + 1;
     if (grow((void **)&d->body64, &d->body64_cap, need, 1) != 0)
-        return RMQ_ENOMEM;
+        return bad(c, "out of memory"), RMQ_ENOMEM;
     size_t w = 0;
     for (size_t i = 0; i < n; i += 4) {
         int v[4], pad = 0;
@@ -731,8 +747,9 @@ static int decode_request(struct ctx *c, const struct pairs *ps, struct trace_ev
         opt_str(c, ps, K_BODY64, &b64) != 0)
         return RMQ_EPROTO;
     ev->language = lang ? rmq_language_from_name(lang) : RMQ_LANG_JAVA;
-    if (ext && *ext->val != 'n' && each_member(c, ext, true, ext_member, NULL) != 0)
-        return RMQ_EPROTO;
+    int rc = ext && *ext->val != 'n' ? each_member(c, ext, true, ext_member, NULL) : RMQ_OK;
+    if (rc != 0)
+        return rc;
     ev->ext = c->d->kv;
     ev->next = c->d->nkv;
     if (body && b64)
@@ -758,8 +775,9 @@ static int decode_route(struct ctx *c, const struct pairs *ps, struct trace_even
         ev->deleted = true;
         return RMQ_OK;
     }
-    if (each_member(c, b, false, broker_elem, NULL) != 0)
-        return RMQ_EPROTO;
+    int rc = each_member(c, b, false, broker_elem, NULL);
+    if (rc != 0)
+        return rc;
     ev->brokers = c->d->brokers;
     ev->nbrokers = c->d->nbrokers;
     return RMQ_OK;

@@ -70,17 +70,17 @@ struct trace_event {
     size_t next;
     const uint8_t *body; /* request: the body bytes, NULL when there is none */
     size_t body_len;
-    const char *group;   /* notify */
-    const char *reason;  /* close, may be NULL */
-    const char *topic;   /* route */
+    const char *group;                  /* notify */
+    const char *reason;                 /* close, may be NULL */
+    const char *topic;                  /* route */
     const struct trace_broker *brokers; /* route; NULL with deleted */
     size_t nbrokers;
-    bool deleted;        /* route: "brokers":null, the topic was deleted */
+    bool deleted; /* route: "brokers":null, the topic was deleted */
 };
 
 struct trace_decoder {
-    struct buf line;         /* private copy of the current line, unescaped in place */
-    struct trace_kv *kv;     /* owned */
+    struct buf line;     /* private copy of the current line, unescaped in place */
+    struct trace_kv *kv; /* owned */
     size_t nkv, kv_cap;
     struct trace_broker *brokers; /* owned */
     size_t nbrokers, brokers_cap;

@@ -110,8 +110,8 @@ static int put_base64(struct buf *out, const uint8_t *p, size_t len)
     size_t n = 0;
     w[n++] = '"';
     for (size_t i = 0; i < len; i += 3) {
-        uint32_t x = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0) |
-                     (i + 2 < len ? p[i + 2] : 0);
+        uint32_t x =
+            (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
         w[n++] = (uint8_t)trace_fmt_b64[x >> 18 & 63];
         w[n++] = (uint8_t)trace_fmt_b64[x >> 12 & 63];
         w[n++] = i + 1 < len ? (uint8_t)trace_fmt_b64[x >> 6 & 63] : '=';
@@ -175,8 +175,8 @@ static int put_route(const struct trace_event *ev, struct buf *out)
         if (!rc)
             rc = put_str(out, b->broker_name);
         if (!rc)
-            rc = buf_appendf(out, ",\"readQueueNums\":%d,\"writeQueueNums\":%d,\"perm\":%d}", b->read_queue_nums,
-                             b->write_queue_nums, b->perm);
+            rc = buf_appendf(out, ",\"readQueueNums\":%d,\"writeQueueNums\":%d,\"perm\":%d}",
+                             b->read_queue_nums, b->write_queue_nums, b->perm);
     }
     return rc ? rc : buf_append_u8(out, ']');
 }
@@ -184,7 +184,8 @@ static int put_route(const struct trace_event *ev, struct buf *out)
 static int put_event(const struct trace_event *ev, struct buf *out)
 {
     if (ev->kind == TRACE_HEADER)
-        return buf_appendf(out, "{\"rmqcoordTrace\":%d,\"ts\":%" PRId64 ",\"format\":\"docs/trace-format.md\"",
+        return buf_appendf(out,
+                           "{\"rmqcoordTrace\":%d,\"ts\":%" PRId64 ",\"format\":\"docs/trace-format.md\"",
                            TRACE_FMT_VERSION, ev->ts);
     int rc = buf_appendf(out, "{\"ts\":%" PRId64, ev->ts);
     if (!rc && ev->kind != TRACE_ROUTE)

@@ -14,7 +14,8 @@
 
 static int cmp_channel(const void *a, const void *b)
 {
-    const struct reg_channel *x = *(const struct reg_channel *const *)a, *y = *(const struct reg_channel *const *)b;
+    const struct reg_channel *x = *(const struct reg_channel *const *)a,
+                             *y = *(const struct reg_channel *const *)b;
     int c = strcmp(x->client_id, y->client_id);
     return c ? c : (x->id > y->id) - (x->id < y->id);
 }
@@ -27,7 +28,8 @@ static const struct reg_channel **sorted_channels(const struct registry *r, size
     if (!v)
         return NULL;
     size_t k = 0, b;
-    for (struct hashmap_entry *e = hashmap_first(&r->channels, &b); e; e = hashmap_next(&r->channels, e, &b)) {
+    for (struct hashmap_entry *e = hashmap_first(&r->channels, &b); e;
+         e = hashmap_next(&r->channels, e, &b)) {
         const struct reg_channel *ch = e->val;
         if (ch->client_id && ch->conn)
             v[k++] = ch;
@@ -78,19 +80,20 @@ static json_t *client_json(const struct reg_channel *const *chans, size_t n)
         const struct reg_channel *ch = chans[i];
         if (ch->last_hb_ms > latest->last_hb_ms)
             latest = ch;
-        json_array_append_new(channels,
-                              json_pack("{s:I,s:s,s:I,s:I,s:o*}", "channelId", (json_int_t)ch->id, "remoteAddr",
-                                        ch->peer, "openedMs", (json_int_t)ch->opened_ms, "lastHeartbeatMs",
-                                        (json_int_t)ch->last_hb_ms, "groups", group_union(&chans[i], 1, false)));
+        json_array_append_new(
+            channels, json_pack("{s:I,s:s,s:I,s:I,s:o*}", "channelId", (json_int_t)ch->id, "remoteAddr",
+                                ch->peer, "openedMs", (json_int_t)ch->opened_ms, "lastHeartbeatMs",
+                                (json_int_t)ch->last_hb_ms, "groups", group_union(&chans[i], 1, false)));
     }
     json_t *addrs = json_array();
     for (size_t i = 0; addrs && i < n; i++)
         json_array_append_new(addrs, json_string(chans[i]->peer));
-    return json_pack("{s:s,s:s,s:i,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:b}", "clientId", latest->client_id, "language",
-                     rmq_language_name(latest->language), "version", (int)latest->version, "lastHeartbeatMs",
-                     (json_int_t)latest->last_hb_ms, "openedMs", (json_int_t)chans[0]->opened_ms, "groups",
-                     group_union(chans, n, false), "producerGroups", group_union(chans, n, true), "remoteAddrs",
-                     addrs, "channels", channels, "live", 1);
+    return json_pack("{s:s,s:s,s:i,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:b}", "clientId", latest->client_id,
+                     "language", rmq_language_name(latest->language), "version", (int)latest->version,
+                     "lastHeartbeatMs", (json_int_t)latest->last_hb_ms, "openedMs",
+                     (json_int_t)chans[0]->opened_ms, "groups", group_union(chans, n, false),
+                     "producerGroups", group_union(chans, n, true), "remoteAddrs", addrs, "channels",
+                     channels, "live", 1);
 }
 
 json_t *admin_clients_list(struct server *s, int *status)
@@ -131,8 +134,9 @@ json_t *admin_client_get(struct server *s, const char *client_id, int *status)
     size_t j = i;
     while (j < n && !strcmp(chans[j]->client_id, client_id))
         j++;
-    json_t *out = j > i ? client_json(chans + i, j - i)
-                        : admin_extra_error(status, 404, "client not found", "no live channel carries this client id");
+    json_t *out =
+        j > i ? client_json(chans + i, j - i)
+              : admin_extra_error(status, 404, "client not found", "no live channel carries this client id");
     if (j > i)
         *status = 200;
     rmq_free(chans);
@@ -156,15 +160,16 @@ json_t *admin_group_evict(struct server *s, const char *group, const char *clien
         struct reg_channel *ch = registry_channel(&s->reg, m->channel_id);
         if (!ch || !ch->conn || ch->conn->closing)
             continue;
-        json_array_append_new(evicted, json_pack("{s:I,s:s}", "channelId", (json_int_t)ch->id, "remoteAddr",
-                                                 ch->peer));
+        json_array_append_new(
+            evicted, json_pack("{s:I,s:s}", "channelId", (json_int_t)ch->id, "remoteAddr", ch->peer));
         /* Reaped before the loop sleeps: the close path removes the channel
          * from every group (recorded, logged) and NOTIFYs the others. */
         conn_close_async(ch->conn, "evicted via the admin API");
     }
     if (json_array_size(evicted) == 0) {
         json_decref(evicted);
-        return admin_extra_error(status, 404, "client not in group", "no live member of the group has this client id");
+        return admin_extra_error(status, 404, "client not in group",
+                                 "no live member of the group has this client id");
     }
     log_info("group %s: client %s evicted via the admin API (%zu channel(s))", group, client_id,
              json_array_size(evicted));

@@ -151,9 +151,10 @@ static json_t *diagnostics(struct server *s, const char *name, int *status)
     bool broadcast = g->message_model == RMQ_MODEL_BROADCASTING;
     bool notified = mship_notifies(g);
     if (json_array_size(dups) > 0)
-        json_array_append_new(issues, issue("duplicateClientIds",
-                                            "several channels share a client id: they compute the same "
-                                            "allocation, so some queues are pulled twice and others by nobody"));
+        json_array_append_new(issues,
+                              issue("duplicateClientIds",
+                                    "several channels share a client id: they compute the same "
+                                    "allocation, so some queues are pulled twice and others by nobody"));
     if (json_array_size(stale) > 0)
         json_array_append_new(issues, issue("staleHeartbeats",
                                             "members have not heartbeated for over 60 s (clients beat every "
@@ -188,7 +189,8 @@ static json_t *queue_json(const struct allocate_queue *q)
 /* {"allocation","owners","unassigned","overlaps"} of r (borrowed). */
 static json_t *alloc_result_json(const struct allocate_result *r)
 {
-    json_t *alloc = json_object(), *owners = json_array(), *unassigned = json_array(), *overlaps = json_array();
+    json_t *alloc = json_object(), *owners = json_array(), *unassigned = json_array(),
+           *overlaps = json_array();
     for (size_t i = 0; alloc && i < r->n_consumers; i++) {
         if (r->consumer_first[i] != i)
             continue;
@@ -218,7 +220,8 @@ static int read_options(const json_t *query, struct allocate_options *opt, const
 {
     const char *name = json_string_value(json_object_get(query, "strategy"));
     enum allocate_strategy st = ALLOCATE_AVG;
-    if (name && (allocate_strategy_parse(name, &st) != 0 || st == ALLOCATE_CONFIG || st == ALLOCATE_MACHINE_ROOM)) {
+    if (name &&
+        (allocate_strategy_parse(name, &st) != 0 || st == ALLOCATE_CONFIG || st == ALLOCATE_MACHINE_ROOM)) {
         *why = "strategy must be AVG, AVG_BY_CIRCLE, MACHINE_ROOM_NEARBY or CONSISTENT_HASH here (CONFIG and "
                "MACHINE_ROOM need their lists: use /allocation for the live members)";
         return RMQ_EINVAL;
@@ -317,7 +320,8 @@ void admin_extra_handle(struct server *s, struct mailbox_msg *msg)
     case ADMIN_OP_CLIENTS_LIST: reply = admin_clients_list(s, &status); break;
     case ADMIN_OP_CLIENT_GET: reply = admin_client_get(s, arg, &status); break;
     case ADMIN_OP_GROUP_EVICT:
-        reply = admin_group_evict(s, arg, json_string_value(json_object_get(msg->query, "clientId")), &status);
+        reply =
+            admin_group_evict(s, arg, json_string_value(json_object_get(msg->query, "clientId")), &status);
         break;
     case ADMIN_OP_RESET: reply = reset(s, &status); break;
     case ADMIN_OP_CLOCK_GET:
@@ -328,9 +332,7 @@ void admin_extra_handle(struct server *s, struct mailbox_msg *msg)
     case ADMIN_OP_GROUP_DIAGNOSTICS: reply = diagnostics(s, arg, &status); break;
     case ADMIN_OP_ALLOCATE_MEMBERS: reply = allocate_members(s, msg->query, msg->body, &status); break;
     case ADMIN_OP_METRICS: reply = metrics_loop_snapshot(s, &status); break;
-    default:
-        reply = admin_extra_error(&status, 404, "unknown operation", "not served by this build");
-        break;
+    default: reply = admin_extra_error(&status, 404, "unknown operation", "not served by this build"); break;
     }
     if (!reply)
         reply = admin_extra_error(&status, 500, "internal error", "out of memory building the reply");

@@ -33,8 +33,7 @@ void api_post_clear(struct api_post *post)
 
 /* Decodes and validates one name segment (group or topic): 1..255 bytes.
  * On failure queues a 400 and returns NULL with *r set; else a new string. */
-static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n, const char *what,
-                         int *r)
+static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n, const char *what, int *r)
 {
     char *name = NULL;
     int rc = n > 3 * HTTP_ADMIN_NAME_MAX ? RMQ_E2BIG : api_routes_pct_decode(seg, n, false, &name);
@@ -51,8 +50,9 @@ static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n,
     size_t len = name ? strlen(name) : n;
     if (len == 0 || len > HTTP_ADMIN_NAME_MAX) {
         rmq_free(name);
-        *r = http_admin_reply_error(conn, 400, "bad parameter", "the %s name must be 1 to %u bytes long (got %zu)", what,
-                         HTTP_ADMIN_NAME_MAX, len);
+        *r = http_admin_reply_error(conn, 400, "bad parameter",
+                                    "the %s name must be 1 to %u bytes long (got %zu)", what,
+                                    HTTP_ADMIN_NAME_MAX, len);
         return NULL;
     }
     return name;
@@ -96,8 +96,8 @@ static json_t *collect_query(struct MHD_Connection *conn, int *r)
         json_decref(q.obj);
         *r = q.rc == RMQ_ENOMEM ? http_admin_reply_json(conn, 500, NULL)
                                 : http_admin_reply_error(conn, 400, "bad parameter",
-                                              "a query parameter has a malformed percent-escape, "
-                                              "a NUL byte or invalid UTF-8");
+                                                         "a query parameter has a malformed percent-escape, "
+                                                         "a NUL byte or invalid UTF-8");
         return NULL;
     }
     return q.obj;
@@ -269,13 +269,15 @@ static int route_call(struct call *c)
         return api_stream_start(e->h, conn, c->query,
                                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
                                 e->store_path, e->reader);
-    case API_ROUTE_GROUP_HISTORY: return api_group_history(conn, c->name[0], c->query, e->store_path, e->reader);
+    case API_ROUTE_GROUP_HISTORY:
+        return api_group_history(conn, c->name[0], c->query, e->store_path, e->reader);
     case API_ROUTE_GROUP_AT: return group_at(c);
     case API_ROUTE_HEALTHZ: plain.finish = API_FINISH_HEALTHZ; return post(c, ADMIN_OP_STATS, NULL, &plain);
     case API_ROUTE_METRICS: plain.finish = API_FINISH_METRICS; return post(c, ADMIN_OP_METRICS, NULL, &plain);
     case API_ROUTE_GROUPS: return post_page(c, ADMIN_OP_GROUPS_LIST, API_FINISH_PAGE, "groups", "group");
     case API_ROUTE_TOPICS: return post_page(c, ADMIN_OP_TOPICS_LIST, API_FINISH_PAGE, "topics", "topic");
-    case API_ROUTE_CLIENTS: return post_page(c, ADMIN_OP_CLIENTS_LIST, API_FINISH_CLIENTS, "clients", "clientId");
+    case API_ROUTE_CLIENTS:
+        return post_page(c, ADMIN_OP_CLIENTS_LIST, API_FINISH_CLIENTS, "clients", "clientId");
     case API_ROUTE_CLIENT:
         plain.finish = API_FINISH_CLIENT;
         plain.extra = json_string(c->name[0]); /* to look the id up in the store if not live */
@@ -329,12 +331,14 @@ int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *r
     enum api_route route = api_routes_match(url, &m);
     *route_out = route;
     if (route == API_ROUTE_NONE)
-        return http_admin_reply_error(conn, 404, "not found", "no route for %.200s (see /api/openapi.json)", url);
+        return http_admin_reply_error(conn, 404, "not found", "no route for %.200s (see /api/openapi.json)",
+                                      url);
     if (!api_routes_method_allowed(route, method))
         return http_admin_reply_method_not_allowed(conn, method, m.def->allow);
     if (api_routes_mutating(method) && !authorized(env, conn))
-        return http_admin_reply_unauthorized(conn, "this route changes state: send Authorization: Bearer <token> "
-                                                   "(the daemon's --admin-token)");
+        return http_admin_reply_unauthorized(conn,
+                                             "this route changes state: send Authorization: Bearer <token> "
+                                             "(the daemon's --admin-token)");
     struct call c = {env, conn, req, route, method, {NULL, NULL}, NULL, body, body_len};
     int r = 0;
     for (int i = 0; i < m.nparams; i++) {
@@ -363,7 +367,8 @@ int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *r
 static struct store_reader *reader_quiet(const struct api_env *env)
 {
     char err[256];
-    if (!*env->reader && env->store_path && store_reader_open(env->store_path, env->reader, err, sizeof err) < 0)
+    if (!*env->reader && env->store_path &&
+        store_reader_open(env->store_path, env->reader, err, sizeof err) < 0)
         *env->reader = NULL;
     return *env->reader;
 }
@@ -374,12 +379,13 @@ static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, jso
     json_t *text = json_object_get(reply, "text");
     struct buf b;
     buf_init(&b, 16384);
-    int rc = json_is_string(text) ? buf_append(&b, json_string_value(text), json_string_length(text)) : RMQ_EINVAL;
+    int rc =
+        json_is_string(text) ? buf_append(&b, json_string_value(text), json_string_length(text)) : RMQ_EINVAL;
     if (rc == 0)
         rc = http_admin_metrics_append(h, &b);
     json_decref(reply);
-    int r = rc == 0 ? http_admin_reply_bytes(conn, 200, "text/plain; version=0.0.4; charset=utf-8", buf_head(&b),
-                                             buf_live(&b), true)
+    int r = rc == 0 ? http_admin_reply_bytes(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
+                                             buf_head(&b), buf_live(&b), true)
                     : http_admin_reply_error(conn, 500, "internal error", "building the metrics text failed");
     buf_free(&b);
     return r;
@@ -394,7 +400,8 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
     if (fin == API_FINISH_HEALTHZ) {
         /* /healthz answers ok on its own; live stats are a bonus. */
         json_t *ok = json_pack("{s:s}", "status", "ok");
-        if (ok && json_is_object(reply) && status >= 200 && status < 300 && json_object_update(ok, reply) < 0) {
+        if (ok && json_is_object(reply) && status >= 200 && status < 300 &&
+            json_object_update(ok, reply) < 0) {
             json_decref(ok);
             ok = NULL;
         }
@@ -410,8 +417,8 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
     if (status < 100 || status > 599) {
         json_decref(reply);
         api_post_clear(post);
-        return http_admin_reply_error(conn, 500, "internal error", "the request handler returned HTTP status %d",
-                                      status);
+        return http_admin_reply_error(conn, 500, "internal error",
+                                      "the request handler returned HTTP status %d", status);
     }
     if (status == 404 && fin == API_FINISH_CLIENT) {
         /* Not live: the store may still know it (offline client). */
@@ -442,7 +449,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         r = api_page_slice(reply, post->page_key, post->page_field, post->after, post->limit);
         if (r == RMQ_ENOMEM) {
             json_decref(reply);
-            reply = NULL; /* 500 */
+            reply = NULL;                                 /* 500 */
         } else if (r == 0 && fin == API_FINISH_CLIENTS) { /* EINVAL: not a list reply, pass it on */
             struct store_reader *rd = reader_quiet(env);
             json_t *list = json_object_get(reply, "clients");

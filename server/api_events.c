@@ -24,10 +24,12 @@
 #define CHURN_THRESHOLD 3
 
 /* See http_admin_api.h. */
-int api_store_reader(struct MHD_Connection *conn, const char *store_path, struct store_reader **reader, int *r)
+int api_store_reader(struct MHD_Connection *conn, const char *store_path, struct store_reader **reader,
+                     int *r)
 {
     if (!store_path) {
-        *r = http_admin_reply_error(conn, 503, "store unavailable", "the server was started without a store path");
+        *r = http_admin_reply_error(conn, 503, "store unavailable",
+                                    "the server was started without a store path");
         return -1;
     }
     char err[256] = "";
@@ -41,7 +43,8 @@ int api_store_reader(struct MHD_Connection *conn, const char *store_path, struct
 
 /* Reads the event page position: cursor (an 'e' cursor) or since (an id);
  * 0, or -1 after a 400 (*r). */
-static int event_position(struct MHD_Connection *conn, const json_t *query, int64_t *after, int64_t *limit, int *r)
+static int event_position(struct MHD_Connection *conn, const json_t *query, int64_t *after, int64_t *limit,
+                          int *r)
 {
     const char *since_s = json_string_value(json_object_get(query, "since"));
     char *cur = NULL;
@@ -64,7 +67,8 @@ static int event_position(struct MHD_Connection *conn, const json_t *query, int6
             return -1;
         }
     } else if (since_s && api_routes_parse_uint(since_s, INT64_MAX, after) < 0) {
-        *r = http_admin_reply_error(conn, 400, "bad parameter", "since must be a non-negative integer event id");
+        *r = http_admin_reply_error(conn, 400, "bad parameter",
+                                    "since must be a non-negative integer event id");
         return -1;
     }
     return 0;
@@ -131,7 +135,8 @@ static int time_param(struct MHD_Connection *conn, const json_t *query, const ch
     const char *v = json_string_value(json_object_get(query, key));
     *out = dflt;
     if (v && api_routes_parse_uint(v, INT64_MAX / 2, out) < 0) {
-        *r = http_admin_reply_error(conn, 400, "bad parameter", "%s must be a time in epoch milliseconds", key);
+        *r = http_admin_reply_error(conn, 400, "bad parameter", "%s must be a time in epoch milliseconds",
+                                    key);
         return -1;
     }
     return 0;
@@ -146,7 +151,8 @@ int api_group_history(struct MHD_Connection *conn, const char *group, const json
 {
     int64_t from, to, after = 0, limit = 0;
     int r = 0;
-    if (time_param(conn, query, "from", 0, &from, &r) < 0 || time_param(conn, query, "to", INT64_MAX / 2, &to, &r) < 0)
+    if (time_param(conn, query, "from", 0, &from, &r) < 0 ||
+        time_param(conn, query, "to", INT64_MAX / 2, &to, &r) < 0)
         return r;
     if (from > to)
         return http_admin_reply_error(conn, 400, "bad parameter", "from must not be after to");
@@ -164,8 +170,8 @@ int api_group_history(struct MHD_Connection *conn, const char *group, const json
         return http_admin_reply_error(conn, 500, "store error", "reading the history failed: %s", err);
     }
     json_t *out = json_pack("{s:s,s:I,s:O,s:O,s:O}", "group", group, "from", (json_int_t)from, "changes",
-                            json_object_get(page, "events"), "membersAtFrom", json_object_get(start, "members"),
-                            "lastId", json_object_get(page, "lastId"));
+                            json_object_get(page, "events"), "membersAtFrom",
+                            json_object_get(start, "members"), "lastId", json_object_get(page, "lastId"));
     if (out && to < INT64_MAX / 2)
         json_object_set_new(out, "to", json_integer(to));
     else if (out)
@@ -212,7 +218,8 @@ void api_augment_client(struct store_reader *reader, json_t *client)
     const char *id = json_string_value(json_object_get(client, "clientId"));
     char err[256];
     json_t *row = id ? store_reader_client(reader, id, err, sizeof err) : NULL;
-    json_object_set(client, "firstSeenMs", json_is_object(row) ? json_object_get(row, "firstSeenMs") : json_null());
+    json_object_set(client, "firstSeenMs",
+                    json_is_object(row) ? json_object_get(row, "firstSeenMs") : json_null());
     json_decref(row);
 }
 
@@ -229,11 +236,13 @@ void api_augment_diagnostics(struct store_reader *reader, json_t *diag, int64_t 
         now_ms = wall_now_ms();
     int64_t n = 0;
     char err[256];
-    if (store_reader_count_events(reader, group, "subscription", now_ms - CHURN_WINDOW_MS, &n, err, sizeof err) != 0)
+    if (store_reader_count_events(reader, group, "subscription", now_ms - CHURN_WINDOW_MS, &n, err,
+                                  sizeof err) != 0)
         return;
     json_object_set_new(diag, "subscriptionChangesLast10Min", json_integer(n));
     json_t *issues = json_object_get(diag, "issues");
-    if (n >= CHURN_THRESHOLD && json_integer_value(json_object_get(diag, "members")) > 1 && json_is_array(issues))
+    if (n >= CHURN_THRESHOLD && json_integer_value(json_object_get(diag, "members")) > 1 &&
+        json_is_array(issues))
         json_array_append_new(issues,
                               json_pack("{s:s,s:s}", "kind", "subscriptionsDisagree", "detail",
                                         "the group's subscription table changed repeatedly in the last 10 "

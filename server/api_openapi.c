@@ -27,7 +27,8 @@ static void add_query(json_t *params, const char *spec)
         char *c1 = strchr(item, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (c1 && c2) {
             *c1 = *c2 = 0;
-            json_array_append_new(params, param(item, "query", c1 + 1, c2 + 1, strstr(c2 + 1, "(required)") != NULL));
+            json_array_append_new(params,
+                                  param(item, "query", c1 + 1, c2 + 1, strstr(c2 + 1, "(required)") != NULL));
         }
         spec = end ? end + 1 : NULL;
     }
@@ -42,8 +43,8 @@ static void add_path_params(json_t *params, const char *path)
             break;
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(e - p - 1), p + 1);
-        json_array_append_new(params, param(name, "path", "string",
-                                            "percent-encoded name (%RETRY%G is %25RETRY%25G)", true));
+        json_array_append_new(
+            params, param(name, "path", "string", "percent-encoded name (%RETRY%G is %25RETRY%25G)", true));
     }
 }
 
@@ -54,7 +55,8 @@ static json_t *operation(const struct api_route_def *d, int m)
     if (m == 0) {
         add_query(params, d->query);
         if (d->paginated) {
-            json_array_append_new(params, param("limit", "query", "integer", "page size, 1 to 1000 (default 100)", false));
+            json_array_append_new(
+                params, param("limit", "query", "integer", "page size, 1 to 1000 (default 100)", false));
             json_array_append_new(params, param("cursor", "query", "string",
                                                 "opaque: the \"next\" value of the previous page", false));
         }
@@ -62,16 +64,16 @@ static json_t *operation(const struct api_route_def *d, int m)
     char opid[160];
     snprintf(opid, sizeof opid, "%s %s", method_keys[m], d->path);
     json_t *op = json_pack("{s:s,s:s,s:o,s:{s:{s:s,s:{s:{}}},s:{s:s},s:{s:s}}}", "summary", d->summary[m],
-                           "operationId", opid, "parameters", params, "responses", "200", "description", "success",
-                           "content", d->produces, "4XX", "description",
+                           "operationId", opid, "parameters", params, "responses", "200", "description",
+                           "success", "content", d->produces, "4XX", "description",
                            "error: {\"error\": short message, \"detail\": what to fix}", "5XX", "description",
                            "error: {\"error\", \"detail\"}");
     if (op && m != 0)
         json_object_set_new(op, "security", json_pack("[{s:[]}]", "bearer"));
     if (op && d->body)
         json_object_set_new(op, "requestBody",
-                            json_pack("{s:s,s:b,s:{s:{s:{s:s}}}}", "description", d->body, "required", 1, "content",
-                                      "application/json", "schema", "type", "object"));
+                            json_pack("{s:s,s:b,s:{s:{s:{s:s}}}}", "description", d->body, "required", 1,
+                                      "content", "application/json", "schema", "type", "object"));
     return op;
 }
 
@@ -93,6 +95,6 @@ json_t *api_openapi_document(void)
                      "JSON everywhere; errors are {\"error\",\"detail\"}. PUT, DELETE and POST need "
                      "Authorization: Bearer <token> when the daemon runs with --admin-token. Lists page with "
                      "limit and cursor (pass back \"next\"; null means the last page).",
-                     "paths", paths, "components", "securitySchemes", "bearer", "type", "http", "scheme", "bearer",
-                     "description", "the daemon's --admin-token / RMQCOORD_ADMIN_TOKEN");
+                     "paths", paths, "components", "securitySchemes", "bearer", "type", "http", "scheme",
+                     "bearer", "description", "the daemon's --admin-token / RMQCOORD_ADMIN_TOKEN");
 }

@@ -68,9 +68,12 @@ int api_routes_parse_uint(const char *s, int64_t max, int64_t *out)
     for (const char *p = s; *p; p++) {
         if (*p < '0' || *p > '9')
             return RMQ_EINVAL;
-        if (v > (max - (*p - '0')) / 10) /* v * 10 + digit would pass max */
+        int64_t d = *p - '0';
+        /* v * 10 + d would pass max (tested without overflowing; note that
+         * (max - d) / 10 rounds toward zero, so it misses max < d) */
+        if (v > max / 10 || v * 10 > max - d)
             return RMQ_EINVAL;
-        v = v * 10 + (*p - '0');
+        v = v * 10 + d;
     }
     *out = v;
     return 0;
@@ -264,7 +267,9 @@ int api_routes_op(enum api_route r, const char *method)
     case API_ROUTE_CLIENT: return ADMIN_OP_CLIENT_GET;
     case API_ROUTE_TOPICS: return ADMIN_OP_TOPICS_LIST;
     case API_ROUTE_TOPIC:
-        return bit == API_PUT ? ADMIN_OP_TOPIC_PUT : bit == API_DELETE ? ADMIN_OP_TOPIC_DELETE : ADMIN_OP_TOPIC_GET;
+        return bit == API_PUT      ? ADMIN_OP_TOPIC_PUT
+               : bit == API_DELETE ? ADMIN_OP_TOPIC_DELETE
+                                   : ADMIN_OP_TOPIC_GET;
     case API_ROUTE_RESET: return ADMIN_OP_RESET;
     case API_ROUTE_CLOCK: return ADMIN_OP_CLOCK_GET;
     case API_ROUTE_CLOCK_ADVANCE: return ADMIN_OP_CLOCK_ADVANCE;

@@ -23,9 +23,9 @@
 #include "mem.h"
 #include "store_read.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -58,7 +58,9 @@ static void poll_store(struct api_stream *st)
     char err[256] = "";
     json_t *page = store_reader_events(*st->reader, st->group, st->last_id, STREAM_BATCH, err, sizeof err);
     if (!page) {
-        buf_appendf(&st->out, "event: error\ndata: {\"error\":\"store error\",\"detail\":\"reading events failed\"}\n\n");
+        buf_appendf(
+            &st->out,
+            "event: error\ndata: {\"error\":\"store error\",\"detail\":\"reading events failed\"}\n\n");
         st->failed = true;
         return;
     }
@@ -170,7 +172,8 @@ int api_stream_start(struct http_admin *h, struct MHD_Connection *conn, const js
         return http_admin_reply_error(conn, 400, "bad parameter", "group must be 1 to %u bytes long",
                                       HTTP_ADMIN_NAME_MAX);
     if (hb && (api_routes_parse_uint(hb, 60000, &heartbeat) < 0 || heartbeat < 100))
-        return http_admin_reply_error(conn, 400, "bad parameter", "heartbeatMs must be an integer from 100 to 60000");
+        return http_admin_reply_error(conn, 400, "bad parameter",
+                                      "heartbeatMs must be an integer from 100 to 60000");
     if (api_store_reader(conn, store_path, reader, &r) < 0 ||
         start_position(conn, query, last_event_id, *reader, &start, &r) < 0)
         return r;
@@ -192,7 +195,8 @@ int api_stream_start(struct http_admin *h, struct MHD_Connection *conn, const js
     buf_init(&st->out, 0);
     /* Sent at once so the client sees the headers and knows the position. */
     buf_appendf(&st->out, "retry: 2000\n: stream open after event %" PRId64 "\n\n", start);
-    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, stream_read, st, stream_free);
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, stream_read, st, stream_free);
     if (!resp) {
         stream_free(st);
         return http_admin_reply_json(conn, 500, NULL);

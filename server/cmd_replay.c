@@ -37,13 +37,15 @@ struct cli {
 static void usage(FILE *f)
 {
     fputs("usage: rmqcoord replay FILE [options]\n"
-          "  --strategy NAME            AVG (default), AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM, MACHINE_ROOM_NEARBY\n"
+          "  --strategy NAME            AVG (default), AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM, "
+          "MACHINE_ROOM_NEARBY\n"
           "  --virtual-nodes N          consistent-hash virtual nodes (10)\n"
           "  --idcs ROOM[,ROOM...]      MACHINE_ROOM consumer rooms\n"
           "  --client-rebalance-ms N    client rebalance timer (20000)\n"
           "  --notify-delay-ms N        NOTIFY to rebalance delay (0)\n"
           "  --channel-expiry-ms N      channel expiry (120000)\n"
-          "  --expiry-scan-ms N         expiry scan period (1000, the daemon's default; the broker's is 10000)\n"
+          "  --expiry-scan-ms N         expiry scan period (1000, the daemon's default; the broker's is "
+          "10000)\n"
           "  --notify-on-expiry on|off  NOTIFY the group on expiry (on)\n"
           "  --notify-source auto|model|trace  what makes clients rebalance on NOTIFY (auto)\n"
           "  --ignore-notify CLIENT     this client id rebalances only on its timer (repeatable)\n"
@@ -97,8 +99,24 @@ static int parse_explain(struct cli *c, const char *arg)
 }
 
 enum {
-    O_STRATEGY = 256, O_VNODES, O_IDCS, O_REBALANCE, O_DELAY, O_EXPIRY, O_SCAN, O_ON_EXPIRY, O_SOURCE,
-    O_IGNORE, O_FROM, O_TO, O_FORMAT, O_EXPLAIN, O_TARGET, O_SPEED, O_MAX_CONNS, O_HELP,
+    O_STRATEGY = 256,
+    O_VNODES,
+    O_IDCS,
+    O_REBALANCE,
+    O_DELAY,
+    O_EXPIRY,
+    O_SCAN,
+    O_ON_EXPIRY,
+    O_SOURCE,
+    O_IGNORE,
+    O_FROM,
+    O_TO,
+    O_FORMAT,
+    O_EXPLAIN,
+    O_TARGET,
+    O_SPEED,
+    O_MAX_CONNS,
+    O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -226,7 +244,8 @@ static int pass(struct cli *c, struct replay *rp, bool notify_only)
         rc = trace_decode_line(&d, line, len, r.lineno, &ev);
         if (rc != 0 && !complete) {
             if (!notify_only)
-                fprintf(stderr, "rmqcoord replay: %s: %s (a truncated last line: ignored)\n", c->path, d.error);
+                fprintf(stderr, "rmqcoord replay: %s: %s (a truncated last line: ignored)\n", c->path,
+                        d.error);
             rc = 0;
             break;
         }
@@ -272,7 +291,8 @@ static int run_offline(struct cli *c)
     fflush(stdout);
     if (rc == 0)
         fprintf(stderr, "rmqcoord replay: %llu events in %.3f s (%.0f events/s; notify pre-pass %.3f s)\n",
-                (unsigned long long)events, t2 - t0, (t2 - t0) > 0 ? (double)events / (t2 - t0) : 0.0, t1 - t0);
+                (unsigned long long)events, t2 - t0, (t2 - t0) > 0 ? (double)events / (t2 - t0) : 0.0,
+                t1 - t0);
     replay_free(rp);
     return rc;
 }

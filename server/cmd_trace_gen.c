@@ -143,14 +143,17 @@ static char *heartbeat_json(long group, const char *cid)
 {
     char *b = rmq_malloc(1024);
     if (b)
-        snprintf(b, 1024,
-                 "{\"clientID\":\"%s\",\"consumerDataSet\":[{\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\","
-                 "\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"GID_%ld\",\"messageModel\":\"CLUSTERING\","
-                 "\"subscriptionDataSet\":[{\"classFilterMode\":false,\"codeSet\":[],\"expressionType\":\"TAG\","
-                 "\"subString\":\"*\",\"subVersion\":1,\"tagsSet\":[],\"topic\":\"Topic_%ld\"},{\"classFilterMode\":"
-                 "false,\"codeSet\":[],\"expressionType\":\"TAG\",\"subString\":\"*\",\"subVersion\":1,\"tagsSet\":[],"
-                 "\"topic\":\"%%RETRY%%GID_%ld\"}],\"unitMode\":false}],\"producerDataSet\":[]}",
-                 cid, group, group, group);
+        snprintf(
+            b, 1024,
+            "{\"clientID\":\"%s\",\"consumerDataSet\":[{\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\","
+            "\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"GID_%ld\",\"messageModel\":\"CLUSTERING\","
+            "\"subscriptionDataSet\":[{\"classFilterMode\":false,\"codeSet\":[],\"expressionType\":\"TAG\","
+            "\"subString\":\"*\",\"subVersion\":1,\"tagsSet\":[],\"topic\":\"Topic_%ld\"},{"
+            "\"classFilterMode\":"
+            "false,\"codeSet\":[],\"expressionType\":\"TAG\",\"subString\":\"*\",\"subVersion\":1,"
+            "\"tagsSet\":[],"
+            "\"topic\":\"%%RETRY%%GID_%ld\"}],\"unitMode\":false}],\"producerDataSet\":[]}",
+            cid, group, group, group);
     return b;
 }
 
@@ -185,8 +188,14 @@ static int join(struct gen *g, int64_t t, long group)
 
 static int heartbeat(struct gen *g, int64_t t, struct gclient *c, long index)
 {
-    struct trace_event ev = {.kind = TRACE_REQUEST, .ts = t, .conn = c->conn, .peer = c->peer, .code = 34,
-                             .language = 0, .cmd_version = 409, .body = (const uint8_t *)c->body,
+    struct trace_event ev = {.kind = TRACE_REQUEST,
+                             .ts = t,
+                             .conn = c->conn,
+                             .peer = c->peer,
+                             .code = 34,
+                             .language = 0,
+                             .cmd_version = 409,
+                             .body = (const uint8_t *)c->body,
                              .body_len = strlen(c->body)};
     int rc = emit(g, &ev);
     if (rc == 0 && !g->retry_routed[c->group]) {
@@ -226,10 +235,16 @@ static int churn(struct gen *g, int64_t t)
         char group[64];
         snprintf(group, sizeof group, "GID_%ld", c->group);
         struct trace_kv kv[] = {{"clientID", "gen"}, {"consumerGroup", group}};
-        struct trace_event un = {.kind = TRACE_REQUEST, .ts = t, .conn = c->conn, .peer = c->peer,
-                                 .code = 35, .cmd_version = 409, .ext = kv, .next = 2};
-        struct trace_event cl = {.kind = TRACE_CLOSE, .ts = t, .conn = c->conn, .peer = c->peer,
-                                 .reason = "peer closed"};
+        struct trace_event un = {.kind = TRACE_REQUEST,
+                                 .ts = t,
+                                 .conn = c->conn,
+                                 .peer = c->peer,
+                                 .code = 35,
+                                 .cmd_version = 409,
+                                 .ext = kv,
+                                 .next = 2};
+        struct trace_event cl = {
+            .kind = TRACE_CLOSE, .ts = t, .conn = c->conn, .peer = c->peer, .reason = "peer closed"};
         if (r >= g->o.crash_rate + g->o.freeze_rate)
             rc = emit(g, &un);
         if (rc == 0 && r >= g->o.freeze_rate)
@@ -269,11 +284,11 @@ static int run(struct gen *g)
 static int parse(struct gen_opts *o, int argc, char **argv)
 {
     static const struct option lo[] = {
-        {"groups", 1, NULL, 'g'},      {"clients", 1, NULL, 'c'},     {"duration-ms", 1, NULL, 'd'},
+        {"groups", 1, NULL, 'g'},        {"clients", 1, NULL, 'c'},    {"duration-ms", 1, NULL, 'd'},
         {"churn-per-min", 1, NULL, 'r'}, {"crash-rate", 1, NULL, 'p'}, {"freeze-rate", 1, NULL, 'f'},
-        {"heartbeat-ms", 1, NULL, 'b'}, {"jitter-ms", 1, NULL, 'j'},  {"seed", 1, NULL, 's'},
-        {"events", 1, NULL, 'n'},      {"queues", 1, NULL, 'q'},      {"start-ms", 1, NULL, 't'},
-        {"help", 0, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"heartbeat-ms", 1, NULL, 'b'},  {"jitter-ms", 1, NULL, 'j'},  {"seed", 1, NULL, 's'},
+        {"events", 1, NULL, 'n'},        {"queues", 1, NULL, 'q'},     {"start-ms", 1, NULL, 't'},
+        {"help", 0, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     *o = (struct gen_opts){4, 4, 8, 600000, 30000, 1000, 1700000000000LL, 2.0, 0.5, 0.0, 1, 0};
     optind = 1;
@@ -315,7 +330,8 @@ int cmd_trace_gen_main(int argc, char **argv)
     memset(&g, 0, sizeof g);
     int rc = parse(&g.o, argc, argv);
     if (rc != 0) {
-        fputs("usage: rmqcoord trace-gen [--groups N] [--clients M (per group)] [--duration-ms D] [--events N]\n"
+        fputs("usage: rmqcoord trace-gen [--groups N] [--clients M (per group)] [--duration-ms D] [--events "
+              "N]\n"
               "         [--churn-per-min R] [--crash-rate P] [--freeze-rate F] [--heartbeat-ms 30000]\n"
               "         [--jitter-ms J] [--queues Q] [--seed S] [--start-ms T]   (trace on stdout)\n",
               rc == 1 ? stdout : stderr);

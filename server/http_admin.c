@@ -113,8 +113,8 @@ static char oom_body[] = "{\"error\":\"internal error\",\"detail\":\"out of memo
 /* Queues v (stolen; NULL = out of memory -> 500) as a compact JSON response
  * with an optional extra header (hname: hvalue). Returns MHD's verdict
  * (MHD_NO closes). */
-static enum MHD_Result queue_json_h(struct MHD_Connection *conn, unsigned status, json_t *v, const char *hname,
-                                    const char *hvalue)
+static enum MHD_Result queue_json_h(struct MHD_Connection *conn, unsigned status, json_t *v,
+                                    const char *hname, const char *hvalue)
 {
     char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);

@@ -34,7 +34,7 @@ enum admin_op {
     ADMIN_OP_CLOCK_GET,         /* {"virtual","nowMs"} */
     ADMIN_OP_CLOCK_ADVANCE,     /* body {"ms":N} (validated by the HTTP side) */
     ADMIN_OP_GROUP_DIAGNOSTICS, /* arg = group */
-    ADMIN_OP_ALLOCATE_MEMBERS,  /* arg = group; query: topic, strategy, virtualNodes, inner; body {"members"} */
+    ADMIN_OP_ALLOCATE_MEMBERS,  /* arg = group; query: topic, strategy...; body {"members"} */
     ADMIN_OP_METRICS,           /* {"text": Prometheus text of the loop's state} */
 };
 

@@ -100,7 +100,8 @@ static int cmp_str(const void *a, const void *b)
 /* rmqcoord_group_members{group="G"} for every live group, sorted by name. */
 static int group_members(struct buf *b, const struct registry *r)
 {
-    int rc = metrics_header(b, "rmqcoord_group_members", "gauge", "Live members (channels) of each consumer group");
+    int rc = metrics_header(b, "rmqcoord_group_members", "gauge",
+                            "Live members (channels) of each consumer group");
     const char **names = rmq_malloc((r->groups.count ? r->groups.count : 1) * sizeof *names);
     if (!names)
         return RMQ_ENOMEM;
@@ -136,7 +137,8 @@ static uint64_t count_clients(const struct registry *r)
     if (!ids)
         return 0;
     size_t n = 0, bk;
-    for (struct hashmap_entry *e = hashmap_first(&r->channels, &bk); e; e = hashmap_next(&r->channels, e, &bk)) {
+    for (struct hashmap_entry *e = hashmap_first(&r->channels, &bk); e;
+         e = hashmap_next(&r->channels, e, &bk)) {
         const struct reg_channel *ch = e->val;
         if (ch->client_id && ch->conn)
             ids[n++] = ch->client_id;
@@ -183,7 +185,8 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
     int rc = simple(&b, "rmqcoord_uptime_seconds", "gauge", "Seconds since the daemon started",
                     up > 0 ? (uint64_t)up / 1000 : 0);
     if (rc == 0)
-        rc = simple(&b, "rmqcoord_connections", "gauge", "Open remoting connections", conn_set_count(s->conns));
+        rc = simple(&b, "rmqcoord_connections", "gauge", "Open remoting connections",
+                    conn_set_count(s->conns));
     if (rc == 0)
         rc = simple(&b, "rmqcoord_connections_accepted_total", "counter", "Remoting connections accepted",
                     st->connections_accepted);
@@ -194,7 +197,8 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
         rc = simple(&b, "rmqcoord_groups", "gauge", "Consumer groups with at least one live member",
                     s->reg.groups.count);
     if (rc == 0)
-        rc = simple(&b, "rmqcoord_groups_known", "gauge", "Consumer group names ever seen", s->reg.known.count);
+        rc = simple(&b, "rmqcoord_groups_known", "gauge", "Consumer group names ever seen",
+                    s->reg.known.count);
     if (rc == 0)
         rc = group_members(&b, &s->reg);
     if (rc == 0)
@@ -202,7 +206,8 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
     if (rc == 0)
         rc = simple(&b, "rmqcoord_requests_total", "counter", "Remoting requests received", st->requests);
     if (rc == 0)
-        rc = simple(&b, "rmqcoord_heartbeats_total", "counter", "HEART_BEAT requests received", st->heartbeats);
+        rc = simple(&b, "rmqcoord_heartbeats_total", "counter", "HEART_BEAT requests received",
+                    st->heartbeats);
     if (rc == 0)
         rc = simple(&b, "rmqcoord_notifications_sent_total", "counter",
                     "NOTIFY_CONSUMER_IDS_CHANGED frames sent", st->notifications_sent);
@@ -229,8 +234,9 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
                     st->commit_failures);
     /* Label values are made valid UTF-8 above, but skip jansson's check: the
      * HTTP side reads the bytes back, it never dumps this string as JSON. */
-    json_t *out = rc == 0 ? json_pack("{s:o}", "text", json_stringn_nocheck((const char *)buf_head(&b), buf_live(&b)))
-                          : NULL;
+    json_t *out =
+        rc == 0 ? json_pack("{s:o}", "text", json_stringn_nocheck((const char *)buf_head(&b), buf_live(&b)))
+                : NULL;
     buf_free(&b);
     *status = 200;
     return out;

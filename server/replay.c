@@ -374,7 +374,10 @@ struct rp_view *rp_get_view(struct replay *rp, const char *name)
         return NULL;
     }
     struct registry_hooks hooks = {
-        .ctx = v, .joined = hook_joined, .left = hook_left, .subscriptions_changed = hook_subscriptions,
+        .ctx = v,
+        .joined = hook_joined,
+        .left = hook_left,
+        .subscriptions_changed = hook_subscriptions,
         .heartbeat = hook_heartbeat,
     };
     v->rp = rp;
@@ -427,7 +430,6 @@ void rp_flush_notifies(struct replay *rp)
         }
     }
 }
-
 
 /* ---- lifecycle ---- */
 
@@ -518,8 +520,9 @@ void replay_free(struct replay *rp)
 int replay_note_recorded_notify(struct replay *rp, uint64_t conn)
 {
     rp->any_recorded_notify = true;
-    return hashmap_get(&rp->notified, &conn, sizeof conn) ? RMQ_OK
-                                                           : hashmap_put(&rp->notified, &conn, sizeof conn, rp, NULL);
+    return hashmap_get(&rp->notified, &conn, sizeof conn)
+               ? RMQ_OK
+               : hashmap_put(&rp->notified, &conn, sizeof conn, rp, NULL);
 }
 
 struct buf *replay_output(struct replay *rp)

@@ -200,6 +200,26 @@ static int restart(struct replay *rp, const struct trace_event *ev)
     return RMQ_OK;
 }
 
+static void run_scan(struct replay *rp);
+
+/* The daemon's expiry timer phase is not in the trace (its timer starts a
+ * little after the header is written). A close the daemon recorded as an
+ * expiry, of a connection whose membership is past its deadline in the
+ * model too, shows a scan ran right then: align the virtual scans to it and
+ * run that scan, so the expiry is an expiry and not a close. */
+static void sync_scan_phase(struct replay *rp, struct rp_conn *c, const struct trace_event *ev)
+{
+    if (!c->open || !ev->reason || strncmp(ev->reason, "expired", 7) != 0)
+        return;
+    bool due = false;
+    for (size_t i = 0; i < c->nclients; i++)
+        due = due || rp->now - c->clients[i]->last_hb > rp->opt.expiry_ms;
+    if (!due)
+        return;
+    rp->scan_base = ev->ts;
+    run_scan(rp);
+}
+
 static int on_event(struct replay *rp, const struct trace_event *ev)
 {
     struct rp_conn *c;
@@ -209,8 +229,10 @@ static int on_event(struct replay *rp, const struct trace_event *ev)
     case TRACE_REQUEST: return on_request(rp, ev);
     case TRACE_CLOSE:
         rp->st.closes++;
-        if ((c = rp_find_conn(rp, ev->conn)) != NULL)
-            close_conn(rp, c); /* already closed after an expiry: nothing left to do */
+        if ((c = rp_find_conn(rp, ev->conn)) == NULL)
+            return RMQ_OK;
+        sync_scan_phase(rp, c, ev);
+        close_conn(rp, c); /* already closed after an expiry: nothing left to do */
         return RMQ_OK;
     case TRACE_NOTIFY: on_recorded_notify(rp, ev); return RMQ_OK;
     case TRACE_ROUTE: rp->st.routes++; return rp_route_update(rp, ev);

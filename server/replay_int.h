@@ -31,7 +31,7 @@ struct rp_conn {
     size_t last_len;
     struct rmq_heartbeat hb;
     bool hb_valid, hb_cached;
-    uint64_t parse_seq; /* bumped at every fresh parse */
+    uint64_t parse_seq;         /* bumped at every fresh parse */
     struct rp_client **clients; /* borrowed, alive ones */
     size_t nclients, clients_cap;
 };
@@ -55,7 +55,7 @@ struct rp_client {
     uint64_t seq; /* creation order */
     uint64_t conn;
     struct rp_view *view;
-    struct rp_gview *gv; /* borrowed */
+    struct rp_gview *gv;     /* borrowed */
     char *group, *client_id; /* owned */
     bool alive, deaf;
     int64_t joined_ms, left_ms, last_hb;
@@ -63,7 +63,7 @@ struct rp_client {
     int64_t tick_at;      /* scheduled timer tick, RP_NO_TIME when none */
     uint64_t hb_gen;
     uint64_t topics_seq; /* the conn's parse_seq its topics came from */
-    char **topics; /* owned, sorted: its own subscriptions */
+    char **topics;       /* owned, sorted: its own subscriptions */
     size_t ntopics;
     struct rp_hold *holds;
     size_t nholds;
@@ -106,8 +106,8 @@ struct rp_queue {
 
 /* A group's view of one topic: ownership is per group, across views. */
 struct rp_gt {
-    char *group, *topic; /* owned */
-    size_t nsubs;        /* alive clients subscribing the topic */
+    char *group, *topic;      /* owned */
+    size_t nsubs;             /* alive clients subscribing the topic */
     struct rp_queue **queues; /* owned, in creation order */
     size_t nq, cap;
     uint64_t route_version;
@@ -116,7 +116,7 @@ struct rp_gt {
 };
 
 struct rp_route {
-    char *topic;                  /* owned */
+    char *topic;                   /* owned */
     struct allocate_queue *queues; /* owned array, sorted; strings owned by names */
     size_t n;
     char **names;
@@ -194,9 +194,11 @@ struct rp_gt *rp_gt_get(struct replay *rp, const char *group, const char *topic)
 /* replay_out.c */
 void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group, const char *kind,
                    const char *cid, uint64_t conn, const struct mship_group *g);
-void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered, size_t deaf);
+void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered,
+                   size_t deaf);
 void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_hold *h, const char *reason,
-                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed, size_t nremoved);
+                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed,
+                  size_t nremoved);
 void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct rp_queue *q, bool took,
                     const char *reason, const struct allocate_result *res);
 int rp_out_report(struct replay *rp);

@@ -159,7 +159,8 @@ static void pump(struct live *lv, int64_t deadline)
             lv->pc = q;
             lv->pcap = cap;
         }
-        for (struct hashmap_entry *e = hashmap_first(&lv->conns, &b); e; e = hashmap_next(&lv->conns, e, &b)) {
+        for (struct hashmap_entry *e = hashmap_first(&lv->conns, &b); e;
+             e = hashmap_next(&lv->conns, e, &b)) {
             struct lconn *c = e->val;
             lv->pfd[n] = (struct pollfd){c->fd, (short)(POLLIN | (buf_live(&c->out) ? POLLOUT : 0)), 0};
             lv->pc[n++] = c;
@@ -284,13 +285,15 @@ int replay_live_run(const char *path, const char *target, double speed, size_t m
     freeaddrinfo(lv.ai);
     rmq_free(lv.pfd);
     rmq_free(lv.pc);
-    fprintf(summary,
-            "replay live: target %s speed %g: %llu line(s), %llu connection(s) opened, %llu failed, %llu skipped "
-            "(limit %zu); %llu request(s) sent, %llu dropped; %llu response(s), %llu NOTIFY received; %llu closed "
-            "by the daemon; %.3f s\n",
-            target, speed, (unsigned long long)lv.lines, (unsigned long long)lv.opened,
-            (unsigned long long)lv.failed, (unsigned long long)lv.skipped, max_conns, (unsigned long long)lv.sent,
-            (unsigned long long)lv.dropped, (unsigned long long)lv.responses, (unsigned long long)lv.notifies,
-            (unsigned long long)lv.peer_closed, (double)(mono_ms() - start) / 1000.0);
+    fprintf(
+        summary,
+        "replay live: target %s speed %g: %llu line(s), %llu connection(s) opened, %llu failed, %llu skipped "
+        "(limit %zu); %llu request(s) sent, %llu dropped; %llu response(s), %llu NOTIFY received; %llu "
+        "closed "
+        "by the daemon; %.3f s\n",
+        target, speed, (unsigned long long)lv.lines, (unsigned long long)lv.opened,
+        (unsigned long long)lv.failed, (unsigned long long)lv.skipped, max_conns, (unsigned long long)lv.sent,
+        (unsigned long long)lv.dropped, (unsigned long long)lv.responses, (unsigned long long)lv.notifies,
+        (unsigned long long)lv.peer_closed, (double)(mono_ms() - start) / 1000.0);
     return rc;
 }

@@ -70,7 +70,8 @@ static void put_prefix(struct replay *rp, const char *type, const struct rp_view
 {
     struct buf *o = &rp->out;
     if (json(rp)) {
-        buf_appendf(o, "{\"type\":\"%s\",\"ts\":%" PRId64 ",\"t\":%lld,\"view\":", type, rp->now, rel(rp, rp->now));
+        buf_appendf(o, "{\"type\":\"%s\",\"ts\":%" PRId64 ",\"t\":%lld,\"view\":", type, rp->now,
+                    rel(rp, rp->now));
         rmq_json_append_string(o, v ? v->name : "");
         buf_append_str(o, ",\"group\":");
         rmq_json_append_string(o, group);
@@ -87,13 +88,14 @@ void rp_out_header(struct replay *rp)
     buf_appendf(&rp->out,
                 json(rp) ? "{\"type\":\"meta\",\"start\":%" PRId64
                            ",\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
-                           ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64 ",\"expiryScanMs\":%" PRId64
-                           ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
+                           ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64
+                           ",\"expiryScanMs\":%" PRId64 ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
                          : "# rmqcoord replay, start %" PRId64 "\n# strategy=%s virtual-nodes=%ld "
-                           "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64 " channel-expiry-ms=%" PRId64
-                           " expiry-scan-ms=%" PRId64 " notify-on-expiry=%s notify-source=%s\n== timeline\n",
-                rp->start_ms, allocate_strategy_name(o->alloc.strategy), o->alloc.virtual_nodes, o->rebalance_ms,
-                o->notify_delay_ms, o->expiry_ms, o->scan_ms,
+                           "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64
+                           " channel-expiry-ms=%" PRId64 " expiry-scan-ms=%" PRId64
+                           " notify-on-expiry=%s notify-source=%s\n== timeline\n",
+                rp->start_ms, allocate_strategy_name(o->alloc.strategy), o->alloc.virtual_nodes,
+                o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
                 o->notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
                 src[o->notify_source]);
 }
@@ -136,17 +138,20 @@ void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group
     buf_append_u8(o, '\n');
 }
 
-void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered, size_t deaf)
+void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered,
+                   size_t deaf)
 {
     if (!rp_in_window(rp, rp->now))
         return;
     put_prefix(rp, "notify", v, group);
-    buf_appendf(&rp->out, json(rp) ? ",\"clients\":%zu,\"missed\":%zu}\n" : " notify clients=%zu missed=%zu\n",
+    buf_appendf(&rp->out,
+                json(rp) ? ",\"clients\":%zu,\"missed\":%zu}\n" : " notify clients=%zu missed=%zu\n",
                 delivered, deaf);
 }
 
 void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_hold *h, const char *reason,
-                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed, size_t nremoved)
+                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed,
+                  size_t nremoved)
 {
     if (!rp_in_window(rp, rp->now))
         return;
@@ -220,9 +225,13 @@ static void report_client(struct replay *rp, const struct rp_client *c)
         buf_appendf(o, ",\"conn\":%llu,\"view\":", (unsigned long long)c->conn);
         rmq_json_append_string(o, c->view->name);
         buf_appendf(o, ",\"joined\":%lld,\"left\":", rel(rp, c->joined_ms));
-        buf_appendf(o, c->alive ? "null" : "%lld", rel(rp, c->left_ms));
-        buf_appendf(o, ",\"leftWhy\":\"%s\",\"notify\":%s,\"rebalances\":{\"start\":%llu,\"notify\":%llu,"
-                       "\"timer\":%llu},\"changes\":%llu,\"final\":{",
+        if (c->alive)
+            buf_append_str(o, "null");
+        else
+            buf_appendf(o, "%lld", rel(rp, c->left_ms));
+        buf_appendf(o,
+                    ",\"leftWhy\":\"%s\",\"notify\":%s,\"rebalances\":{\"start\":%llu,\"notify\":%llu,"
+                    "\"timer\":%llu},\"changes\":%llu,\"final\":{",
                     c->alive ? "" : c->left_why, c->deaf ? "false" : "true", (unsigned long long)c->n_start,
                     (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
                     (unsigned long long)c->n_changes);
@@ -234,8 +243,8 @@ static void report_client(struct replay *rp, const struct rp_client *c)
         else
             buf_appendf(o, "left=+%lld(%s)", rel(rp, c->left_ms), c->left_why);
         buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=", c->deaf ? "missed" : "on",
-                    (unsigned long long)c->n_start, (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
-                    (unsigned long long)c->n_changes);
+                    (unsigned long long)c->n_start, (unsigned long long)c->n_notify,
+                    (unsigned long long)c->n_timer, (unsigned long long)c->n_changes);
     }
     size_t shown = 0;
     for (size_t i = 0; i < c->nholds; i++) {
@@ -372,7 +381,8 @@ static int report_intervals(struct replay *rp)
         if (!json(rp))
             buf_appendf(&rp->out, "== explain %s:%s:%d\n", rp->opt.explain_topic, rp->opt.explain_broker,
                         (int)rp->opt.explain_qid);
-        for (const char *p = (const char *)buf_head(&rp->explain), *end = p + buf_live(&rp->explain); p < end;) {
+        for (const char *p = (const char *)buf_head(&rp->explain), *end = p + buf_live(&rp->explain);
+             p < end;) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             size_t len = (size_t)(nl - p);
             if (json(rp)) {

@@ -81,8 +81,8 @@ static void close_interval(struct replay *rp, struct rp_queue *q, bool open)
 
 static void eval_queue(struct replay *rp, struct rp_queue *q, bool owners_changed)
 {
-    int ns = !q->in_route           ? RP_Q_NONE
-             : q->nowners >= 2      ? RP_Q_OVERLAP
+    int ns = !q->in_route                          ? RP_Q_NONE
+             : q->nowners >= 2                     ? RP_Q_OVERLAP
              : q->nowners == 0 && q->gt->nsubs > 0 ? RP_Q_STALL
                                                    : RP_Q_OK;
     if (ns == q->state && !(ns == RP_Q_OVERLAP && owners_changed))
@@ -205,14 +205,14 @@ static void owner_change(struct replay *rp, struct rp_client *c, struct rp_queue
 
 static bool explained(const struct replay *rp, const struct rp_queue *q)
 {
-    return rp->opt.explain_topic && q->qid == rp->opt.explain_qid && !strcmp(q->broker, rp->opt.explain_broker) &&
-           !strcmp(q->gt->topic, rp->opt.explain_topic);
+    return rp->opt.explain_topic && q->qid == rp->opt.explain_qid &&
+           !strcmp(q->broker, rp->opt.explain_broker) && !strcmp(q->gt->topic, rp->opt.explain_topic);
 }
 
 /* Replaces h's queues with nq[0..n) (any order), updating owners and
  * reporting the change. */
-static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h, struct rp_queue **nq, size_t n,
-                       const char *reason, const struct allocate_result *res)
+static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h, struct rp_queue **nq,
+                       size_t n, const char *reason, const struct allocate_result *res)
 {
     struct rp_queue *small[128];
     size_t need = n + h->nq;
@@ -241,7 +241,8 @@ static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h
             return RMQ_ENOMEM;
         }
         h->q = q;
-        memcpy(h->q, nq, n * sizeof *nq);
+        if (n)
+            memcpy(h->q, nq, n * sizeof *nq); /* nq is NULL when dropping everything */
         h->nq = n;
         qsort(h->q, n, sizeof *h->q, cmp_queue);
         qsort(added, na, sizeof *added, cmp_queue);
@@ -354,7 +355,8 @@ int rp_route_update(struct replay *rp, const struct trace_event *ev)
     struct rp_route *r = hashmap_get_str(&rp->routes, ev->topic);
     if (!r) {
         r = rmq_calloc(1, sizeof *r);
-        if (!r || !(r->topic = rmq_strdup(ev->topic)) || hashmap_put_str(&rp->routes, ev->topic, r, NULL) != 0) {
+        if (!r || !(r->topic = rmq_strdup(ev->topic)) ||
+            hashmap_put_str(&rp->routes, ev->topic, r, NULL) != 0) {
             if (r)
                 rmq_free(r->topic);
             rmq_free(r);
@@ -404,7 +406,8 @@ static struct rp_cache *group_alloc(struct replay *rp, struct rp_client *c, cons
         if (n < 0 || (size_t)n >= sizeof key)
             return NULL;
         k = hashmap_get(&rp->caches, key, (size_t)n);
-        if (!k && (!(k = rmq_calloc(1, sizeof *k)) || hashmap_put(&rp->caches, key, (size_t)n, k, NULL) != 0)) {
+        if (!k &&
+            (!(k = rmq_calloc(1, sizeof *k)) || hashmap_put(&rp->caches, key, (size_t)n, k, NULL) != 0)) {
             rmq_free(k);
             return NULL;
         }
@@ -429,8 +432,8 @@ static struct rp_cache *group_alloc(struct replay *rp, struct rp_client *c, cons
     return k;
 }
 
-static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct reg_group *g, const char *topic,
-                           int kind)
+static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct reg_group *g,
+                           const char *topic, int kind)
 {
     struct rp_hold *h = get_hold(c, topic);
     if (!h)
@@ -486,7 +489,8 @@ bool rp_client_stale(struct replay *rp, const struct rp_client *c)
             return true;
     }
     for (size_t k = 0; k < c->nholds; k++)
-        if (c->holds[k].nq && !bsearch(&c->holds[k].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
+        if (c->holds[k].nq &&
+            !bsearch(&c->holds[k].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
             return true;
     return false;
 }
@@ -502,7 +506,8 @@ int rp_rebalance(struct replay *rp, struct rp_client *c, int kind)
         rc = rc ? rc : r;
     }
     for (size_t i = 0; i < c->nholds; i++) {
-        if (!c->holds[i].nq || bsearch(&c->holds[i].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
+        if (!c->holds[i].nq ||
+            bsearch(&c->holds[i].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
             continue;
         set_holding(rp, c, &c->holds[i], NULL, 0, "unsubscribed", NULL); /* a topic it no longer lists */
         c->holds[i].computed = false;

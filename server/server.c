@@ -550,6 +550,10 @@ void server_reset_live(struct server *s)
     struct registry_hooks hooks = s->reg.hooks;
     registry_free(&s->reg);
     registry_init(&s->reg, &hooks);
+    /* The --topic topics are part of the daemon's configuration, not state. */
+    for (size_t i = 0; i < s->cfg->ntopics; i++)
+        if (!server_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))
+            log_error("reset: topic %s could not be re-created", s->cfg->topics[i].name);
 }
 
 int server_clock_advance(struct server *s, int64_t ms)

@@ -97,6 +97,8 @@ struct sim_topic {
     int64_t sub_version;
     struct sim_route route; /* owned */
     bool has_route;
+    struct allocate_queue *mq_all; /* owned array: the route's sorted subscribe set */
+    size_t nmq_all;
     bool allocated;       /* reported at least once */
     struct sim_pq **held; /* owned references, allocation order */
     size_t nheld;

@@ -84,25 +84,22 @@ static int replace_holdings(struct sim_topic *t, const struct allocate_queue *al
 static int compute(struct sim_client *c, struct sim_topic *t, char **ids, size_t nids,
                    struct allocate_queue **out, size_t *nout)
 {
-    struct allocate_queue *mq;
-    size_t nmq;
-    int rc = sim_rebalance_mq_all(&t->route, t->name, &mq, &nmq);
-    if (rc)
-        return rc;
     char err[200] = "";
     if (c->sim->cfg->broadcast) {
         /* PROTOCOL: §3.8 broadcasting takes every readable queue. */
-        allocate_sort_queues(mq, nmq);
-        *out = mq;
-        *nout = nmq;
+        *out = rmq_calloc(t->nmq_all ? t->nmq_all : 1, sizeof **out);
+        if (!*out)
+            return RMQ_ENOMEM;
+        if (t->nmq_all)
+            memcpy(*out, t->mq_all, t->nmq_all * sizeof **out);
+        *nout = t->nmq_all;
         return RMQ_OK;
     }
-    rc = sim_rebalance_allocate(&c->sim->cfg->alloc, t->name, mq, nmq, (const char *const *)ids, nids, c->id,
-                                out, nout, err, sizeof err);
+    int rc = sim_rebalance_allocate(&c->sim->cfg->alloc, t->name, t->mq_all, t->nmq_all,
+                                    (const char *const *)ids, nids, c->id, out, nout, err, sizeof err);
     if (rc)
         /* PROTOCOL: §5.2 a strategy that throws leaves the held queues alone. */
         log_warn("sim: %s: allocation for %s failed: %s", c->id, t->name, err[0] ? err : rmq_strerror(rc));
-    rmq_free(mq);
     return rc;
 }
 
@@ -211,6 +208,8 @@ void sim_balance_start(struct sim_client *c, enum sim_reason why)
 {
     if (!c->running || c->sim->stopping)
         return;
+    log_debug("sim: %s: rebalance (%s)%s", c->id, sim_reason_name(why),
+              c->rb_running ? ", after this one" : "");
     c->due_rebalance = loop_now_ms(c->sim->loop) + c->sim->cfg->rebalance_ms;
     c->due_reason = SIM_REASON_TIMER;
     if (c->rb_running) {

@@ -9,6 +9,7 @@
 #include "loop.h"
 #include "mem.h"
 #include "request_codes.h"
+#include "sim_rebalance.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -82,7 +83,9 @@ int sim_client_init(struct sim_client *c, struct sim *sim, struct sim_group *grp
         rc = add_topic(c, retry, true, c->start_wall);
     }
     if (!rc)
-        rc = loop_add_timer(sim->loop, NEVER, 0, on_timer, c, &c->timer_id);
+        /* Periodic with a far period: the slot stays ours; sim_client_arm
+         * moves the next firing to the client's earliest deadline. */
+        rc = loop_add_timer(sim->loop, NEVER, NEVER, on_timer, c, &c->timer_id);
     return rc;
 }
 
@@ -93,6 +96,7 @@ void sim_client_fini(struct sim_client *c)
         for (size_t j = 0; j < t->nheld; j++)
             sim_pq_unref(t->held[j]);
         rmq_free(t->held);
+        rmq_free(t->mq_all);
         sim_route_clear(&t->route);
         rmq_free(t->name);
     }
@@ -121,9 +125,22 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
         sim_route_clear(&r);
         return;
     }
+    /* The subscribe set changes only with the route: sort it once here,
+     * not in every rebalance of every client. */
+    struct allocate_queue *mq = NULL;
+    size_t nmq = 0;
+    int rc = sim_rebalance_mq_all(&r, t->name, &mq, &nmq);
+    if (rc) {
+        log_warn("sim: %s: route for %s unusable: %s", t->client->id, t->name, rmq_strerror(rc));
+        sim_route_clear(&r);
+        return;
+    }
+    rmq_free(t->mq_all);
     sim_route_clear(&t->route);
     t->route = r;
     t->has_route = true;
+    t->mq_all = mq; /* strings borrowed from t->route and t->name */
+    t->nmq_all = nmq;
 }
 
 /* Sends one GET_ROUTEINFO_BY_TOPIC; 0 when a callback will follow. */

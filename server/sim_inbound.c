@@ -115,6 +115,7 @@ void sim_inbound_request(void *ctx, struct sim_conn *conn, const struct rmq_cmd 
     switch (req->code) {
     case RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED:
         g->sim->stats.notifies++;
+        log_debug("sim: NOTIFY on %s", sim_conn_addr(conn));
         if (g->sim->cfg->no_notify)
             return;
         /* PROTOCOL: §2.2.5 Java wakes its RebalanceService: every consumer of

@@ -26,6 +26,7 @@ int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct al
         for (int id = 0; id < r->queues[i].read_queue_nums; id++)
             q[k++] = (struct allocate_queue){topic, r->queues[i].broker_name, id};
     }
+    allocate_sort_queues(q, k);
     *out = q;
     *n = k;
     return RMQ_OK;
@@ -41,16 +42,16 @@ static void keep_topic(const char *topic, struct allocate_queue *q, size_t *n)
     *n = k;
 }
 
-int sim_rebalance_allocate(const struct allocate_options *opt, const char *topic, struct allocate_queue *mq,
-                           size_t nmq, const char *const *cids, size_t ncids, const char *self,
-                           struct allocate_queue **out, size_t *nout, char *err, size_t errlen)
+int sim_rebalance_allocate(const struct allocate_options *opt, const char *topic,
+                           const struct allocate_queue *mq, size_t nmq, const char *const *cids, size_t ncids,
+                           const char *self, struct allocate_queue **out, size_t *nout, char *err,
+                           size_t errlen)
 {
     const char **sorted = rmq_calloc(ncids ? ncids : 1, sizeof *sorted);
     if (!sorted)
         return RMQ_ENOMEM;
     if (ncids)
         memcpy(sorted, cids, ncids * sizeof *sorted);
-    allocate_sort_queues(mq, nmq);
     allocate_sort_consumers(sorted, ncids);
     struct allocate_input in = {.queues = mq, .n_queues = nmq, .consumers = sorted, .n_consumers = ncids};
     int rc = allocate_one(opt, &in, self, out, nout, err, errlen);

@@ -16,21 +16,24 @@
 #include <stdint.h>
 
 /* The subscribe set (mqAll) of topic from route r: readQueueNums queues of
- * every queueData with the read permission (PROTOCOL: §4.3), in route order.
+ * every queueData with the read permission (PROTOCOL: §4.3), sorted as the
+ * client sorts it (PROTOCOL: §5.1), so a caller can keep it per route.
  * *out is new (rmq_free; non-NULL even when empty); strings borrowed from
  * topic and r. 0, RMQ_E2BIG (over SIM_REBALANCE_MAX_QUEUES) or RMQ_ENOMEM. */
 #define SIM_REBALANCE_MAX_QUEUES 65536
 int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct allocate_queue **out,
                          size_t *n);
 
-/* The queues client self gets for topic: sorts mq (in place) and a copy of
- * cids (PROTOCOL: §5.1 the client sorts both), then runs the strategy. With
+/* The queues client self gets for topic: mq must be sorted (as
+ * sim_rebalance_mq_all returns it); a copy of cids is sorted (PROTOCOL: §5.1
+ * the client sorts both), then the strategy runs. With
  * CONFIG only the configured queues of this topic are kept (Java hands the
  * whole list to every topic's rebalance; the union is the same). *out is new
  * (rmq_free). 0, or allocate_one's errors with err filled. */
-int sim_rebalance_allocate(const struct allocate_options *opt, const char *topic, struct allocate_queue *mq,
-                           size_t nmq, const char *const *cids, size_t ncids, const char *self,
-                           struct allocate_queue **out, size_t *nout, char *err, size_t errlen);
+int sim_rebalance_allocate(const struct allocate_options *opt, const char *topic,
+                           const struct allocate_queue *mq, size_t nmq, const char *const *cids, size_t ncids,
+                           const char *self, struct allocate_queue **out, size_t *nout, char *err,
+                           size_t errlen);
 
 /* Which held queues are gone and which new ones are added. Indexes point
  * into the old and new arrays; both lists ascend. */

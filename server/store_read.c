@@ -337,7 +337,8 @@ static const char *const extra_sql[RX_COUNT] = {
     /* The latest change at or before t gives the member list as it was then. */
     [RX_AT] = "SELECT id, ts_ms, after_json FROM events WHERE group_name = ?1 AND ts_ms <= ?2 "
               "ORDER BY id DESC LIMIT 1",
-    [RX_CLIENT] = "SELECT language, version, first_seen_ms, last_heartbeat_ms FROM clients WHERE client_id = ?1",
+    [RX_CLIENT] =
+        "SELECT language, version, first_seen_ms, last_heartbeat_ms FROM clients WHERE client_id = ?1",
     [RX_COUNT_KIND] = "SELECT count(*) FROM events WHERE group_name = ?1 AND kind = ?2 AND ts_ms >= ?3",
 };
 

@@ -29,8 +29,8 @@
 struct trace_recorder {
     int fd;
     struct buf pending;
-    bool failed;     /* a write failed: recording has stopped */
-    uint64_t lines;  /* lines encoded */
+    bool failed;      /* a write failed: recording has stopped */
+    uint64_t lines;   /* lines encoded */
     uint64_t dropped; /* lines lost after a failure or an encoding error */
     char path[256];
 };
@@ -189,6 +189,7 @@ void trace_record_close(struct trace_recorder *rec, int64_t now_ms, uint64_t con
 {
     if (!rec)
         return;
-    struct trace_event ev = {.kind = TRACE_CLOSE, .ts = now_ms, .conn = conn_id, .peer = peer, .reason = reason};
+    struct trace_event ev = {
+        .kind = TRACE_CLOSE, .ts = now_ms, .conn = conn_id, .peer = peer, .reason = reason};
     record(rec, &ev);
 }

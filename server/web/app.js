@@ -137,34 +137,53 @@ async function loadGroup() {
 
 const qkey = (q) => `${q.brokerName}/${q.queueId}`;
 
-// Queues each client reports holding, from the consistency route when it
-// answers; {clientId: Set(queueKey)} or null. Tolerant of the reply's shape:
-// any object with a client id and a list of queues counts.
+// Queues each client reports holding, from the consistency route's
+// {"clients":[{"clientId","answered","queues":[...]}], "unresponsive", ...}:
+// {clientId: Set(queueKey)} of the clients that answered.
 function holdingsFrom(body) {
-  if (!body || typeof body !== 'object') return null;
+  if (!body || !Array.isArray(body.clients)) return null;
   const out = {};
-  let found = false;
-  const visit = (v, owner, depth) => {
-    if (depth > 6 || v === null || typeof v !== 'object') return;
-    if (Array.isArray(v)) {
-      for (const x of v) {
-        if (x && typeof x === 'object' && 'queueId' in x && 'brokerName' in x && owner) {
-          (out[owner] = out[owner] || new Set()).add(qkey(x));
-          found = true;
-        } else visit(x, owner, depth + 1);
-      }
-      return;
-    }
-    const id = typeof v.clientId === 'string' ? v.clientId : owner;
-    for (const [k, x] of Object.entries(v)) {
-      if (/^(expected|allocation|owners|missing|unassigned|overlaps)$/i.test(k)) continue;
-      visit(x, /^(held|holdings|actual|queues|processQueues)$/i.test(k) ? id : (k.includes('@') ? k : id), depth + 1);
-    }
-  };
-  visit(body, null, 0);
-  return found ? out : null;
+  for (const c of body.clients) {
+    if (c.answered && Array.isArray(c.queues)) out[c.clientId] = new Set(c.queues.map(qkey));
+  }
+  return out;
 }
 
+function holdingsNote(status, body, held) {
+  if (status !== 200 || !body) return 'Real holdings unavailable: ' + ((body && body.detail) || ('HTTP ' + status)) + '.';
+  const answered = Object.keys(held || {}).length;
+  const silent = (body.unresponsive || []).length;
+  let t = `Holdings as the clients report them (GET_CONSUMER_RUNNING_INFO): ${answered} answered`;
+  if (silent) t += `, ${silent} did not (${body.unresponsive.join(', ')})`;
+  if (answered) t += body.consistent ? ' · consistent with the expected allocation' : ' · NOT consistent';
+  return t + '.';
+}
+
+function renderMatrix(a, held) {
+  const matrix = $('#matrix');
+  const consumers = Object.keys(a.allocation || {});
+  const head = el('tr', {}, el('th', {}, 'queue'), ...consumers.map((c) => el('th', { class: 'consumer', title: c }, c)));
+  const body = el('tbody');
+  for (const o of a.owners || []) {
+    const k = qkey(o.queue);
+    const cls = o.owners.length === 0 ? 'unassigned' : (o.owners.length > 1 ? 'overlap' : '');
+    const tr = el('tr', { class: cls, 'data-queue': k }, el('td', { class: 'queue' }, k));
+    for (const c of consumers) {
+      const own = o.owners.includes(c);
+      const isHeld = !!(held && held[c] && held[c].has(k));
+      tr.append(el('td', { class: 'cell' + (own ? ' own' : '') + (isHeld ? ' held' : ''), 'data-owner': own ? c : '', 'data-held': isHeld ? c : '' },
+        own ? '\u25cf' : (isHeld ? '\u25cb' : '')));
+    }
+    body.append(tr);
+  }
+  matrix.replaceChildren(el('thead', {}, head), body);
+  matrix.dataset.consumers = String(consumers.length);
+  matrix.dataset.queues = String((a.owners || []).length);
+  $('#alloc-summary').textContent = `${a.queues} queue(s) × ${a.consumers} consumer(s) · ${(a.unassigned || []).length} unassigned · ${(a.overlaps || []).length} overlapping`;
+}
+
+// The expected allocation first (fast), then the clients' holdings, which
+// may take up to the consistency route's timeout while clients answer.
 async function loadAllocation() {
   const matrix = $('#matrix');
   const name = state.group;
@@ -176,41 +195,30 @@ async function loadAllocation() {
     return;
   }
   const q = `?topic=${enc(state.topic)}&strategy=${enc(state.strategy)}`;
-  const [r, h] = await Promise.all([
-    api('/api/groups/' + enc(name) + '/allocation' + q),
-    api('/api/groups/' + enc(name) + '/consistency' + q + '&timeout_ms=1500'),
-  ]);
-  if (name !== state.group) return;
+  const key = name + '\n' + q;
+  state.allocKey = key;
+  const r = await api('/api/groups/' + enc(name) + '/allocation' + q);
+  if (state.allocKey !== key) return;
   if (r.status !== 200) {
     matrix.replaceChildren();
     $('#alloc-summary').textContent = (r.body && r.body.detail) || ('HTTP ' + r.status);
     return;
   }
-  const a = r.body;
-  const consumers = Object.keys(a.allocation || {});
-  const held = h.status === 200 ? holdingsFrom(h.body) : null;
-  $('#holdings-note').textContent = held ? 'Holdings as the clients report them (GET_CONSUMER_RUNNING_INFO).'
-    : 'Real holdings unavailable: ' + ((h.body && h.body.detail) || ('HTTP ' + h.status)) + '.';
-  const head = el('tr', {}, el('th', {}, 'queue'), ...consumers.map((c) => el('th', { class: 'consumer', title: c }, c)));
-  const rows = [el('thead', {}, head)];
-  const body = el('tbody');
-  for (const o of a.owners || []) {
-    const k = qkey(o.queue);
-    const cls = o.owners.length === 0 ? 'unassigned' : (o.owners.length > 1 ? 'overlap' : '');
-    const tr = el('tr', { class: cls, 'data-queue': k }, el('td', { class: 'queue' }, k));
-    for (const c of consumers) {
-      const own = o.owners.includes(c);
-      const isHeld = held && held[c] && held[c].has(k);
-      tr.append(el('td', { class: 'cell' + (own ? ' own' : '') + (isHeld ? ' held' : ''), 'data-owner': own ? c : '' },
-        own ? '\u25cf' : (isHeld ? '\u25cb' : '')));
-    }
-    body.append(tr);
+  renderMatrix(r.body, state.held && state.heldKey === key ? state.held : null);
+  if (state.holdingsBusy) return; // one consistency round at a time
+  state.holdingsBusy = true;
+  if (state.heldKey !== key) $('#holdings-note').textContent = 'Asking the clients for the queues they hold…';
+  try {
+    const h = await api('/api/groups/' + enc(name) + '/consistency' + q + '&timeout_ms=2000');
+    const held = h.status === 200 ? holdingsFrom(h.body) : null;
+    state.held = held;
+    state.heldKey = key;
+    if (state.allocKey !== key) return;
+    $('#holdings-note').textContent = holdingsNote(h.status, h.body, held);
+    renderMatrix(r.body, held);
+  } finally {
+    state.holdingsBusy = false;
   }
-  rows.push(body);
-  matrix.replaceChildren(...rows);
-  matrix.dataset.consumers = String(consumers.length);
-  matrix.dataset.queues = String((a.owners || []).length);
-  $('#alloc-summary').textContent = `${a.queues} queue(s) × ${a.consumers} consumer(s) · ${(a.unassigned || []).length} unassigned · ${(a.overlaps || []).length} overlapping`;
 }
 
 // ---- live timeline ----

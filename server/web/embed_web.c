@@ -72,8 +72,8 @@ int main(int argc, char **argv)
             return 1;
     fputs("const struct web_asset web_assets[] = {\n", out);
     for (int i = 2; i < argc; i++)
-        fprintf(out, "    {\"%s\", \"%s\", web_file_%d, %ld},\n", base_name(argv[i]), content_type(argv[i]), i - 2,
-                len[i - 2]);
+        fprintf(out, "    {\"%s\", \"%s\", web_file_%d, %ld},\n", base_name(argv[i]), content_type(argv[i]),
+                i - 2, len[i - 2]);
     fprintf(out, "};\nconst size_t web_asset_count = %d;\n", argc - 2);
     if (fclose(out) != 0) {
         perror(argv[1]);

@@ -19,6 +19,12 @@ from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body  #
 
 BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 GROUP = "G"
+# Latency bounds are for an optimised build; a sanitizer build runs ~3x slower.
+try:
+    with open(BIN, "rb") as _f:
+        SLOW = 3 if b"__asan_init" in _f.read() else 1
+except OSError:
+    SLOW = 1
 RETRY = "%RETRY%" + GROUP
 
 
@@ -136,7 +142,11 @@ class Convergence(SimDaemonTest):
         self.assertEqual(want, {"c-0": [0, 1, 2], "c-1": [3, 4, 5], "c-2": [6, 7]})
         self.assertTrue(s.wait_for(matches(want, "T")), s.held)
         self.assertTrue(s.wait_for(matches({"c-0": [0], "c-1": [], "c-2": []}, RETRY)), s.held)
-        self.assertEqual({l["reason"] for l in s.lines}, {"start"})
+        with s.cond:
+            first = {}
+            for l in s.lines:
+                first.setdefault((l["clientId"], l["topic"]), l["reason"])
+        self.assertEqual(set(first.values()), {"start"})
         # The daemon sees three members pulling (one held pull per queue).
         c = self.d.connect()
         r = c.request(38, {"consumerGroup": GROUP})
@@ -153,14 +163,14 @@ class Convergence(SimDaemonTest):
         t0 = time.time() * 1000
         j = self.sim("--client-id", "c-3", "--rebalance-ms", "60000")
         want = avg_split(8, ["c-0", "c-1", "c-2", "c-3"])
+        self.assertTrue(j.wait_for(matches({"c-3": want.pop("c-3")}, "T"), timeout=5), j.held)
         self.assertTrue(s.wait_for(matches(want, "T"), timeout=5), s.held)
-        self.assertTrue(j.wait_for(matches({"c-3": want["c-3"]}, "T"), timeout=5), j.held)
         with s.cond:
             moved = [l for l in s.lines if l["reason"] == "notify" and l["topic"] == "T"]
         self.assertEqual(sorted({l["clientId"] for l in moved}), ["c-0", "c-1", "c-2"], "every member moved")
         took = max(l["t"] for l in moved) - t0
         print("\n4th join: all members moved %.0f ms after the joiner was started" % took, file=sys.stderr)
-        self.assertLess(took, 500)
+        self.assertLess(took, 500 * SLOW)
         # Leaving hands the queues back, again by NOTIFY only.
         j.stop(self)
         self.assertTrue(s.wait_for(matches(avg_split(8, ["c-0", "c-1", "c-2"]), "T"), timeout=5), s.held)
@@ -172,6 +182,7 @@ class Convergence(SimDaemonTest):
         t0 = time.monotonic()
         j = self.sim("--client-id", "q-2", "--rebalance-ms", "60000")
         want = avg_split(8, ["q-0", "q-1", "q-2"])
+        want.pop("q-2")
         self.assertTrue(s.wait_for(matches(want, "T"), timeout=5), s.held)
         self.assertGreater(time.monotonic() - t0, 0.2, "moved before the timer: NOTIFY was not ignored")
         with s.cond:
@@ -191,7 +202,8 @@ class SharedConnections(SimDaemonTest):
         c = self.d.connect()
         ok = False
         for _ in range(40):
-            listed = sorted(c.request(38, {"consumerGroup": GROUP}).json()["consumerIdList"])
+            r = c.request(38, {"consumerGroup": GROUP})
+            listed = sorted(r.json()["consumerIdList"]) if r is not None and r.code == 0 else []
             split = avg_split(8, listed)
             want = {cid: split.get(cid, []) for cid in cids}
             if s.wait_for(matches(want, "T"), timeout=0.5):
@@ -309,11 +321,11 @@ class Latency(SimDaemonTest):
 
     def test_10_members(self):
         p50, p99 = self.measure(10, 100)
-        self.assertLess(p99, 500)
+        self.assertLess(p99, 500 * SLOW)
 
     def test_100_members(self):
         p50, p99 = self.measure(100, 1000)
-        self.assertLess(p50, 500)
+        self.assertLess(p50, 500 * SLOW)
 
 
 class FakeBroker:
@@ -333,13 +345,15 @@ class FakeBroker:
         self.conns = []
         self.lock = threading.Condition()
         self.stopping = False
+        self.dropping = False
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def _route(self):
+    def _route(self, topic):
+        n = 1 if topic.startswith("%RETRY%") else 4
         return ('{"brokerDatas":[{"brokerAddrs":{0:"%s"},"brokerName":"broker-a","cluster":"C"}],'
-                '"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,'
-                '"topicSysFlag":0,"writeQueueNums":4}]}' % self.addr).encode()
+                '"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":%d,'
+                '"topicSysFlag":0,"writeQueueNums":%d}]}' % (self.addr, n, n)).encode()
 
     def _reply(self, c, f, code=0, ext=None, body=b""):
         h = {"code": code, "flag": 1, "language": "JAVA", "opaque": f.opaque, "version": 409,
@@ -348,7 +362,7 @@ class FakeBroker:
 
     def _answer(self, c, f):
         if f.code == 105:
-            self._reply(c, f, body=self._route())  # bare Long key, as fastjson writes it
+            self._reply(c, f, body=self._route(f.ext["topic"]))  # bare Long key, as fastjson writes it
         elif f.code == 34:
             cid = json.loads(f.body)["clientID"]
             if cid not in self.members:
@@ -365,6 +379,12 @@ class FakeBroker:
 
     def _run(self):
         while not self.stopping:
+            if self.dropping:
+                with self.lock:
+                    for c in self.conns:
+                        c.close()
+                    self.conns, self.dropping = [], False
+                    self.lock.notify_all()
             socks = [self.lsock] + [c.sock for c in self.conns]
             r, _, _ = select.select(socks, [], [], 0.05)
             for s in r:
@@ -413,15 +433,15 @@ class FakeBroker:
         return got[0] if got else None
 
     def drop_connections(self):
-        with self.lock:
-            for c in self.conns:
-                c.close()
-            self.conns = []
+        """Closes every accepted connection (in the broker thread)."""
+        self.dropping = True
+        self.wait(lambda: not self.dropping)
 
     def close(self):
         self.stopping = True
         self.thread.join(5)
-        self.drop_connections()
+        for c in self.conns:
+            c.close()
         self.lsock.close()
 
 
@@ -458,7 +478,8 @@ class AgainstFakeBroker(unittest.TestCase):
         self.assertIsNotNone(r)
         self.assertEqual((r.code, r.flag), (0, 1))
         body = r.body.decode()
-        self.assertTrue(body.startswith('{"mqTable":{{"brokerName":"broker-a","queueId":2,"topic":"T"}:{'), body)
+        self.assertTrue(body.startswith('{"mqTable":{{"brokerName":"broker-a","queueId":2,"topic":"T"}:{'
+                                        '"cachedMsgCount":0,'), body)
         self.assertIn('"allocateMessageQueueStrategy":"org.apache.rocketmq.client.consumer.rebalance.'
                       'AllocateMessageQueueAveragely@1"', body)
         self.assertIn('"commitOffset":7', body)
@@ -479,7 +500,7 @@ class AgainstFakeBroker(unittest.TestCase):
         b.cid_list = ["f-0", "f-1", "e-9"]
         lists = b.count(38)
         b.send(40, {"consumerGroup": GROUP}, flag=2)
-        want = {"f-0": [2, 3], "f-1": []}  # e-9 sorts first: [0, 1]
+        want = {"f-0": [2], "f-1": [3]}  # e-9 sorts first and takes [0, 1]
         self.assertTrue(s.wait_for(matches(want, "T"), timeout=2), s.held)
         self.assertGreater(b.count(38), lists)
         self.assertEqual({l["reason"] for l in s.lines if l["reason"] != "start"}, {"notify"})
@@ -495,9 +516,9 @@ class AgainstFakeBroker(unittest.TestCase):
         s.stop(self)
         self.assertLess(time.monotonic() - t0, 3)
         unreg = [g[1] for g in b.got if g[0] == 35]
-        self.assertEqual(sorted((u["clientID"], u.get("consumerGroup"), u.get("producerGroup")) for u in unreg),
-                         [("f-0", "G", None), ("f-0", None, "CLIENT_INNER_PRODUCER"),
-                          ("f-1", "G", None), ("f-1", None, "CLIENT_INNER_PRODUCER")])
+        self.assertEqual(sorted((u["clientID"], u.get("consumerGroup", ""), u.get("producerGroup", "")) for u in unreg),
+                         [("f-0", "", "CLIENT_INNER_PRODUCER"), ("f-0", "G", ""),
+                          ("f-1", "", "CLIENT_INNER_PRODUCER"), ("f-1", "G", "")])
         self.assertEqual(s.summary["summary"]["unregistered"], 4)
 
 

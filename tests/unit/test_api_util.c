@@ -39,8 +39,18 @@ static void test_match_routes_and_params(void **state)
     /* an empty trailing name matches (the router answers 400, not 404) */
     assert_int_equal(api_routes_match("/api/groups/", &m), API_ROUTE_GROUP);
     assert_int_equal(m.param_len[0], 0);
-    const char *none[] = {"", "api", "/api", "/api/", "/api/nope", "/api/groups/G/nope", "/healthz/",
-                          "/api/groups/G/clients", "/api/groups/G/clients/c/x", "//", "/ui", "/a/b/c/d/e/f/g"};
+    const char *none[] = {"",
+                          "api",
+                          "/api",
+                          "/api/",
+                          "/api/nope",
+                          "/api/groups/G/nope",
+                          "/healthz/",
+                          "/api/groups/G/clients",
+                          "/api/groups/G/clients/c/x",
+                          "//",
+                          "/ui",
+                          "/a/b/c/d/e/f/g"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         assert_int_equal(api_routes_match(none[i], &m), API_ROUTE_NONE);
 }
@@ -71,6 +81,24 @@ static void test_methods_and_ops(void **state)
             if (t[i].methods & (1u << b))
                 assert_non_null(t[i].summary[b]);
     }
+}
+
+static void test_parse_uint_bounds(void **state)
+{
+    (void)state;
+    int64_t v = -1;
+    assert_int_equal(api_routes_parse_uint("0", 0, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(api_routes_parse_uint("1", 0, &v), RMQ_EINVAL); /* max below one digit */
+    assert_int_equal(api_routes_parse_uint("5", 4, &v), RMQ_EINVAL);
+    assert_int_equal(api_routes_parse_uint("1000", 1000, &v), 0);
+    assert_int_equal(api_routes_parse_uint("1001", 1000, &v), RMQ_EINVAL);
+    assert_int_equal(api_routes_parse_uint("9223372036854775807", INT64_MAX, &v), 0);
+    assert_int_equal(v, INT64_MAX);
+    assert_int_equal(api_routes_parse_uint("9223372036854775808", INT64_MAX, &v), RMQ_EINVAL);
+    assert_int_equal(api_routes_parse_uint("", 10, &v), RMQ_EINVAL);
+    assert_int_equal(api_routes_parse_uint("-1", 10, &v), RMQ_EINVAL);
+    assert_int_equal(api_routes_parse_uint("1x", 10, &v), RMQ_EINVAL);
 }
 
 static void test_cursor_round_trip(void **state)
@@ -242,6 +270,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match_routes_and_params),
         cmocka_unit_test(test_methods_and_ops),
+        cmocka_unit_test(test_parse_uint_bounds),
         cmocka_unit_test(test_cursor_round_trip),
         cmocka_unit_test(test_page_slice),
         cmocka_unit_test(test_page_params),

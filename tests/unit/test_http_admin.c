@@ -385,9 +385,11 @@ static void test_metrics_merges_http_counters(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(header(&r, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
     assert_non_null(strstr(r.body, "loop_metric 1\n"));
-    assert_non_null(strstr(r.body, "rmqcoord_http_requests_total{route=\"/api/groups/{group}\",method=\"GET\","
-                                   "status=\"200\"} 1\n"));
-    assert_non_null(strstr(r.body, "rmqcoord_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1\n"));
+    assert_non_null(strstr(r.body,
+                           "rmqcoord_http_requests_total{route=\"/api/groups/{group}\",method=\"GET\","
+                           "status=\"200\"} 1\n"));
+    assert_non_null(strstr(
+        r.body, "rmqcoord_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1\n"));
     assert_non_null(strstr(r.body, "rmqcoord_event_streams 0\n"));
     free(r.body);
 }

@@ -76,7 +76,8 @@ static void test_label_escaping(void **state)
     assert_int_equal(metrics_header(&b, "n_total", "counter", "help text"), 0);
     assert_int_equal(metrics_sample(&b, "n_total", "", 3), 0);
     assert_int_equal(metrics_sample(&b, "n_total", "k=\"v\"", 4), 0);
-    assert_string_equal(text_of(&b), "# HELP n_total help text\n# TYPE n_total counter\nn_total 3\nn_total{k=\"v\"} 4\n");
+    assert_string_equal(text_of(&b),
+                        "# HELP n_total help text\n# TYPE n_total counter\nn_total 3\nn_total{k=\"v\"} 4\n");
     buf_free(&b);
 }
 

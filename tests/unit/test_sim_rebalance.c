@@ -27,7 +27,7 @@ static void test_mq_all_read_permission(void **state)
     size_t n;
     assert_int_equal(sim_rebalance_mq_all(&r, "T", &q, &n), RMQ_OK);
     assert_int_equal(n, 3); /* PROTOCOL: §4.3 perm & 4 only; write-only broker-w contributes nothing */
-    assert_string_equal(q[0].broker_name, "broker-a");
+    assert_string_equal(q[0].broker_name, "broker-a"); /* sorted: broker, then queue id */
     assert_int_equal(q[1].queue_id, 1);
     assert_string_equal(q[2].broker_name, "broker-b");
     assert_string_equal(q[2].topic, "T");
@@ -50,10 +50,11 @@ static void render(const struct allocate_queue *q, size_t n, char *out, size_t c
 static void alloc_for(enum allocate_strategy s, const char *self, const char *const *cids, size_t ncids,
                       char *out, size_t cap)
 {
-    /* broker-b before broker-a and queue ids reversed: the sort must fix it. */
+    /* broker-b before broker-a and queue ids reversed, sorted as a route's set is. */
     struct allocate_queue mq[8];
     for (int i = 0; i < 8; i++)
         mq[i] = (struct allocate_queue){"T", i < 4 ? "broker-b" : "broker-a", 3 - i % 4};
+    allocate_sort_queues(mq, 8);
     struct allocate_options o;
     allocate_options_init(&o, s);
     struct allocate_queue *res;
@@ -135,6 +136,7 @@ static void test_allocate_matches_group(void **state)
             struct allocate_queue copy[24], *mine;
             size_t n, idx;
             memcpy(copy, mq, sizeof copy);
+            allocate_sort_queues(copy, 24);
             assert_int_equal(
                 sim_rebalance_allocate(&o, "T", copy, 24, cids, 5, cids[c], &mine, &n, err, sizeof err), 0);
             assert_int_equal(allocate_result_find(r, cids[c], &idx), 0);

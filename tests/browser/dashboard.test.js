@@ -1,0 +1,128 @@
+// The dashboard in a real browser (Debian's chromium, headless, driven by
+// playwright-core): a consumer heartbeats and its group appears; a second
+// one joins and the allocation matrix changes; the live timeline shows the
+// joins from the event stream. A screenshot is saved under
+// build/test-artifacts/ for a human to look at.
+'use strict';
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const { chromium } = require('playwright-core');
+const { Consumer } = require('./lib/remoting');
+
+const root = path.resolve(__dirname, '..', '..');
+const BIN = process.env.RMQCOORD_BIN || path.join(root, 'build', 'rmqcoord');
+const ARTIFACTS = process.env.ARTIFACTS_DIR || path.join(root, 'build', 'test-artifacts');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const GROUP = 'GID_DASHBOARD';
+const TOPIC = 'TopicTest';
+
+let daemon, tmp, ports, context, page;
+const consumers = [];
+
+function startDaemon() {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-browser-'));
+  const log = fs.openSync(path.join(tmp, 'daemon.log'), 'a');
+  daemon = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--store', path.join(tmp, 'store.db')],
+    { stdio: ['ignore', 'pipe', log] });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('daemon did not print READY')), 10000);
+    const rl = readline.createInterface({ input: daemon.stdout });
+    rl.once('line', (line) => {
+      clearTimeout(timer);
+      const m = line.match(/^READY remoting=127\.0\.0\.1:(\d+)\S* http=127\.0\.0\.1:(\d+)/);
+      if (!m) return reject(new Error('unexpected first line: ' + line));
+      resolve({ remoting: Number(m[1]), http: Number(m[2]) });
+    });
+    daemon.once('exit', (code) => reject(new Error('daemon exited with ' + code)));
+  });
+}
+
+async function httpJson(method, p, body) {
+  const r = await fetch(`http://127.0.0.1:${ports.http}${p}`, {
+    method, headers: { 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(BIN), `daemon binary ${BIN} (build it or set RMQCOORD_BIN)`);
+  ports = await startDaemon();
+  const put = await httpJson('PUT', `/api/topics/${TOPIC}`, { readQueueNums: 4, writeQueueNums: 4 });
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+  context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-chromium-')), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1400, height: 900 },
+  });
+  page = context.pages()[0] || await context.newPage();
+  page.on('pageerror', (e) => { console.log('# page error: ' + e.message); });
+});
+
+after(async () => {
+  for (const c of consumers) c.stop();
+  if (context) await context.close();
+  if (daemon) {
+    daemon.kill('SIGTERM');
+    await new Promise((r) => { if (daemon.exitCode !== null) r(); else daemon.once('exit', r); });
+  }
+});
+
+async function startConsumer(clientId) {
+  const c = new Consumer({ port: ports.remoting, clientId, group: GROUP, topics: [TOPIC] });
+  consumers.push(c);
+  return c.start();
+}
+
+test('the dashboard loads with no group yet', async () => {
+  await page.goto(`http://127.0.0.1:${ports.http}/`);
+  await page.waitForSelector('#groups-empty', { state: 'visible' });
+  await page.waitForSelector('#stream-state.live', { timeout: 10000 });
+  assert.equal(await page.locator('#groups tbody tr').count(), 0);
+});
+
+test('a group appears when a consumer heartbeats', async () => {
+  await startConsumer('10.0.0.1@browser-c1');
+  const row = page.locator(`#groups tr[data-group="${GROUP}"]`);
+  await row.waitFor({ timeout: 10000 });
+  await page.waitForSelector(`#groups tr[data-group="${GROUP}"] td[data-members="1"]`, { timeout: 10000 });
+  await row.click();
+  await page.waitForSelector('#matrix[data-consumers="1"][data-queues="4"]', { timeout: 10000 });
+  const owners = await page.locator('#matrix td.cell.own').count();
+  assert.equal(owners, 4, 'the only consumer owns all 4 queues');
+  await page.waitForSelector('#members tr[data-client="10.0.0.1@browser-c1"]');
+});
+
+test('the matrix changes when a second consumer joins', async () => {
+  await startConsumer('10.0.0.2@browser-c2');
+  await page.waitForSelector('#matrix[data-consumers="2"]', { timeout: 10000 });
+  await page.waitForSelector(`#groups tr[data-group="${GROUP}"] td[data-members="2"]`, { timeout: 10000 });
+  const c1 = await page.locator('#matrix td.cell.own[data-owner="10.0.0.1@browser-c1"]').count();
+  const c2 = await page.locator('#matrix td.cell.own[data-owner="10.0.0.2@browser-c2"]').count();
+  assert.deepEqual([c1, c2], [2, 2], 'AVG splits 4 queues 2 + 2');
+  assert.equal(await page.locator('#members tbody tr').count(), 2);
+  // the live timeline got both joins from the event stream
+  await page.waitForFunction(() => document.querySelectorAll('#timeline li[data-kind="join"]').length >= 2, null,
+    { timeout: 10000 });
+  await page.selectOption('#alloc-strategy', 'AVG_BY_CIRCLE');
+  await page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll('#matrix tbody tr')].map((tr) => tr.querySelector('td.own')?.dataset.owner);
+    return cells.length === 4 && cells[0] !== cells[1];
+  }, null, { timeout: 10000 });
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const shot = path.join(ARTIFACTS, 'dashboard.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log('# screenshot: ' + shot);
+});
+
+test('a leaving consumer shows up in the timeline and the matrix', async () => {
+  consumers[0].stop();
+  await page.waitForSelector('#timeline li[data-kind="close"]', { timeout: 10000 });
+  await page.waitForSelector('#matrix[data-consumers="1"]', { timeout: 10000 });
+});
