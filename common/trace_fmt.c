@@ -44,291 +44,6 @@ void trace_decoder_free(struct trace_decoder *d)
     memset(d, 0, sizeof *d);
 }
 
-/* ---- UTF-8 ---- */
-
-static size_t utf8_put(unsigned char *w, unsigned cp)
-{
-    if (cp < 0x80) {
-        w[0] = (unsigned char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        w[0] = (unsigned char)(0xC0 | cp >> 6);
-        w[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        w[0] = (unsigned char)(0xE0 | cp >> 12);
-        w[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        w[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    w[0] = (unsigned char)(0xF0 | cp >> 18);
-    w[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-    w[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-    w[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* ---- the scanner ---- */
-
-struct scan {
-    unsigned char *p, *end;
-    const unsigned char *base;
-    const char *err; /* static reason of the first failure */
-    size_t col;      /* 1-based column of the failure */
-};
-
-static int fail(struct scan *s, const char *why)
-{
-    if (!s->err) {
-        s->err = why;
-        s->col = (size_t)(s->p - s->base) + 1;
-    }
-    return RMQ_EPROTO;
-}
-
-static void skip_ws(struct scan *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-        s->p++;
-}
-
-static int hex4(const unsigned char *p, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        unsigned c = p[i], d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-            d = (c | 0x20) - 'a' + 10;
-        else
-            return -1;
-        v = v << 4 | d;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Reads the \uXXXX escape (or surrogate pair) at s->p (just past the 'u')
- * into *cp. NUL is refused, as jansson refuses it. */
-static int read_u_escape(struct scan *s, unsigned *cp)
-{
-    if (s->end - s->p < 4 || hex4(s->p, cp) != 0)
-        return fail(s, "bad \\u escape");
-    s->p += 4;
-    if (*cp >= 0xDC00 && *cp <= 0xDFFF)
-        return fail(s, "lone low surrogate in \\u escape");
-    if (*cp >= 0xD800 && *cp <= 0xDBFF) {
-        unsigned lo;
-        if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || hex4(s->p + 2, &lo) != 0 ||
-            lo < 0xDC00 || lo > 0xDFFF)
-            return fail(s, "unpaired high surrogate in \\u escape");
-        s->p += 6;
-        *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
-    }
-    if (*cp == 0)
-        return fail(s, "\\u0000 in a string");
-    return RMQ_OK;
-}
-
-/* Bytes that need no attention inside a string: printable ASCII but '"' and '\\'. */
-static const unsigned char plain[256] = {
-#define R8(v) v, v, v, v, v, v, v, v
-    R8(0), R8(0), R8(0), R8(0),                                  /* 0x00-0x1f */
-    1,     1,     0,     1,     1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f: '"' */
-    R8(1), R8(1), R8(1), 1,     1, 1, 1, 0, 1,     1,     1,     /* 0x40-0x5f: '\\' */
-    R8(1), R8(1), R8(1), R8(1),                                  /* 0x60-0x7f */
-#undef R8
-};
-
-/* Scans the string at s->p (on its opening quote). With unescape, writes
- * the decoded text in place and NUL-terminates it; *out gets its start. */
-static int scan_string(struct scan *s, bool unescape, char **out)
-{
-    s->p++;
-    unsigned char *w = s->p, *start = s->p;
-    while (s->p < s->end) {
-        if (!unescape) {
-            /* Plain ASCII, nearly every byte of a trace: one table load per byte. */
-            while (s->p < s->end && plain[*s->p])
-                s->p++;
-            w = s->p;
-            if (s->p == s->end)
-                break;
-        }
-        unsigned char c = *s->p;
-        if (plain[c]) {
-            *w++ = c;
-            s->p++;
-            continue;
-        }
-        if (c == '"') {
-            s->p++;
-            if (unescape) {
-                *w = '\0';
-                *out = (char *)start;
-            }
-            return RMQ_OK;
-        }
-        if (c < 0x20)
-            return fail(s, "control character in a string");
-        if (c == '\\') {
-            if (s->end - s->p < 2)
-                break;
-            unsigned char e = s->p[1], lit;
-            s->p += 2;
-            switch (e) {
-            case '"': lit = '"'; break;
-            case '\\': lit = '\\'; break;
-            case '/': lit = '/'; break;
-            case 'b': lit = '\b'; break;
-            case 'f': lit = '\f'; break;
-            case 'n': lit = '\n'; break;
-            case 'r': lit = '\r'; break;
-            case 't': lit = '\t'; break;
-            case 'u': {
-                unsigned cp;
-                if (read_u_escape(s, &cp) != 0)
-                    return RMQ_EPROTO;
-                if (unescape)
-                    w += utf8_put(w, cp);
-                continue;
-            }
-            default: s->p -= 2; return fail(s, "bad escape in a string");
-            }
-            if (unescape)
-                *w++ = lit;
-            continue;
-        }
-        size_t n = trace_fmt_utf8_len(s->p, s->end);
-        if (n == 0)
-            return fail(s, "invalid UTF-8 in a string");
-        if (unescape && w != s->p)
-            memmove(w, s->p, n);
-        w += n;
-        s->p += n;
-    }
-    return fail(s, "unterminated string");
-}
-
-static bool is_digit(unsigned char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* Scans a JSON number; *integral tells whether it had no fraction/exponent. */
-static int scan_number(struct scan *s, bool *integral)
-{
-    unsigned char *p = s->p;
-    if (p < s->end && *p == '-')
-        p++;
-    if (p >= s->end || !is_digit(*p))
-        return fail(s, "bad number");
-    if (*p == '0')
-        p++;
-    else
-        while (p < s->end && is_digit(*p))
-            p++;
-    *integral = true;
-    if (p < s->end && *p == '.') {
-        *integral = false;
-        if (++p >= s->end || !is_digit(*p))
-            return fail(s, "bad number");
-        while (p < s->end && is_digit(*p))
-            p++;
-    }
-    if (p < s->end && (*p == 'e' || *p == 'E')) {
-        *integral = false;
-        p++;
-        if (p < s->end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= s->end || !is_digit(*p))
-            return fail(s, "bad number");
-        while (p < s->end && is_digit(*p))
-            p++;
-    }
-    s->p = p;
-    return RMQ_OK;
-}
-
-static int scan_literal(struct scan *s, const char *lit)
-{
-    size_t n = strlen(lit);
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
-        return fail(s, "unexpected character");
-    s->p += n;
-    return RMQ_OK;
-}
-
-static int skip_value(struct scan *s, int depth);
-
-/* Skips an object or array body after its opening bracket. */
-static int skip_container(struct scan *s, int depth, unsigned char close)
-{
-    skip_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        return RMQ_OK;
-    }
-    for (;;) {
-        skip_ws(s);
-        if (close == '}') {
-            if (s->p >= s->end || *s->p != '"')
-                return fail(s, "expected a string key");
-            if (scan_string(s, false, NULL) != 0)
-                return RMQ_EPROTO;
-            skip_ws(s);
-            if (s->p >= s->end || *s->p != ':')
-                return fail(s, "expected ':'");
-            s->p++;
-        }
-        if (skip_value(s, depth + 1) != 0)
-            return RMQ_EPROTO;
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == close) {
-            s->p++;
-            return RMQ_OK;
-        }
-        return fail(s, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-/* Validates one value at s->p (after whitespace) and moves past it. */
-static int skip_value(struct scan *s, int depth)
-{
-    skip_ws(s);
-    if (s->p >= s->end)
-        return fail(s, "unexpected end of line");
-    if (depth > TRACE_FMT_MAX_DEPTH)
-        return fail(s, "nested too deeply");
-    bool integral;
-    switch (*s->p) {
-    case '"': return scan_string(s, false, NULL);
-    case '{': s->p++; return skip_container(s, depth, '}');
-    case '[': s->p++; return skip_container(s, depth, ']');
-    case 't': return scan_literal(s, "true");
-    case 'f': return scan_literal(s, "false");
-    case 'n': return scan_literal(s, "null");
-    default: return scan_number(s, &integral);
-    }
-}
-
-bool trace_json_valid(const uint8_t *p, size_t len)
-{
-    struct scan s = {(unsigned char *)(uintptr_t)p, (unsigned char *)(uintptr_t)p + len, p, NULL, 0};
-    /* skip_value never writes when not unescaping, so the cast away from const is safe. */
-    if (skip_value(&s, 1) != 0)
-        return false;
-    skip_ws(&s);
-    return s.p == s.end;
-}
-
 /* ---- phase one: the top-level object ---- */
 
 #define MAX_PAIRS 32
@@ -388,32 +103,32 @@ static int scan_top(struct scan *s, struct pairs *ps)
     ps->n = 0;
     ps->present = 0;
     ps->other = NULL;
-    skip_ws(s);
+    trace_scan_ws(s);
     if (s->p >= s->end || *s->p != '{')
-        return fail(s, "a line must be one JSON object");
+        return trace_scan_fail(s, "a line must be one JSON object");
     s->p++;
-    skip_ws(s);
+    trace_scan_ws(s);
     if (s->p < s->end && *s->p == '}')
-        return fail(s, "empty object");
+        return trace_scan_fail(s, "empty object");
     for (;;) {
-        skip_ws(s);
+        trace_scan_ws(s);
         if (s->p >= s->end || *s->p != '"')
-            return fail(s, "expected a string key");
+            return trace_scan_fail(s, "expected a string key");
         char *key;
-        if (scan_string(s, true, &key) != 0)
+        if (trace_scan_string(s, true, &key) != 0)
             return RMQ_EPROTO;
         int id = key_id(key);
         if (id != K_OTHER && (ps->present & (1u << id)))
-            return fail(s, "duplicate key");
+            return trace_scan_fail(s, "duplicate key");
         if (ps->n == MAX_PAIRS)
-            return fail(s, "too many keys");
-        skip_ws(s);
+            return trace_scan_fail(s, "too many keys");
+        trace_scan_ws(s);
         if (s->p >= s->end || *s->p != ':')
-            return fail(s, "expected ':'");
+            return trace_scan_fail(s, "expected ':'");
         s->p++;
-        skip_ws(s);
+        trace_scan_ws(s);
         unsigned char *v = s->p;
-        if (skip_value(s, 2) != 0)
+        if (trace_scan_value(s, 2) != 0)
             return RMQ_EPROTO;
         ps->v[ps->n] = (struct pair){key, v, s->p};
         if (id != K_OTHER) {
@@ -423,18 +138,18 @@ static int scan_top(struct scan *s, struct pairs *ps)
             ps->other = key; /* unknown keys may repeat: only events refuse them, by the first */
         }
         ps->n++;
-        skip_ws(s);
+        trace_scan_ws(s);
         if (s->p < s->end && *s->p == ',') {
             s->p++;
             continue;
         }
         if (s->p < s->end && *s->p == '}')
             break;
-        return fail(s, "expected ',' or '}'");
+        return trace_scan_fail(s, "expected ',' or '}'");
     }
     s->p++;
-    skip_ws(s);
-    return s->p == s->end ? RMQ_OK : fail(s, "text after the object");
+    trace_scan_ws(s);
+    return s->p == s->end ? RMQ_OK : trace_scan_fail(s, "text after the object");
 }
 
 /* ---- phase two: interpreting values ---- */
@@ -514,7 +229,7 @@ static int get_str(struct ctx *c, const struct pair *p, const char **out)
         return bad(c, "\"%s\" must be a string", p->key);
     struct scan s = {p->val, p->val_end, c->base, NULL, 0};
     char *v;
-    if (scan_string(&s, true, &v) != 0)
+    if (trace_scan_string(&s, true, &v) != 0)
         return bad(c, "\"%s\": %s", p->key, s.err);
     *out = v;
     return RMQ_OK;
@@ -531,26 +246,26 @@ static int each_member(struct ctx *c, const struct pair *p, bool object, member_
     if (s.p >= s.end || *s.p != (object ? '{' : '['))
         return bad(c, "\"%s\" must be %s", p->key, object ? "an object" : "an array");
     s.p++;
-    skip_ws(&s);
+    trace_scan_ws(&s);
     if (s.p < s.end && *s.p == (object ? '}' : ']'))
         return RMQ_OK;
     for (;;) {
         struct pair m = {NULL, NULL, NULL};
-        skip_ws(&s);
+        trace_scan_ws(&s);
         if (object) {
             char *key;
-            if (scan_string(&s, true, &key) != 0)
+            if (trace_scan_string(&s, true, &key) != 0)
                 return bad(c, "\"%s\": %s", p->key, s.err);
             m.key = key;
-            skip_ws(&s);
+            trace_scan_ws(&s);
             s.p++; /* ':' */
         }
-        skip_ws(&s);
+        trace_scan_ws(&s);
         m.val = s.p;
-        if (skip_value(&s, 3) != 0)
+        if (trace_scan_value(&s, 3) != 0)
             return bad(c, "\"%s\": %s", p->key, s.err);
         m.val_end = s.p;
-        skip_ws(&s);
+        trace_scan_ws(&s);
         unsigned char sep = s.p < s.end ? *s.p++ : 0;
         if (!m.key)
             m.key = p->key;

@@ -16,6 +16,7 @@
 #include "replay_live.h"
 #include "trace_fmt.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,7 +234,11 @@ static int pass(struct cli *c, struct replay *rp, bool notify_only)
     struct replay_reader r;
     struct trace_decoder d;
     trace_decoder_init(&d);
-    int rc = replay_reader_open(&r, c->path), n;
+    int rc = replay_reader_open(&r, c->path), n = 0;
+    if (rc == RMQ_EIO) {
+        fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, strerror(errno));
+        rc = RMQ_EPROTO; /* reported */
+    }
     const char *line;
     size_t len;
     bool complete;

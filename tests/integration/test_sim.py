@@ -6,6 +6,7 @@ UNREGISTER at shutdown). Standard library only; loopback only."""
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -127,6 +128,8 @@ class SimDaemonTest(unittest.TestCase):
         rc = self.d.stop()
         if not alive or rc not in (0, None):
             print(self.d.logtext(), file=sys.stderr)
+        if self.d.tmp:
+            shutil.rmtree(self.d.tmp, ignore_errors=True)
         self.assertTrue(alive, "daemon died during the test")
 
     def sim(self, *extra, **kw):
@@ -288,6 +291,8 @@ class Latency(SimDaemonTest):
 
     def measure(self, members, queues):
         self.d.stop()
+        if self.d.tmp:
+            shutil.rmtree(self.d.tmp, ignore_errors=True)
         self.d = Daemon("--topic", "L:%d" % queues)
         prefix = "m"
         cids = ["%s-%d" % (prefix, i) for i in range(members)]

@@ -15,7 +15,8 @@ const path = require('node:path');
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = process.env.RMQCOORD_BIN || path.join(REPO_ROOT, 'build', 'rmqcoord');
 const CHILD = path.join(__dirname, 'consumer_child.js');
-const READY_RE = /^READY remoting=(127\.0\.0\.1):(\d+) http=(?:(127\.0\.0\.1):(\d+)|off)\s*$/;
+// READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off (we listen on one address)
+const READY_RE = /^READY remoting=(127\.0\.0\.1):(\d+)(?:,\S+)? http=(?:(127\.0\.0\.1):(\d+)|off)\s*$/;
 
 const live = new Set(); // every ChildProcess we started and that has not exited yet
 
@@ -138,7 +139,9 @@ class Daemon {
       '--store', this.store, ...this.extraArgs];
     if (process.env.E2E_DAEMON_DEBUG) args.push('--log-level', 'debug');
     fs.writeSync(errFd, `# ${BIN} ${args.join(' ')}\n`);
-    const cp = track(spawn(BIN, args, { stdio: ['ignore', 'pipe', errFd], cwd: this.env.dir }));
+    const denv = Object.assign({}, process.env);
+    delete denv.RMQCOORD_ADMIN_TOKEN; // the admin API stays open for the tests
+    const cp = track(spawn(BIN, args, { stdio: ['ignore', 'pipe', errFd], cwd: this.env.dir, env: denv }));
     fs.closeSync(errFd);
     this.proc = cp;
     cp.once('exit', (code, signal) => this.exits.push({ generation: this.generation, code, signal }));

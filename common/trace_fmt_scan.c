@@ -1,0 +1,280 @@
+/* trace_fmt_scan.c — the strict JSON scanner under trace_fmt.c: strings
+ * (validated UTF-8, escapes decoded in place), numbers, literals and
+ * containers with a depth bound. It never reads past s->end and never
+ * allocates. */
+#include "err.h"
+#include "trace_fmt.h"
+#include "trace_fmt_internal.h"
+
+#include <string.h>
+
+static size_t utf8_put(unsigned char *w, unsigned cp)
+{
+    if (cp < 0x80) {
+        w[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        w[0] = (unsigned char)(0xC0 | cp >> 6);
+        w[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        w[0] = (unsigned char)(0xE0 | cp >> 12);
+        w[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        w[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    w[0] = (unsigned char)(0xF0 | cp >> 18);
+    w[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    w[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    w[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* ---- the scanner ---- */
+
+int trace_scan_fail(struct scan *s, const char *why)
+{
+    if (!s->err) {
+        s->err = why;
+        s->col = (size_t)(s->p - s->base) + 1;
+    }
+    return RMQ_EPROTO;
+}
+
+void trace_scan_ws(struct scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int hex4(const unsigned char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = p[i], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            d = (c | 0x20) - 'a' + 10;
+        else
+            return -1;
+        v = v << 4 | d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Reads the \uXXXX escape (or surrogate pair) at s->p (just past the 'u')
+ * into *cp. NUL is refused, as jansson refuses it. */
+static int read_u_escape(struct scan *s, unsigned *cp)
+{
+    if (s->end - s->p < 4 || hex4(s->p, cp) != 0)
+        return trace_scan_fail(s, "bad \\u escape");
+    s->p += 4;
+    if (*cp >= 0xDC00 && *cp <= 0xDFFF)
+        return trace_scan_fail(s, "lone low surrogate in \\u escape");
+    if (*cp >= 0xD800 && *cp <= 0xDBFF) {
+        unsigned lo;
+        if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || hex4(s->p + 2, &lo) != 0 ||
+            lo < 0xDC00 || lo > 0xDFFF)
+            return trace_scan_fail(s, "unpaired high surrogate in \\u escape");
+        s->p += 6;
+        *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    if (*cp == 0)
+        return trace_scan_fail(s, "\\u0000 in a string");
+    return RMQ_OK;
+}
+
+/* Bytes that need no attention inside a string: printable ASCII but '"' and '\\'. */
+static const unsigned char plain[256] = {
+#define R8(v) v, v, v, v, v, v, v, v
+    R8(0), R8(0), R8(0), R8(0),                                  /* 0x00-0x1f */
+    1,     1,     0,     1,     1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f: '"' */
+    R8(1), R8(1), R8(1), 1,     1, 1, 1, 0, 1,     1,     1,     /* 0x40-0x5f: '\\' */
+    R8(1), R8(1), R8(1), R8(1),                                  /* 0x60-0x7f */
+#undef R8
+};
+
+/* Scans the string at s->p (on its opening quote). With unescape, writes
+ * the decoded text in place and NUL-terminates it; *out gets its start. */
+int trace_scan_string(struct scan *s, bool unescape, char **out)
+{
+    s->p++;
+    unsigned char *w = s->p, *start = s->p;
+    while (s->p < s->end) {
+        if (!unescape) {
+            /* Plain ASCII, nearly every byte of a trace: one table load per byte. */
+            while (s->p < s->end && plain[*s->p])
+                s->p++;
+            w = s->p;
+            if (s->p == s->end)
+                break;
+        }
+        unsigned char c = *s->p;
+        if (plain[c]) {
+            *w++ = c;
+            s->p++;
+            continue;
+        }
+        if (c == '"') {
+            s->p++;
+            if (unescape) {
+                *w = '\0';
+                *out = (char *)start;
+            }
+            return RMQ_OK;
+        }
+        if (c < 0x20)
+            return trace_scan_fail(s, "control character in a string");
+        if (c == '\\') {
+            if (s->end - s->p < 2)
+                break;
+            unsigned char e = s->p[1], lit;
+            s->p += 2;
+            switch (e) {
+            case '"': lit = '"'; break;
+            case '\\': lit = '\\'; break;
+            case '/': lit = '/'; break;
+            case 'b': lit = '\b'; break;
+            case 'f': lit = '\f'; break;
+            case 'n': lit = '\n'; break;
+            case 'r': lit = '\r'; break;
+            case 't': lit = '\t'; break;
+            case 'u': {
+                unsigned cp = 0;
+                if (read_u_escape(s, &cp) != 0)
+                    return RMQ_EPROTO;
+                if (unescape)
+                    w += utf8_put(w, cp);
+                continue;
+            }
+            default: s->p -= 2; return trace_scan_fail(s, "bad escape in a string");
+            }
+            if (unescape)
+                *w++ = lit;
+            continue;
+        }
+        size_t n = trace_fmt_utf8_len(s->p, s->end);
+        if (n == 0)
+            return trace_scan_fail(s, "invalid UTF-8 in a string");
+        if (unescape && w != s->p)
+            memmove(w, s->p, n);
+        w += n;
+        s->p += n;
+    }
+    return trace_scan_fail(s, "unterminated string");
+}
+
+/* Scans a JSON number; *integral tells whether it had no fraction/exponent. */
+static int scan_number(struct scan *s, bool *integral)
+{
+    unsigned char *p = s->p;
+    if (p < s->end && *p == '-')
+        p++;
+    if (p >= s->end || !is_digit(*p))
+        return trace_scan_fail(s, "bad number");
+    if (*p == '0')
+        p++;
+    else
+        while (p < s->end && is_digit(*p))
+            p++;
+    *integral = true;
+    if (p < s->end && *p == '.') {
+        *integral = false;
+        if (++p >= s->end || !is_digit(*p))
+            return trace_scan_fail(s, "bad number");
+        while (p < s->end && is_digit(*p))
+            p++;
+    }
+    if (p < s->end && (*p == 'e' || *p == 'E')) {
+        *integral = false;
+        p++;
+        if (p < s->end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= s->end || !is_digit(*p))
+            return trace_scan_fail(s, "bad number");
+        while (p < s->end && is_digit(*p))
+            p++;
+    }
+    s->p = p;
+    return RMQ_OK;
+}
+
+static int scan_literal(struct scan *s, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
+        return trace_scan_fail(s, "unexpected character");
+    s->p += n;
+    return RMQ_OK;
+}
+
+int trace_scan_value(struct scan *s, int depth);
+
+/* Skips an object or array body after its opening bracket. */
+static int skip_container(struct scan *s, int depth, unsigned char close)
+{
+    trace_scan_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return RMQ_OK;
+    }
+    for (;;) {
+        trace_scan_ws(s);
+        if (close == '}') {
+            if (s->p >= s->end || *s->p != '"')
+                return trace_scan_fail(s, "expected a string key");
+            if (trace_scan_string(s, false, NULL) != 0)
+                return RMQ_EPROTO;
+            trace_scan_ws(s);
+            if (s->p >= s->end || *s->p != ':')
+                return trace_scan_fail(s, "expected ':'");
+            s->p++;
+        }
+        if (trace_scan_value(s, depth + 1) != 0)
+            return RMQ_EPROTO;
+        trace_scan_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            return RMQ_OK;
+        }
+        return trace_scan_fail(s, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+/* Validates one value at s->p (after whitespace) and moves past it. */
+int trace_scan_value(struct scan *s, int depth)
+{
+    trace_scan_ws(s);
+    if (s->p >= s->end)
+        return trace_scan_fail(s, "unexpected end of line");
+    if (depth > TRACE_FMT_MAX_DEPTH)
+        return trace_scan_fail(s, "nested too deeply");
+    bool integral;
+    switch (*s->p) {
+    case '"': return trace_scan_string(s, false, NULL);
+    case '{': s->p++; return skip_container(s, depth, '}');
+    case '[': s->p++; return skip_container(s, depth, ']');
+    case 't': return scan_literal(s, "true");
+    case 'f': return scan_literal(s, "false");
+    case 'n': return scan_literal(s, "null");
+    default: return scan_number(s, &integral);
+    }
+}
+
+bool trace_json_valid(const uint8_t *p, size_t len)
+{
+    struct scan s = {(unsigned char *)(uintptr_t)p, (unsigned char *)(uintptr_t)p + len, p, NULL, 0};
+    /* skip_value never writes when not unescaping, so the cast away from const is safe. */
+    if (trace_scan_value(&s, 1) != 0)
+        return false;
+    trace_scan_ws(&s);
+    return s.p == s.end;
+}
