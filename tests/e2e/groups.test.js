@@ -115,7 +115,8 @@ test('5. a consumer that stops heartbeating (socket open) is expired', async () 
     await b.stopHeartbeat();
     await expectGroupMembers(env, d, 'G_S5', [a.clientId, c.clientId], `daemon expired ${silentId}`, { timeoutMs: 10000 });
     const expiredAfter = Date.now() - t0;
-    assert.ok(expiredAfter >= 2000, `expiry after ${expiredAfter} ms must not be (much) earlier than --channel-expiry-ms 3000`);
+    // the last heartbeat went out at most ~1 s before t0, so expiry is due 2-3.5 s after t0
+    assert.ok(expiredAfter >= 1500, `expired ${expiredAfter} ms after the heartbeats stopped: too early for --channel-expiry-ms 3000`);
     await expectCoverage(env, [a, c], 'a and c split 4/4', { sizes: [4, 4] });
     // the silent client itself sees it is no longer in the group and holds nothing
     await waitFor('silent consumer holds no queue', () => b.alive && b.queues.length === 0,
