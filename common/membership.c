@@ -9,6 +9,7 @@
 int mship_group_init(struct mship_group *g, const char *name)
 {
     memset(g, 0, sizeof *g);
+    hashmap_init(&g->by_channel);
     g->name = rmq_strdup(name);
     g->message_model = RMQ_MODEL_CLUSTERING;
     g->consume_type = RMQ_CONSUME_PASSIVELY;
@@ -26,6 +27,7 @@ void mship_group_clear(struct mship_group *g)
     rmq_free(g->members);
     rmq_free(g->subs);
     rmq_free(g->name);
+    hashmap_free(&g->by_channel, NULL);
     memset(g, 0, sizeof *g);
 }
 
@@ -39,10 +41,15 @@ long mship_find_client(const struct mship_group *g, const char *client_id)
 
 long mship_find(const struct mship_group *g, uint64_t channel_id)
 {
-    for (size_t i = 0; i < g->nmembers; i++)
-        if (g->members[i].channel_id == channel_id)
-            return (long)i;
-    return -1;
+    uintptr_t slot = (uintptr_t)hashmap_get(&g->by_channel, &channel_id, sizeof channel_id);
+    return slot ? (long)(slot - 1) : -1;
+}
+
+/* Points the index at member i (after an insert or a shift). */
+static int index_member(struct mship_group *g, size_t i)
+{
+    return hashmap_put(&g->by_channel, &g->members[i].channel_id, sizeof g->members[i].channel_id,
+                       (void *)(uintptr_t)(i + 1), NULL);
 }
 
 const struct rmq_subscription *mship_find_sub(const struct mship_group *g, const char *topic)
@@ -91,7 +98,8 @@ static int update_channel(struct mship_group *g, const struct mship_heartbeat_in
     char *id = rmq_strdup(in->client_id);
     if (!id)
         return RMQ_ENOMEM;
-    g->members[g->nmembers] = (struct mship_member){
+    struct mship_member *slot = &g->members[g->nmembers];
+    *slot = (struct mship_member){
         .channel_id = in->channel_id,
         .client_id = id,
         .language = in->language,
@@ -99,6 +107,10 @@ static int update_channel(struct mship_group *g, const struct mship_heartbeat_in
         .joined_ms = in->now_ms,
         .last_hb_ms = in->now_ms,
     };
+    if (index_member(g, g->nmembers) != 0) {
+        rmq_free(id);
+        return RMQ_ENOMEM;
+    }
     out->member_index = g->nmembers++;
     out->flags |= MSHIP_JOINED;
     return RMQ_OK;
@@ -129,6 +141,7 @@ static int update_subscriptions(struct mship_group *g, const struct rmq_consumer
                 rmq_subscription_clear(old);
                 *old = copy;
                 out->flags |= MSHIP_SUB_REPLACED;
+                g->state_version++;
             }
             continue;
         }
@@ -144,6 +157,7 @@ static int update_subscriptions(struct mship_group *g, const struct rmq_consumer
             return RMQ_ENOMEM;
         g->nsubs++;
         out->flags |= MSHIP_SUB_ADDED;
+        g->state_version++;
     }
     size_t w = 0;
     for (size_t r = 0; r < g->nsubs; r++) {
@@ -152,6 +166,7 @@ static int update_subscriptions(struct mship_group *g, const struct rmq_consumer
         } else {
             rmq_subscription_clear(&g->subs[r]);
             out->flags |= MSHIP_SUB_REMOVED;
+            g->state_version++;
         }
     }
     g->nsubs = w;
@@ -163,6 +178,9 @@ int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in
 {
     memset(out, 0, sizeof *out);
     const struct rmq_consumer_data *cd = in->cd;
+    if (g->consume_type != cd->consume_type || g->message_model != cd->message_model ||
+        g->consume_from_where != cd->consume_from_where)
+        g->state_version++;
     g->consume_type = cd->consume_type;
     g->message_model = cd->message_model;
     g->consume_from_where = cd->consume_from_where;
@@ -178,6 +196,8 @@ int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in
         if (rc != 0)
             return rc;
         if (in->fingerprint != 0) {
+            if (!g->has_fingerprint || g->fingerprint != in->fingerprint)
+                g->state_version++;
             g->fingerprint = in->fingerprint;
             g->has_fingerprint = true;
             out->sub_change = false;
@@ -190,8 +210,7 @@ int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in
     return RMQ_OK;
 }
 
-int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed,
-                         size_t *index_out)
+int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed, size_t *index_out)
 {
     long i = mship_find(g, channel_id);
     if (i < 0)
@@ -200,8 +219,12 @@ int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mshi
         *removed = g->members[i];
     else
         rmq_free(g->members[i].client_id);
+    hashmap_remove(&g->by_channel, &channel_id, sizeof channel_id);
     memmove(&g->members[i], &g->members[i + 1], (g->nmembers - (size_t)i - 1) * sizeof g->members[0]);
     g->nmembers--;
+    /* Shifted members move down one slot; updating an existing key never allocates. */
+    for (size_t k = (size_t)i; k < g->nmembers; k++)
+        (void)index_member(g, k);
     if (index_out)
         *index_out = (size_t)i;
     return 1;

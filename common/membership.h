@@ -18,6 +18,7 @@
 #ifndef RMQ_MEMBERSHIP_H
 #define RMQ_MEMBERSHIP_H
 
+#include "hashmap.h"
 #include "rmq_body.h"
 
 #include <stdbool.h>
@@ -45,6 +46,11 @@ struct mship_group {
     size_t nsubs, subs_cap;
     int32_t fingerprint; /* heartbeat v2 fingerprint of the last full heartbeat */
     bool has_fingerprint;
+    /* Bumped whenever a heartbeat changes anything group-wide (the
+     * subscription table, consume type, model, from-where): a repeat of a
+     * heartbeat applied at the same version would change nothing. */
+    uint64_t state_version;
+    struct hashmap by_channel; /* channel id -> member index + 1 (as a pointer-sized integer) */
 };
 
 enum mship_flags {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /* How much one readable event may read before other connections get a turn. */
-#define READ_BUDGET (1u << 20)
+#define READ_BUDGET (256u * 1024u)
 
 struct conn_set {
     struct loop *loop;

@@ -46,9 +46,44 @@ static int check_limits(const struct config *cfg, const struct rmq_heartbeat *hb
     return RMQ_OK;
 }
 
+/* Replies SUCCESS with the heartbeat v2 fields (PROTOCOL: §2.2.2). */
+static void reply_heartbeat(struct server *s, struct conn *c, const struct rmq_cmd *req, bool sub_change)
+{
+    struct rmq_cmd resp;
+    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 ||
+        rmq_cmd_ext_set(&resp, "IS_SUPPORT_HEART_BEAT_V2", "true") != 0 ||
+        rmq_cmd_ext_set(&resp, "IS_SUB_CHANGE", sub_change ? "true" : "false") != 0) {
+        rmq_cmd_clear(&resp);
+        conn_close_async(c, "out of memory building a reply");
+        return;
+    }
+    server_send_reply(s, c, req, &resp, false);
+}
+
+/* The client row only needs refreshing now and then (see HEARTBEAT_STORE_MS). */
+static void refresh_client_row(struct server *s, struct conn *c, const struct rmq_cmd *req)
+{
+    struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    if (!ch || !ch->client_id || (ch->client_stored_ms != 0 && ch->last_hb_ms - ch->client_stored_ms < 1000))
+        return;
+    ch->client_stored_ms = ch->last_hb_ms;
+    if (store_put_client(s->store, ch->client_id, rmq_language_name(req->language), req->version,
+                         ch->last_hb_ms) != 0)
+        log_error("store: recording client %s failed: %s", ch->client_id, store_errmsg(s->store));
+}
+
 void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req)
 {
     s->stats.heartbeats++;
+    struct registry_hb_result res;
+    /* Steady state: a client repeats the same heartbeat every 30 s; skip the parse. */
+    if (registry_heartbeat_repeat(&s->reg, c->id, req->language, req->version, req->body, req->body_len,
+                                  server_now_ms(s), &res)) {
+        s->stats.heartbeats_repeated++;
+        refresh_client_row(s, c, req);
+        reply_heartbeat(s, c, req, res.sub_change);
+        return;
+    }
     struct rmq_heartbeat hb;
     memset(&hb, 0, sizeof hb);
     char err[200], remark[256];
@@ -63,30 +98,15 @@ void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req)
         rmq_heartbeat_clear(&hb);
         return;
     }
-    struct registry_hb_result res;
-    int rc = registry_heartbeat(&s->reg, c->id, req->language, req->version, &hb, server_now_ms(s), &res);
-    struct reg_channel *ch = rc == 0 ? registry_channel(&s->reg, c->id) : NULL;
-    /* The client row only needs refreshing now and then (see HEARTBEAT_STORE_MS). */
-    if (ch && (ch->client_stored_ms == 0 || ch->last_hb_ms - ch->client_stored_ms >= 1000)) {
-        ch->client_stored_ms = ch->last_hb_ms;
-        if (store_put_client(s->store, hb.client_id, rmq_language_name(req->language), req->version,
-                             ch->last_hb_ms) != 0)
-            log_error("store: recording client %s failed: %s", hb.client_id, store_errmsg(s->store));
-    }
+    int rc = registry_heartbeat(&s->reg, c->id, req->language, req->version, &hb, req->body, req->body_len,
+                                server_now_ms(s), &res);
     rmq_heartbeat_clear(&hb);
     if (rc != 0) {
         server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "heartbeat not applied: out of memory");
         return;
     }
-    struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 ||
-        rmq_cmd_ext_set(&resp, "IS_SUPPORT_HEART_BEAT_V2", "true") != 0 ||
-        rmq_cmd_ext_set(&resp, "IS_SUB_CHANGE", res.sub_change ? "true" : "false") != 0) {
-        rmq_cmd_clear(&resp);
-        conn_close_async(c, "out of memory building a reply");
-        return;
-    }
-    server_send_reply(s, c, req, &resp, false);
+    refresh_client_row(s, c, req);
+    reply_heartbeat(s, c, req, res.sub_change);
 }
 
 void h_unregister_client(struct server *s, struct conn *c, struct rmq_cmd *req)

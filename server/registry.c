@@ -32,9 +32,20 @@ static void free_strv(char **v, size_t n)
     rmq_free(v);
 }
 
+static void forget_repeat(struct reg_channel *ch)
+{
+    for (size_t i = 0; i < ch->hb_nrefs; i++)
+        rmq_free(ch->hb_refs[i].group);
+    rmq_free(ch->hb_refs);
+    ch->hb_refs = NULL;
+    ch->hb_nrefs = 0;
+    ch->hb_len = 0;
+}
+
 static void free_channel(void *p)
 {
     struct reg_channel *ch = p;
+    forget_repeat(ch);
     free_strv(ch->groups, ch->ngroups);
     free_strv(ch->producers, ch->nproducers);
     rmq_free(ch->client_id);
@@ -242,12 +253,83 @@ static int set_producers(struct reg_channel *ch, const struct rmq_heartbeat *hb)
     return RMQ_OK;
 }
 
+static uint64_t hash_body(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Remembers what a full heartbeat left behind, for registry_heartbeat_repeat.
+ * Failing to remember only costs the fast path next time. */
+static void remember_repeat(struct registry *r, struct reg_channel *ch, const struct rmq_heartbeat *hb,
+                            const uint8_t *body, size_t len, bool sub_change)
+{
+    forget_repeat(ch);
+    if (!body || len == 0)
+        return;
+    struct reg_hb_ref *refs = hb->nconsumers ? rmq_calloc(hb->nconsumers, sizeof *refs) : NULL;
+    if (hb->nconsumers && !refs)
+        return;
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        const struct reg_group *g = registry_group(r, hb->consumers[i].group);
+        refs[i].group = rmq_strdup(hb->consumers[i].group);
+        if (!g || !refs[i].group) {
+            ch->hb_refs = refs;
+            ch->hb_nrefs = i + 1;
+            forget_repeat(ch);
+            return;
+        }
+        refs[i].state_version = g->g.state_version;
+    }
+    ch->hb_refs = refs;
+    ch->hb_nrefs = hb->nconsumers;
+    ch->hb_hash = hash_body(body, len);
+    ch->hb_len = len;
+    ch->hb_language = ch->language;
+    ch->hb_version = ch->version;
+    ch->hb_sub_change = sub_change;
+}
+
+bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
+                               const uint8_t *body, size_t len, int64_t now_ms, struct registry_hb_result *res)
+{
+    struct reg_channel *ch = registry_channel(r, id);
+    if (!ch || ch->hb_len == 0 || ch->hb_len != len || ch->hb_language != language || ch->hb_version != version ||
+        hash_body(body, len) != ch->hb_hash)
+        return false;
+    struct mship_member *ms[64];
+    struct reg_group *gs[64];
+    if (ch->hb_nrefs > 64)
+        return false;
+    for (size_t i = 0; i < ch->hb_nrefs; i++) {
+        gs[i] = registry_group(r, ch->hb_refs[i].group);
+        long k = gs[i] ? mship_find(&gs[i]->g, id) : -1;
+        if (k < 0 || gs[i]->g.state_version != ch->hb_refs[i].state_version)
+            return false;
+        ms[i] = &gs[i]->g.members[k];
+    }
+    ch->last_hb_ms = now_ms;
+    for (size_t i = 0; i < ch->hb_nrefs; i++) {
+        ms[i]->last_hb_ms = now_ms;
+        if (r->hooks.heartbeat)
+            r->hooks.heartbeat(r->hooks.ctx, gs[i], ms[i], 0);
+    }
+    res->sub_change = ch->hb_sub_change;
+    return true;
+}
+
 int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
-                       const struct rmq_heartbeat *hb, int64_t now_ms, struct registry_hb_result *res)
+                       const struct rmq_heartbeat *hb, const uint8_t *body, size_t len, int64_t now_ms,
+                       struct registry_hb_result *res)
 {
     struct reg_channel *ch = registry_channel(r, id);
     if (!ch)
         return RMQ_ENOTFOUND;
+    forget_repeat(ch);
     res->sub_change = false;
     char *cid = rmq_strdup(hb->client_id);
     if (!cid)
@@ -294,6 +376,7 @@ int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_
             r->hooks.heartbeat(r->hooks.ctx, g, m, out.flags);
         res->sub_change = res->sub_change || out.sub_change;
     }
+    remember_repeat(r, ch, hb, body, len, res->sub_change);
     return RMQ_OK;
 }
 

@@ -21,6 +21,11 @@
 
 struct conn;
 
+struct reg_hb_ref {
+    char *group; /* owned */
+    uint64_t state_version;
+};
+
 struct reg_channel {
     uint64_t id;
     struct conn *conn; /* borrowed; NULL once closed */
@@ -31,6 +36,15 @@ struct reg_channel {
     int64_t last_hb_ms;
     int64_t client_stored_ms; /* for the owner: when the client row was last persisted */
     double rate_tokens;       /* for the owner: request-rate budget */
+    /* The last heartbeat applied in full: a byte-identical repeat on this
+     * channel, with every group still at the state version it left, would
+     * change nothing, so it only refreshes timestamps (registry_heartbeat_repeat). */
+    uint64_t hb_hash;
+    size_t hb_len;
+    int32_t hb_language, hb_version;
+    bool hb_sub_change;
+    struct reg_hb_ref *hb_refs; /* owned */
+    size_t hb_nrefs;
     int64_t rate_refill_ms;
     char **groups; /* owned names of the consumer groups it is a member of */
     size_t ngroups, groups_cap;
@@ -89,9 +103,19 @@ int registry_mark_known(struct registry *r, const char *name);
 struct registry_hb_result {
     bool sub_change; /* IS_SUB_CHANGE for the reply */
 };
-/* Applies a parsed heartbeat arriving on channel id. 0 or RMQ_ENOMEM. */
+/* Applies a parsed heartbeat arriving on channel id. body/len (may be NULL)
+ * are its raw bytes, remembered for registry_heartbeat_repeat. 0 or
+ * RMQ_ENOMEM. */
 int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
-                       const struct rmq_heartbeat *hb, int64_t now_ms, struct registry_hb_result *res);
+                       const struct rmq_heartbeat *hb, const uint8_t *body, size_t len, int64_t now_ms,
+                       struct registry_hb_result *res);
+/* The cheap path for the steady state: when body is byte-identical to the
+ * channel's last fully applied heartbeat and nothing group-wide changed
+ * since, refreshes the members' heartbeat times (heartbeat hook included)
+ * and returns true; otherwise returns false and the caller parses and calls
+ * registry_heartbeat. */
+bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
+                               const uint8_t *body, size_t len, int64_t now_ms, struct registry_hb_result *res);
 /* UNREGISTER_CLIENT for one consumer group on channel id. Returns 1 if a
  * member was removed, 0 if the channel was not in the group. */
 int registry_unregister(struct registry *r, uint64_t id, const char *group);

@@ -111,7 +111,7 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
         return RMQ_OK;
     }
     struct registry_hb_result res;
-    rc = registry_heartbeat(&c->view->reg, c->id, ev->language, ev->cmd_version, &c->hb, rp->now, &res);
+    rc = registry_heartbeat(&c->view->reg, c->id, ev->language, ev->cmd_version, &c->hb, NULL, 0, rp->now, &res);
     if (rc != 0)
         return rc;
     bool full = !(c->hb.fingerprint != 0 && c->hb.without_sub);

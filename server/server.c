@@ -242,7 +242,7 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
                                  (const char *)buf_head(&after)};
         if (store_append_event(s->store, &ev, NULL) != 0)
             log_error("store: event for group %s failed: %s", g->g.name, store_errmsg(s->store));
-        log_info("group %s: %s %s -> members %s", g->g.name, kind, client_id ? client_id : "",
+        log_info("group %s: %s %s -> members %s", g->g.name, kind, client_id ? client_id : "(table changed)",
                  (const char *)buf_head(&after));
     }
     buf_free(&after);

@@ -35,6 +35,7 @@ enum stats_change_kind {
 struct server_stats {
     uint64_t requests;
     uint64_t heartbeats;
+    uint64_t heartbeats_repeated; /* answered by the unchanged-heartbeat fast path */
     uint64_t notifications_sent;
     uint64_t changes;
     uint64_t changes_by_kind[STATS_CHANGE_KINDS];

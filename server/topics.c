@@ -21,6 +21,8 @@ static void free_topic(void *p)
     for (size_t i = 0; i < tp->nbrokers; i++)
         rmq_free(tp->brokers[i].broker_name);
     rmq_free(tp->brokers);
+    rmq_free(tp->route_json[0]);
+    rmq_free(tp->route_json[1]);
     rmq_free(tp->name);
     rmq_free(tp);
 }
@@ -110,7 +112,8 @@ int topics_delete(struct topics *t, const char *name)
     return RMQ_OK;
 }
 
-int topics_route_encode(const struct topic *tp, const char *cluster, const char *addr, bool quoted_ids,
+/* Encodes the route afresh into out. */
+static int encode_route(const struct topic *tp, const char *cluster, const char *addr, bool quoted_ids,
                         struct buf *out)
 {
     struct rmq_route_broker rb[TOPIC_MAX_BROKERS];
@@ -125,4 +128,23 @@ int topics_route_encode(const struct topic *tp, const char *cluster, const char 
                                          .topic_sys_flag = 0};
     }
     return rmq_route_encode(rb, tp->nbrokers, rq, tp->nbrokers, quoted_ids, out);
+}
+
+int topics_route_encode(const struct topic *tp, const char *cluster, const char *addr, bool quoted_ids,
+                        struct buf *out)
+{
+    struct topic *mut = (struct topic *)tp; /* the cache is not part of the topic's value */
+    int k = quoted_ids ? 1 : 0;
+    if (!mut->route_json[k]) {
+        struct buf b;
+        buf_init(&b, 0);
+        int rc = encode_route(tp, cluster, addr, quoted_ids, &b);
+        if (rc != 0) {
+            buf_free(&b);
+            return rc;
+        }
+        mut->route_len[k] = buf_live(&b);
+        mut->route_json[k] = (char *)b.data; /* pos is 0: nothing was consumed */
+    }
+    return buf_append(out, mut->route_json[k], mut->route_len[k]);
 }

@@ -31,6 +31,11 @@ struct topic {
     char *name;                   /* owned */
     struct topic_broker *brokers; /* owned, sorted by broker name */
     size_t nbrokers;
+    /* Encoded routes (bare and quoted broker ids), built on first use: a
+     * route query then costs a copy, not an encode. A topic is replaced
+     * whole on change, so the cache never goes stale. */
+    char *route_json[2]; /* owned */
+    size_t route_len[2];
 };
 
 struct topics {
@@ -51,7 +56,8 @@ size_t topics_count(const struct topics *t);
  * control characters). */
 bool topics_name_ok(const char *name);
 
-/* Appends the TopicRouteData JSON of topic (all brokers at addr). */
+/* Appends the TopicRouteData JSON of topic (all brokers at addr). cluster
+ * and addr must be the same on every call for a topic (they are cached). */
 int topics_route_encode(const struct topic *tp, const char *cluster, const char *addr, bool quoted_ids,
                         struct buf *out);
 

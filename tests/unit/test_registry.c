@@ -69,7 +69,7 @@ static void beat(struct registry *r, uint64_t ch, const char *cid, const char *g
         .group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub, .nsubs = topic ? 1 : 0};
     struct rmq_heartbeat hb = {.client_id = (char *)cid, .consumers = &cd, .nconsumers = group ? 1 : 0};
     struct registry_hb_result res;
-    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, 1000, &res), 0);
+    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, NULL, 0, 1000, &res), 0);
 }
 
 static void test_join_close_removes_from_every_group(void **state)
@@ -180,7 +180,7 @@ static void test_out_of_memory_heartbeat(void **state)
         struct rmq_heartbeat hb = {.client_id = (char *)"a", .consumers = &cd, .nconsumers = 1};
         struct registry_hb_result res;
         rmq_mem_fail_after(n);
-        int rc = registry_heartbeat(&r, 1, 0, 409, &hb, 0, &res);
+        int rc = registry_heartbeat(&r, 1, 0, 409, &hb, NULL, 0, 0, &res);
         rmq_mem_fail_after(-1);
         struct reg_group *g = registry_group(&r, "G");
         struct reg_channel *ch = registry_channel(&r, 1);
@@ -196,6 +196,49 @@ static void test_out_of_memory_heartbeat(void **state)
     fail_msg("never succeeded");
 }
 
+/* Heartbeats with their raw body, so the repeat path can be exercised. */
+static void beat_body(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic,
+                      const char *body, int64_t now)
+{
+    struct rmq_subscription sub = {.topic = (char *)topic, .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
+    struct rmq_consumer_data cd = {.group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub,
+                                   .nsubs = 1};
+    struct rmq_heartbeat hb = {.client_id = (char *)cid, .consumers = &cd, .nconsumers = 1};
+    struct registry_hb_result res;
+    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, (const uint8_t *)body, strlen(body), now, &res), 0);
+}
+
+static bool repeat(struct registry *r, uint64_t ch, const char *body, int64_t now)
+{
+    struct registry_hb_result res;
+    return registry_heartbeat_repeat(r, ch, 0, 409, (const uint8_t *)body, strlen(body), now, &res);
+}
+
+static void test_repeat_only_when_nothing_could_change(void **state)
+{
+    (void)state;
+    struct registry r;
+    struct log l;
+    setup(&r, &l);
+    registry_channel_open(&r, 1, NULL, "p1", 0);
+    registry_channel_open(&r, 2, NULL, "p2", 0);
+    assert_false(repeat(&r, 1, "B1", 10)); /* nothing applied yet */
+    beat_body(&r, 1, "a", "G", "T", "B1", 10);
+    int beats = l.beats;
+    assert_true(repeat(&r, 1, "B1", 20));
+    assert_int_equal(l.beats, beats + 1);
+    assert_int_equal(registry_group(&r, "G")->g.members[0].last_hb_ms, 20);
+    assert_false(repeat(&r, 1, "B2", 30));     /* another body */
+    assert_false(repeat(&r, 2, "B1", 30));     /* another channel */
+    beat_body(&r, 2, "b", "G", "U", "B3", 40); /* b flips the group's table to U */
+    assert_false(repeat(&r, 1, "B1", 50));     /* a's repeat would flip it back: a real change */
+    beat_body(&r, 1, "a", "G", "T", "B1", 50);
+    assert_true(repeat(&r, 1, "B1", 60));
+    assert_int_equal(registry_unregister(&r, 1, "G"), 1);
+    assert_false(repeat(&r, 1, "B1", 70)); /* no longer a member: it must rejoin in full */
+    registry_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_expire_reports_channels_once),
         cmocka_unit_test(test_notify_pending_is_coalesced_and_safe),
         cmocka_unit_test(test_out_of_memory_heartbeat),
+        cmocka_unit_test(test_repeat_only_when_nothing_could_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
