@@ -210,7 +210,8 @@ int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in
     return RMQ_OK;
 }
 
-int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed, size_t *index_out)
+int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mship_member *removed,
+                         size_t *index_out)
 {
     long i = mship_find(g, channel_id);
     if (i < 0)

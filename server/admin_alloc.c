@@ -222,13 +222,13 @@ static int collect_queues(struct alloc_args *a, const struct topic *tp)
     return RMQ_OK;
 }
 
-static json_t *queue_json(const struct allocate_queue *q)
+json_t *admin_alloc_queue_json(const struct allocate_queue *q)
 {
     return json_pack("{s:s,s:s,s:i}", "topic", q->topic, "brokerName", q->broker_name, "queueId",
                      (int)q->queue_id);
 }
 
-static json_t *result_json(const struct allocate_result *r, const char *group, const char *topic)
+json_t *admin_alloc_result_json(const struct allocate_result *r)
 {
     json_t *alloc = json_object(), *owners = json_array(), *unassigned = json_array(),
            *overlaps = json_array();
@@ -238,24 +238,35 @@ static json_t *result_json(const struct allocate_result *r, const char *group, c
         json_t *list = json_array();
         const struct allocate_assignment *as = allocate_result_queues_of(r, i);
         for (size_t k = 0; list && k < allocate_result_count_of(r, i); k++)
-            json_array_append_new(list, queue_json(&as[k].queue));
+            json_array_append_new(list, admin_alloc_queue_json(&as[k].queue));
         json_object_set_new(alloc, r->consumers[i], list);
     }
     for (size_t q = 0; owners && q < r->n_queues; q++) {
         json_t *who = json_array();
         for (size_t k = r->owner_start[q]; who && k < r->owner_start[q + 1]; k++)
             json_array_append_new(who, json_string(r->consumers[r->owners[k]]));
-        json_t *entry = json_pack("{s:o,s:o}", "queue", queue_json(&r->queues[q]), "owners", who);
+        json_t *entry = json_pack("{s:o,s:o}", "queue", admin_alloc_queue_json(&r->queues[q]), "owners", who);
         if (allocate_result_owner_count(r, q) > 1)
             json_array_append(overlaps, entry);
         json_array_append_new(owners, entry);
     }
     for (size_t i = 0; unassigned && i < r->n_unassigned; i++)
-        json_array_append_new(unassigned, queue_json(&r->queues[r->unassigned[i]]));
-    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:o,s:o,s:o,s:o}", "group", group, "topic", topic, "strategy",
-                     allocate_strategy_name(r->strategy), "consumers", (json_int_t)r->n_consumers, "queues",
-                     (json_int_t)r->n_queues, "allocation", alloc, "owners", owners, "unassigned", unassigned,
+        json_array_append_new(unassigned, admin_alloc_queue_json(&r->queues[r->unassigned[i]]));
+    return json_pack("{s:o,s:o,s:o,s:o}", "allocation", alloc, "owners", owners, "unassigned", unassigned,
                      "overlaps", overlaps);
+}
+
+static json_t *result_json(const struct allocate_result *r, const char *group, const char *topic)
+{
+    json_t *out = admin_alloc_result_json(r);
+    if (out && json_object_update(out, json_pack("{s:s,s:s,s:s,s:I,s:I}", "group", group, "topic", topic,
+                                                 "strategy", allocate_strategy_name(r->strategy), "consumers",
+                                                 (json_int_t)r->n_consumers, "queues",
+                                                 (json_int_t)r->n_queues)) != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* Builds the view; on failure returns NULL with *error set (or NULL for
@@ -272,7 +283,9 @@ static struct alloc_view *compute(struct server *s, struct alloc_args *a, const 
     }
     const struct topic *tp = topics_get(&s->topics, topic);
     if (!tp) {
-        *error = fail(status, 404, "topic not found", "no such topic: define it with PUT /api/topics/{topic}, or query its route with auto-create on");
+        *error = fail(
+            status, 404, "topic not found",
+            "no such topic: define it with PUT /api/topics/{topic}, or query its route with auto-create on");
         return NULL;
     }
     const struct reg_group *g = registry_group(&s->reg, group);

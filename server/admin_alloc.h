@@ -25,6 +25,10 @@ int admin_alloc_view_new(struct server *s, const char *group, const json_t *quer
 void admin_alloc_view_free(struct alloc_view *v);
 /* New JSON of the view ({"allocation","owners","unassigned","overlaps",...}). */
 json_t *admin_alloc_view_json(const struct alloc_view *v, const char *group);
+/* New {"topic","brokerName","queueId"} of q. */
+json_t *admin_alloc_queue_json(const struct allocate_queue *q);
+/* New {"allocation","owners","unassigned","overlaps"} of r (borrowed). */
+json_t *admin_alloc_result_json(const struct allocate_result *r);
 /* GET /api/groups/{group}/allocation: new reply, *status set. */
 json_t *admin_allocation(struct server *s, const char *group, const json_t *query, int *status);
 

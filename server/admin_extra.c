@@ -7,6 +7,7 @@
  * keeps no pointer into the message; none of them defers. */
 #include "admin_extra.h"
 
+#include "admin_alloc.h"
 #include "allocate.h"
 #include "conn.h"
 #include "err.h"
@@ -180,41 +181,6 @@ static json_t *diagnostics(struct server *s, const char *name, int *status)
 
 /* ---- allocation of a given member list (/api/groups/{group}/at) ---- */
 
-static json_t *queue_json(const struct allocate_queue *q)
-{
-    return json_pack("{s:s,s:s,s:i}", "topic", q->topic, "brokerName", q->broker_name, "queueId",
-                     (int)q->queue_id);
-}
-
-/* {"allocation","owners","unassigned","overlaps"} of r (borrowed). */
-static json_t *alloc_result_json(const struct allocate_result *r)
-{
-    json_t *alloc = json_object(), *owners = json_array(), *unassigned = json_array(),
-           *overlaps = json_array();
-    for (size_t i = 0; alloc && i < r->n_consumers; i++) {
-        if (r->consumer_first[i] != i)
-            continue;
-        json_t *list = json_array();
-        const struct allocate_assignment *as = allocate_result_queues_of(r, i);
-        for (size_t k = 0; list && k < allocate_result_count_of(r, i); k++)
-            json_array_append_new(list, queue_json(&as[k].queue));
-        json_object_set_new(alloc, r->consumers[i], list);
-    }
-    for (size_t q = 0; owners && q < r->n_queues; q++) {
-        json_t *who = json_array();
-        for (size_t k = r->owner_start[q]; who && k < r->owner_start[q + 1]; k++)
-            json_array_append_new(who, json_string(r->consumers[r->owners[k]]));
-        json_t *entry = json_pack("{s:o,s:o}", "queue", queue_json(&r->queues[q]), "owners", who);
-        if (allocate_result_owner_count(r, q) > 1)
-            json_array_append(overlaps, entry);
-        json_array_append_new(owners, entry);
-    }
-    for (size_t i = 0; unassigned && i < r->n_unassigned; i++)
-        json_array_append_new(unassigned, queue_json(&r->queues[r->unassigned[i]]));
-    return json_pack("{s:o,s:o,s:o,s:o}", "allocation", alloc, "owners", owners, "unassigned", unassigned,
-                     "overlaps", overlaps);
-}
-
 /* Reads strategy / virtualNodes / inner; *why on a bad value. */
 static int read_options(const json_t *query, struct allocate_options *opt, const char **why)
 {
@@ -286,7 +252,7 @@ static json_t *allocate_members(struct server *s, const json_t *query, const jso
     if (k == 0 || nq == 0) {
         json_t *unassigned = json_array();
         for (size_t q = 0; unassigned && q < nq; q++)
-            json_array_append_new(unassigned, queue_json(&queues[q]));
+            json_array_append_new(unassigned, admin_alloc_queue_json(&queues[q]));
         out = json_pack("{s:{},s:[],s:o,s:[]}", "allocation", "owners", "unassigned", unassigned, "overlaps");
         *status = 200;
         goto done;
@@ -296,7 +262,7 @@ static json_t *allocate_members(struct server *s, const json_t *query, const jso
     char err[256] = "";
     int rc = allocate_group(&opt, &in, &r, err, sizeof err);
     if (rc == 0) {
-        out = alloc_result_json(r);
+        out = admin_alloc_result_json(r);
         if (out)
             json_object_set_new(out, "strategy", json_string(allocate_strategy_name(opt.strategy)));
         *status = 200;

@@ -117,18 +117,29 @@ void h_unregister_client(struct server *s, struct conn *c, struct rmq_cmd *req)
     server_reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }
 
-void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req)
+/* The live group the request's consumerGroup names, or NULL after replying
+ * code with the remark before + group + after, as the broker words it. */
+static const struct reg_group *live_group(struct server *s, struct conn *c, const struct rmq_cmd *req,
+                                          int32_t code, const char *before, const char *after)
 {
     const char *group;
     if (server_require_str(s, c, req, "consumerGroup", &group) != 0)
-        return;
+        return NULL;
     const struct reg_group *g = registry_group(&s->reg, group);
-    if (!g || g->g.nmembers == 0) {
-        char remark[300];
-        snprintf(remark, sizeof remark, "no consumer for this group, %s", group);
-        server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+    if (g && g->g.nmembers > 0)
+        return g;
+    char remark[300];
+    snprintf(remark, sizeof remark, "%s%s%s", before, group, after);
+    server_reply_code(s, c, req, code, remark);
+    return NULL;
+}
+
+void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    const struct reg_group *g =
+        live_group(s, c, req, RMQ_RESP_SYSTEM_ERROR, "no consumer for this group, ", "");
+    if (!g)
         return;
-    }
     const char **ids = rmq_malloc(g->g.nmembers * sizeof *ids);
     struct buf body;
     buf_init(&body, 0);
@@ -194,16 +205,10 @@ static int encode_connections(const struct server *s, const struct reg_group *g,
 
 void h_get_consumer_connection_list(struct server *s, struct conn *c, struct rmq_cmd *req)
 {
-    const char *group;
-    if (server_require_str(s, c, req, "consumerGroup", &group) != 0)
+    const struct reg_group *g =
+        live_group(s, c, req, RMQ_RESP_CONSUMER_NOT_ONLINE, "the consumer group[", "] not online");
+    if (!g)
         return;
-    const struct reg_group *g = registry_group(&s->reg, group);
-    if (!g || g->g.nmembers == 0) {
-        char remark[300];
-        snprintf(remark, sizeof remark, "the consumer group[%s] not online", group);
-        server_reply_code(s, c, req, RMQ_RESP_CONSUMER_NOT_ONLINE, remark);
-        return;
-    }
     struct buf body;
     buf_init(&body, 0);
     server_reply_body(s, c, req, encode_connections(s, g, &body), &body, false);

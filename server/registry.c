@@ -304,11 +304,12 @@ static void remember_repeat(struct registry *r, struct reg_channel *ch, const st
 }
 
 bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
-                               const uint8_t *body, size_t len, int64_t now_ms, struct registry_hb_result *res)
+                               const uint8_t *body, size_t len, int64_t now_ms,
+                               struct registry_hb_result *res)
 {
     struct reg_channel *ch = registry_channel(r, id);
-    if (!ch || ch->hb_len == 0 || ch->hb_len != len || ch->hb_language != language || ch->hb_version != version ||
-        hash_body(body, len) != ch->hb_hash)
+    if (!ch || ch->hb_len == 0 || ch->hb_len != len || ch->hb_language != language ||
+        ch->hb_version != version || hash_body(body, len) != ch->hb_hash)
         return false;
     struct mship_member *ms[64];
     struct reg_group *gs[64];

@@ -200,12 +200,14 @@ static void test_out_of_memory_heartbeat(void **state)
 static void beat_body(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic,
                       const char *body, int64_t now)
 {
-    struct rmq_subscription sub = {.topic = (char *)topic, .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
-    struct rmq_consumer_data cd = {.group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub,
-                                   .nsubs = 1};
+    struct rmq_subscription sub = {
+        .topic = (char *)topic, .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
+    struct rmq_consumer_data cd = {
+        .group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub, .nsubs = 1};
     struct rmq_heartbeat hb = {.client_id = (char *)cid, .consumers = &cd, .nconsumers = 1};
     struct registry_hb_result res;
-    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, (const uint8_t *)body, strlen(body), now, &res), 0);
+    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, (const uint8_t *)body, strlen(body), now, &res),
+                     0);
 }
 
 static bool repeat(struct registry *r, uint64_t ch, const char *body, int64_t now)
