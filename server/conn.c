@@ -5,6 +5,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
+#include "net.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -157,22 +158,15 @@ static void on_readable(struct conn *c)
 /* Writes queued output; 0 when drained, RMQ_EAGAIN when the socket is full. */
 static int write_out(struct conn *c)
 {
-    while (buf_live(&c->out) > 0) {
-        ssize_t n = write(c->fd, buf_head(&c->out), buf_live(&c->out));
-        if (n > 0) {
-            buf_consume(&c->out, (size_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return RMQ_EAGAIN;
-        char why[96];
-        snprintf(why, sizeof why, "write error: %s", n < 0 ? strerror(errno) : "short write");
-        conn_close_async(c, why);
-        return RMQ_EIO;
-    }
-    return RMQ_OK;
+    int rc = net_write_buf(c->fd, &c->out);
+    if (rc == 0)
+        return RMQ_OK;
+    if (rc == -EAGAIN)
+        return RMQ_EAGAIN;
+    char why[96];
+    snprintf(why, sizeof why, "write error: %s", strerror(-rc));
+    conn_close_async(c, why);
+    return RMQ_EIO;
 }
 
 static void set_write_interest(struct conn *c, bool want)

@@ -72,6 +72,23 @@ int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out)
     return 0;
 }
 
+int net_write_buf(int fd, struct buf *b)
+{
+    while (buf_live(b) > 0) {
+        ssize_t n = send(fd, buf_head(b), buf_live(b), MSG_NOSIGNAL);
+        if (n > 0) {
+            buf_consume(b, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        return -EPIPE;
+    }
+    return 0;
+}
+
 int net_accept(int lfd, char *peer, size_t peerlen)
 {
     struct sockaddr_storage ss;

@@ -4,6 +4,8 @@
 #ifndef RMQ_NET_H
 #define RMQ_NET_H
 
+#include "buf.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,5 +18,10 @@ int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out);
  * the peer "ip:port" goes to peer. Returns the fd, -EAGAIN when none is
  * pending, or -errno. */
 int net_accept(int lfd, char *peer, size_t peerlen);
+
+/* Writes as much of b's live bytes to fd as the socket takes (consuming
+ * them). 0 when b is drained, -EAGAIN when the socket is full, another
+ * -errno on failure (-EPIPE for a zero-byte write). Never raises SIGPIPE. */
+int net_write_buf(int fd, struct buf *b);
 
 #endif

@@ -1,5 +1,6 @@
 /* sim_net.c — see sim_net.h. Loop thread only. */
 #include "sim_net.h"
+#include "net.h"
 
 #include "buf.h"
 #include "err.h"
@@ -376,20 +377,13 @@ static void on_readable(struct sim_conn *c)
 /* Writes queued output: 0 when drained, RMQ_EAGAIN when the socket is full. */
 static int write_out(struct sim_conn *c)
 {
-    while (buf_live(&c->out) > 0) {
-        ssize_t n = send(c->fd, buf_head(&c->out), buf_live(&c->out), MSG_NOSIGNAL);
-        if (n > 0) {
-            buf_consume(&c->out, (size_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return RMQ_EAGAIN;
-        mark_broken(c, n < 0 ? strerror(errno) : "short write");
-        return RMQ_EIO;
-    }
-    return RMQ_OK;
+    int rc = net_write_buf(c->fd, &c->out);
+    if (rc == 0)
+        return RMQ_OK;
+    if (rc == -EAGAIN)
+        return RMQ_EAGAIN;
+    mark_broken(c, strerror(-rc));
+    return RMQ_EIO;
 }
 
 static void set_write_interest(struct sim_conn *c, bool want)
