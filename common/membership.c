@@ -9,7 +9,6 @@
 int mship_group_init(struct mship_group *g, const char *name)
 {
     memset(g, 0, sizeof *g);
-    hashmap_init(&g->by_channel);
     g->name = rmq_strdup(name);
     g->message_model = RMQ_MODEL_CLUSTERING;
     g->consume_type = RMQ_CONSUME_PASSIVELY;
@@ -27,7 +26,8 @@ void mship_group_clear(struct mship_group *g)
     rmq_free(g->members);
     rmq_free(g->subs);
     rmq_free(g->name);
-    hashmap_free(&g->by_channel, NULL);
+    rmq_free(g->idx_keys);
+    rmq_free(g->idx_vals);
     memset(g, 0, sizeof *g);
 }
 
@@ -39,17 +39,88 @@ long mship_find_client(const struct mship_group *g, const char *client_id)
     return -1;
 }
 
+static size_t idx_slot(uint64_t key, size_t cap)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
+}
+
 long mship_find(const struct mship_group *g, uint64_t channel_id)
 {
-    uintptr_t slot = (uintptr_t)hashmap_get(&g->by_channel, &channel_id, sizeof channel_id);
-    return slot ? (long)(slot - 1) : -1;
+    if (g->idx_cap == 0)
+        return -1;
+    for (size_t i = idx_slot(channel_id, g->idx_cap);; i = (i + 1) & (g->idx_cap - 1)) {
+        if (g->idx_vals[i] == 0)
+            return -1;
+        if (g->idx_keys[i] == channel_id)
+            return (long)g->idx_vals[i] - 1;
+    }
+}
+
+/* Sets key -> index, overwriting an existing key. The table has room. */
+static void idx_set(struct mship_group *g, uint64_t key, size_t index)
+{
+    size_t i = idx_slot(key, g->idx_cap);
+    while (g->idx_vals[i] != 0 && g->idx_keys[i] != key)
+        i = (i + 1) & (g->idx_cap - 1);
+    g->idx_keys[i] = key;
+    g->idx_vals[i] = (uint32_t)(index + 1);
+}
+
+/* Keeps the table at most half full; 0 or RMQ_ENOMEM (table unchanged). */
+static int idx_reserve(struct mship_group *g, size_t members)
+{
+    if (members * 2 <= g->idx_cap)
+        return RMQ_OK;
+    size_t cap = g->idx_cap ? g->idx_cap * 2 : 8;
+    while (members * 2 > cap)
+        cap *= 2;
+    uint64_t *keys = rmq_malloc(cap * sizeof *keys);
+    uint32_t *vals = rmq_calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        rmq_free(keys);
+        rmq_free(vals);
+        return RMQ_ENOMEM;
+    }
+    rmq_free(g->idx_keys);
+    rmq_free(g->idx_vals);
+    g->idx_keys = keys;
+    g->idx_vals = vals;
+    g->idx_cap = cap;
+    for (size_t m = 0; m < g->nmembers; m++)
+        idx_set(g, g->members[m].channel_id, m);
+    return RMQ_OK;
+}
+
+/* Removes key with backward-shift deletion, so probes never need tombstones. */
+static void idx_remove(struct mship_group *g, uint64_t key)
+{
+    size_t mask = g->idx_cap - 1, i = idx_slot(key, g->idx_cap);
+    while (g->idx_vals[i] != 0 && g->idx_keys[i] != key)
+        i = (i + 1) & mask;
+    if (g->idx_vals[i] == 0)
+        return;
+    for (size_t j = (i + 1) & mask; g->idx_vals[j] != 0; j = (j + 1) & mask) {
+        size_t home = idx_slot(g->idx_keys[j], g->idx_cap);
+        /* Move j into the hole at i unless its home lies cyclically in (i, j]. */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            g->idx_keys[i] = g->idx_keys[j];
+            g->idx_vals[i] = g->idx_vals[j];
+            i = j;
+        }
+    }
+    g->idx_vals[i] = 0;
 }
 
 /* Points the index at member i (after an insert or a shift). */
 static int index_member(struct mship_group *g, size_t i)
 {
-    return hashmap_put(&g->by_channel, &g->members[i].channel_id, sizeof g->members[i].channel_id,
-                       (void *)(uintptr_t)(i + 1), NULL);
+    if (idx_reserve(g, i + 1) != 0)
+        return RMQ_ENOMEM;
+    idx_set(g, g->members[i].channel_id, i);
+    return RMQ_OK;
 }
 
 const struct rmq_subscription *mship_find_sub(const struct mship_group *g, const char *topic)
@@ -220,12 +291,12 @@ int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mshi
         *removed = g->members[i];
     else
         rmq_free(g->members[i].client_id);
-    hashmap_remove(&g->by_channel, &channel_id, sizeof channel_id);
+    idx_remove(g, channel_id);
     memmove(&g->members[i], &g->members[i + 1], (g->nmembers - (size_t)i - 1) * sizeof g->members[0]);
     g->nmembers--;
-    /* Shifted members move down one slot; updating an existing key never allocates. */
+    /* Shifted members move down one slot (their keys exist: no allocation). */
     for (size_t k = (size_t)i; k < g->nmembers; k++)
-        (void)index_member(g, k);
+        idx_set(g, g->members[k].channel_id, k);
     if (index_out)
         *index_out = (size_t)i;
     return 1;

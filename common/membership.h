@@ -18,7 +18,6 @@
 #ifndef RMQ_MEMBERSHIP_H
 #define RMQ_MEMBERSHIP_H
 
-#include "hashmap.h"
 #include "rmq_body.h"
 
 #include <stdbool.h>
@@ -50,7 +49,12 @@ struct mship_group {
      * subscription table, consume type, model, from-where): a repeat of a
      * heartbeat applied at the same version would change nothing. */
     uint64_t state_version;
-    struct hashmap by_channel; /* channel id -> member index + 1 (as a pointer-sized integer) */
+    /* channel id -> member index: open addressing, linear probing, at most
+     * half full (a slot costs 12 bytes; a membership is one per group per
+     * connection, so this is sized for 10^5-10^6 of them). */
+    uint64_t *idx_keys; /* owned */
+    uint32_t *idx_vals; /* owned: member index + 1, 0 = empty slot */
+    size_t idx_cap;     /* power of two, or 0 */
 };
 
 enum mship_flags {

@@ -34,8 +34,6 @@ static void free_strv(char **v, size_t n)
 
 static void forget_repeat(struct reg_channel *ch)
 {
-    for (size_t i = 0; i < ch->hb_nrefs; i++)
-        rmq_free(ch->hb_refs[i].group);
     rmq_free(ch->hb_refs);
     ch->hb_refs = NULL;
     ch->hb_nrefs = 0;
@@ -174,6 +172,7 @@ static void maybe_remove_group(struct registry *r, struct reg_group *g)
     unlink_pending(r, g);
     hashmap_remove_str(&r->groups, g->g.name);
     free_group(g);
+    r->groups_epoch++; /* remembered heartbeats may point at it */
 }
 
 /* Removes channel id from group g, reporting the leave. Returns 1 if removed. */
@@ -284,18 +283,17 @@ static void remember_repeat(struct registry *r, struct reg_channel *ch, const st
     if (hb->nconsumers && !refs)
         return;
     for (size_t i = 0; i < hb->nconsumers; i++) {
-        const struct reg_group *g = registry_group(r, hb->consumers[i].group);
-        refs[i].group = rmq_strdup(hb->consumers[i].group);
-        if (!g || !refs[i].group) {
-            ch->hb_refs = refs;
-            ch->hb_nrefs = i + 1;
-            forget_repeat(ch);
+        struct reg_group *g = registry_group(r, hb->consumers[i].group);
+        if (!g) {
+            rmq_free(refs);
             return;
         }
+        refs[i].group = g;
         refs[i].state_version = g->g.state_version;
     }
     ch->hb_refs = refs;
     ch->hb_nrefs = hb->nconsumers;
+    ch->hb_epoch = r->groups_epoch;
     ch->hb_hash = hash_body(body, len);
     ch->hb_len = len;
     ch->hb_language = ch->language;
@@ -316,8 +314,8 @@ bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language
     if (ch->hb_nrefs > 64)
         return false;
     for (size_t i = 0; i < ch->hb_nrefs; i++) {
-        gs[i] = registry_group(r, ch->hb_refs[i].group);
-        long k = gs[i] ? mship_find(&gs[i]->g, id) : -1;
+        gs[i] = ch->hb_refs[i].group;
+        long k = mship_find(&gs[i]->g, id);
         if (k < 0 || gs[i]->g.state_version != ch->hb_refs[i].state_version)
             return false;
         ms[i] = &gs[i]->g.members[k];

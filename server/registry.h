@@ -22,7 +22,7 @@
 struct conn;
 
 struct reg_hb_ref {
-    char *group; /* owned */
+    struct reg_group *group; /* borrowed: valid while the registry's groups_epoch is unchanged */
     uint64_t state_version;
 };
 
@@ -43,6 +43,7 @@ struct reg_channel {
     size_t hb_len;
     int32_t hb_language, hb_version;
     bool hb_sub_change;
+    uint64_t hb_epoch;          /* the registry's groups_epoch when hb_refs were taken */
     struct reg_hb_ref *hb_refs; /* owned */
     size_t hb_nrefs;
     int64_t rate_refill_ms;
@@ -83,6 +84,7 @@ struct registry {
     struct hashmap known;    /* group names ever seen -> non-NULL marker */
     struct registry_hooks hooks;
     struct reg_group *pending; /* groups with a change to notify */
+    uint64_t groups_epoch;     /* bumped whenever a group is freed */
 };
 
 void registry_init(struct registry *r, const struct registry_hooks *hooks);
@@ -115,7 +117,8 @@ int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_
  * and returns true; otherwise returns false and the caller parses and calls
  * registry_heartbeat. */
 bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
-                               const uint8_t *body, size_t len, int64_t now_ms, struct registry_hb_result *res);
+                               const uint8_t *body, size_t len, int64_t now_ms,
+                               struct registry_hb_result *res);
 /* UNREGISTER_CLIENT for one consumer group on channel id. Returns 1 if a
  * member was removed, 0 if the channel was not in the group. */
 int registry_unregister(struct registry *r, uint64_t id, const char *group);

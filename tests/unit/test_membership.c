@@ -223,6 +223,47 @@ static void test_out_of_memory_leaves_group_consistent(void **state)
     fail_msg("heartbeat never succeeded");
 }
 
+/* The channel index against a model, through growth and backward-shift deletes. */
+static void test_channel_index_random(void **state)
+{
+    (void)state;
+    struct mship_group g;
+    assert_int_equal(mship_group_init(&g, "G"), 0);
+    struct rmq_subscription s[] = {sub("T", 1)};
+    enum { N = 600 };
+    static bool present[N];
+    unsigned seed = 12345;
+    for (int step = 0; step < 5000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        uint64_t ch = (uint64_t)((seed >> 8) % N) * 0x100000001ull + 7; /* spread, clustered hashes */
+        size_t k = (size_t)((ch - 7) / 0x100000001ull);
+        if ((seed >> 4) % 3 == 0) {
+            int removed = mship_remove_channel(&g, ch, NULL, NULL);
+            assert_int_equal(removed, present[k]);
+            present[k] = false;
+        } else {
+            beat(&g, ch, "c", s, 1, step);
+            present[k] = true;
+        }
+        if (step % 250 == 0) {
+            size_t n = 0;
+            for (size_t i = 0; i < N; i++) {
+                uint64_t id = (uint64_t)i * 0x100000001ull + 7;
+                long at = mship_find(&g, id);
+                if (present[i]) {
+                    assert_true(at >= 0);
+                    assert_int_equal(g.members[at].channel_id, id);
+                    n++;
+                } else {
+                    assert_int_equal(at, -1);
+                }
+            }
+            assert_int_equal(n, g.nmembers);
+        }
+    }
+    mship_group_clear(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_remove_and_expire),
         cmocka_unit_test(test_broadcast_does_not_notify),
         cmocka_unit_test(test_out_of_memory_leaves_group_consistent),
+        cmocka_unit_test(test_channel_index_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
