@@ -207,14 +207,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     static const int64_t limits[] = {INT64_MAX, 1000, 0, (int64_t)1 << 20};
     int64_t max = (mode & 3) == 2 ? (int64_t)(mode >> 3) : limits[mode & 3];
-    /* FUZZ_SKIP_KNOWN=1 (long fuzzing runs only) steps around the limits
-     * below 10 that api_routes_parse_uint gets wrong, see
-     * corpus/http_router/crash-parse-uint-small-max and docs/reliability.md;
-     * the replay test does not set it. */
-    if (max < 10 && getenv("FUZZ_SKIP_KNOWN")) {
-        free(text);
-        return 0;
-    }
     int64_t got = -1, ref = -1;
     int rc = api_routes_parse_uint(text, max, &got);
     int rrc = ref_parse_uint(text, max, &ref);
