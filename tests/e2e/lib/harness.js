@@ -11,6 +11,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
+const { checkReplay, daemonEvents } = require('./replay_check');
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = process.env.RMQCOORD_BIN || path.join(REPO_ROOT, 'build', 'rmqcoord');
@@ -120,6 +121,9 @@ class Daemon {
     this.extraArgs = extraArgs || [];
     this.name = name;
     this.store = path.join(env.dir, `${name}.db`);
+    // heartbeat trace (serve --record appends, so restarts add to the same file)
+    this.trace = path.join(env.dir, name === 'daemon1' ? 'trace.jsonl' : `${name}.trace.jsonl`);
+    this.crashed = false; // SIGKILLed by the scenario: the trace may lack its last buffered lines
     this.generation = 0;
     this.proc = null;
     this.port = null;
@@ -136,7 +140,7 @@ class Daemon {
     this.logFile = logFile;
     const errFd = fs.openSync(logFile, 'a');
     const args = ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
-      '--store', this.store, ...this.extraArgs];
+      '--store', this.store, '--record', this.trace, ...this.extraArgs];
     if (process.env.E2E_DAEMON_DEBUG) args.push('--log-level', 'debug');
     fs.writeSync(errFd, `# ${BIN} ${args.join(' ')}\n`);
     const denv = Object.assign({}, process.env);
@@ -188,6 +192,7 @@ class Daemon {
   async kill() {
     const cp = this.proc;
     if (!cp) return null;
+    this.crashed = true;
     const done = exitPromise(cp);
     try { cp.kill('SIGKILL'); } catch (_) { /* gone */ }
     const res = await done;
@@ -365,6 +370,46 @@ class Env {
     return (handles || this.consumers).map(h => h.describe()).join('\n  ');
   }
 
+  /**
+   * End of a passing scenario: SIGKILL every consumer process (so every member
+   * leaves by a close the daemon sees and records), wait until no group has a
+   * member and the event log is quiet, read the daemon's events (GET
+   * /api/events, all pages), stop it with SIGTERM (it must exit 0, which also
+   * flushes the trace), and check that the trace replays offline to the same
+   * per-group membership timeline (lib/replay_check.js). Throws on mismatch.
+   */
+  async finish() {
+    await Promise.all(this.procs.map(p => p.kill('SIGKILL').catch(() => {})));
+    for (const d of this.daemons) {
+      if (d.crashed) {
+        // A SIGKILLed daemon loses up to ~1 s of buffered trace lines (written once a
+        // second), so its trace is not a complete record: no comparison.
+        process.stderr.write(`replay check ${this.label}/${d.name}: skipped (daemon was SIGKILLed)\n`);
+        continue;
+      }
+      if (!d.alive) throw new Error(`replay check ${d.name}: daemon not running at the end of the scenario`);
+      let last = null;
+      let prevCount = -1;
+      await waitFor(`${d.name}: every group empty and the event log quiet`, async () => {
+        const r = await d.http('GET', '/api/groups?limit=1000');
+        assert.equal(r.status, 200, `GET /api/groups: ${r.status} ${r.text}`);
+        const busy = (r.json.groups || []).filter(g => g.members > 0);
+        const events = await daemonEvents(d);
+        const quiet = busy.length === 0 && events.length === prevCount;
+        prevCount = events.length;
+        last = { busy, events };
+        return quiet;
+      }, { timeoutMs: 10000, intervalMs: 250, holdMs: 300,
+        describe: () => `groups with members: ${JSON.stringify(last && last.busy)}` });
+      const events = await daemonEvents(d);
+      const ex = await d.stop();
+      assert.deepEqual({ code: ex.code, signal: ex.signal, forced: !!ex.forced }, { code: 0, signal: null, forced: false },
+        `${d.name} exits 0 on SIGTERM`);
+      const sum = await checkReplay(BIN, d, events);
+      process.stderr.write(`replay check ${this.label}/${d.name}: match (${sum.groups} group(s), ${sum.events} event(s))\n`);
+    }
+  }
+
   async cleanup(failed) {
     await Promise.all(this.procs.map(p => p.kill('SIGKILL').catch(() => {})));
     for (const d of this.daemons) {
@@ -410,6 +455,7 @@ async function scenario(label, body) {
   let failed = false;
   try {
     await body(env);
+    await env.finish();
   } catch (err) {
     failed = true;
     try { err.message += `\n--- diagnostics (${env.dir}) ---\n${env.diagnostics()}`; } catch (_) { /* ignore */ }
