@@ -259,13 +259,15 @@ json_t *admin_alloc_result_json(const struct allocate_result *r)
 static json_t *result_json(const struct allocate_result *r, const char *group, const char *topic)
 {
     json_t *out = admin_alloc_result_json(r);
-    if (out && json_object_update(out, json_pack("{s:s,s:s,s:s,s:I,s:I}", "group", group, "topic", topic,
-                                                 "strategy", allocate_strategy_name(r->strategy), "consumers",
-                                                 (json_int_t)r->n_consumers, "queues",
-                                                 (json_int_t)r->n_queues)) != 0) {
+    json_t *head = json_pack("{s:s,s:s,s:s,s:I,s:I}", "group", group, "topic", topic, "strategy",
+                             allocate_strategy_name(r->strategy), "consumers", (json_int_t)r->n_consumers,
+                             "queues", (json_int_t)r->n_queues);
+    /* json_object_update copies the members: head stays ours to release. */
+    if (!out || !head || json_object_update(out, head) != 0) {
         json_decref(out);
-        return NULL;
+        out = NULL;
     }
+    json_decref(head);
     return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "admin_alloc.h"
 #include "allocate.h"
+#include "cluster.h"
 #include "conn.h"
 #include "err.h"
 #include "log.h"
@@ -298,6 +299,9 @@ void admin_extra_handle(struct server *s, struct mailbox_msg *msg)
     case ADMIN_OP_GROUP_DIAGNOSTICS: reply = diagnostics(s, arg, &status); break;
     case ADMIN_OP_ALLOCATE_MEMBERS: reply = allocate_members(s, msg->query, msg->body, &status); break;
     case ADMIN_OP_METRICS: reply = metrics_loop_snapshot(s, &status); break;
+    case ADMIN_OP_CLUSTER:
+        reply = cluster_admin_json(s, json_string_value(json_object_get(msg->query, "group")), &status);
+        break;
     default: reply = admin_extra_error(&status, 404, "unknown operation", "not served by this build"); break;
     }
     if (!reply)

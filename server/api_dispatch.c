@@ -11,6 +11,8 @@
  */
 #include "http_admin_api.h"
 
+#include "cluster.h"
+
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
@@ -314,6 +316,7 @@ static int route_call(struct call *c)
         return post(c, ADMIN_OP_RESET, NULL, &plain);
     }
     case API_ROUTE_CLOCK_ADVANCE: return clock_advance(c);
+    case API_ROUTE_CLUSTER: plain.finish = API_FINISH_CLUSTER; return post(c, ADMIN_OP_CLUSTER, NULL, &plain);
     case API_ROUTE_GROUP:
     case API_ROUTE_GROUP_ALLOCATION:
     case API_ROUTE_CLOCK: return post(c, api_routes_op(c->route, c->method), NULL, &plain);
@@ -479,6 +482,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         reply = at;
         break;
     }
+    case API_FINISH_CLUSTER: reply = api_cluster_augment(reply); break;
     case API_FINISH_PLAIN:
     case API_FINISH_HEALTHZ:
     default: break;

@@ -159,6 +159,10 @@ static const struct api_route_def routes[] = {
     {API_ROUTE_CLOCK_ADVANCE, "/api/clock/advance", API_POST, "POST",
      {NULL, NULL, NULL, "Move the virtual clock forward (serve --clock virtual); runs what is due"},
      NULL, "{\"ms\":120000}", "application/json", false},
+    {API_ROUTE_CLUSTER, "/api/cluster", API_GET, "GET, HEAD",
+     {"Cluster mode: a name server's live brokers, or a broker's registration per name server"},
+     "group:string:on a name server, also each live broker's members of this group and the differences",
+     NULL, "application/json", false},
 };
 /* clang-format on */
 #define NROUTES (sizeof routes / sizeof routes[0])
@@ -273,6 +277,7 @@ int api_routes_op(enum api_route r, const char *method)
     case API_ROUTE_RESET: return ADMIN_OP_RESET;
     case API_ROUTE_CLOCK: return ADMIN_OP_CLOCK_GET;
     case API_ROUTE_CLOCK_ADVANCE: return ADMIN_OP_CLOCK_ADVANCE;
+    case API_ROUTE_CLUSTER: return ADMIN_OP_CLUSTER;
     case API_ROUTE_NONE:
     case API_ROUTE_DASHBOARD:
     case API_ROUTE_UI_ASSET:

@@ -43,6 +43,10 @@ enum {
     OPT_RATE,
     OPT_IDLE,
     OPT_ACL,
+    OPT_ROLE,
+    OPT_NAMESRV,
+    OPT_REGISTER_INTERVAL,
+    OPT_BROKER_EXPIRY,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -74,6 +78,10 @@ static const struct option long_options[] = {
     {"max-requests-per-sec", required_argument, NULL, OPT_RATE},
     {"idle-timeout-ms", required_argument, NULL, OPT_IDLE},
     {"acl", required_argument, NULL, OPT_ACL},
+    {"role", required_argument, NULL, OPT_ROLE},
+    {"namesrv", required_argument, NULL, OPT_NAMESRV},
+    {"register-interval-ms", required_argument, NULL, OPT_REGISTER_INTERVAL},
+    {"broker-expiry-ms", required_argument, NULL, OPT_BROKER_EXPIRY},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -118,6 +126,10 @@ void config_print_help(void)
         "                             (default: $RMQCOORD_ADMIN_TOKEN; unset = open)\n"
         "  --acl FILE                 require RocketMQ ACL signatures (accounts as in plain_acl.yml)\n"
         "  --clock real|virtual       virtual: time moves only by POST /api/clock/advance (tests)\n"
+        "  --role both|namesrv|broker cluster mode (default both: one process is name server and broker)\n"
+        "  --namesrv HOST:PORT        broker: name server to register with (repeatable)\n"
+        "  --register-interval-ms N   broker: REGISTER_BROKER period (default 30000)\n"
+        "  --broker-expiry-ms N       namesrv: drop a broker not registered for N ms (default 120000)\n"
         "  --help, --version\n"
         "\n"
         "On start it prints one line to stdout once every listener is bound:\n"
@@ -213,6 +225,8 @@ static void set_defaults(struct config *cfg)
     strcpy(cfg->broker_name, "broker-a");
     strcpy(cfg->cluster_name, "DefaultCluster");
     cfg->log_level = LOG_INFO;
+    cfg->register_interval_ms = 30000;
+    cfg->broker_expiry_ms = 120000;
     const char *token = getenv("RMQCOORD_ADMIN_TOKEN");
     if (token && strlen(token) < sizeof cfg->admin_token)
         strcpy(cfg->admin_token, token);
@@ -257,6 +271,8 @@ static const struct num_flag num_flags[] = {
     NUM_FLAG(OPT_MAX_CLIENT_ID, "max-client-id-bytes", 1, 255, max_client_id_bytes),
     NUM_FLAG(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec),
     NUM_FLAG(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms),
+    NUM_FLAG(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms),
+    NUM_FLAG(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms),
 };
 
 _Static_assert(sizeof(size_t) == sizeof(int64_t), "numeric flags store size_t fields as 8 bytes");
@@ -334,6 +350,31 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     case OPT_RECORD: return copy_name("record", arg, cfg->record_path, sizeof cfg->record_path);
     case OPT_ACL: return copy_name("acl", arg, cfg->acl_path, sizeof cfg->acl_path);
     case OPT_ADMIN_TOKEN: return copy_name("admin-token", arg, cfg->admin_token, sizeof cfg->admin_token);
+    case OPT_ROLE:
+        if (!strcmp(arg, "both"))
+            cfg->role = CONFIG_ROLE_BOTH;
+        else if (!strcmp(arg, "namesrv"))
+            cfg->role = CONFIG_ROLE_NAMESRV;
+        else if (!strcmp(arg, "broker"))
+            cfg->role = CONFIG_ROLE_BROKER;
+        else {
+            fprintf(stderr, "rmqcoord serve: --role takes both, namesrv or broker, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        return RMQ_OK;
+    case OPT_NAMESRV:
+        if (cfg->nnamesrv == CONFIG_MAX_NAMESRV) {
+            fprintf(stderr, "rmqcoord serve: at most %d --namesrv flags\n", CONFIG_MAX_NAMESRV);
+            return RMQ_EINVAL;
+        }
+        if (config_parse_addr(arg, &cfg->namesrv[cfg->nnamesrv]) != 0 ||
+            cfg->namesrv[cfg->nnamesrv].port == 0) {
+            fprintf(stderr, "rmqcoord serve: --namesrv needs HOST:PORT with a non-zero port, got '%s'\n",
+                    arg);
+            return RMQ_EINVAL;
+        }
+        cfg->nnamesrv++;
+        return RMQ_OK;
     case OPT_CLOCK:
         if (strcmp(arg, "real") && strcmp(arg, "virtual")) {
             fprintf(stderr, "rmqcoord serve: --clock takes real or virtual, got '%s'\n", arg);
@@ -376,6 +417,14 @@ int config_parse(struct config *cfg, int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "rmqcoord serve: unexpected argument '%s' (see rmqcoord serve --help)\n",
                 argv[optind]);
+        return RMQ_EINVAL;
+    }
+    if (cfg->role == CONFIG_ROLE_BROKER && cfg->nnamesrv == 0) {
+        fputs("rmqcoord serve: --role broker needs at least one --namesrv HOST:PORT\n", stderr);
+        return RMQ_EINVAL;
+    }
+    if (cfg->nnamesrv > 0 && cfg->role != CONFIG_ROLE_BROKER) {
+        fputs("rmqcoord serve: --namesrv is only meaningful with --role broker\n", stderr);
         return RMQ_EINVAL;
     }
     if (cfg->nlisten == 0) {

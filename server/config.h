@@ -23,6 +23,10 @@ struct config_topic {
     int queues;
 };
 
+/* --role: both = one process is name server and broker (the default). */
+enum config_role { CONFIG_ROLE_BOTH = 0, CONFIG_ROLE_NAMESRV, CONFIG_ROLE_BROKER };
+#define CONFIG_MAX_NAMESRV 8
+
 struct config {
     struct config_addr listen[CONFIG_MAX_LISTEN];
     size_t nlisten;
@@ -53,6 +57,12 @@ struct config {
     char record_path[4096]; /* --record: heartbeat trace file, empty = off */
     char admin_token[256];  /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
     bool virtual_clock;
+    /* Cluster mode (docs/cluster.md). */
+    int role; /* enum config_role */
+    struct config_addr namesrv[CONFIG_MAX_NAMESRV];
+    size_t nnamesrv;
+    int64_t register_interval_ms; /* broker: REGISTER_BROKER period */
+    int64_t broker_expiry_ms;     /* namesrv: a broker silent this long leaves the routes */
     char acl_path[4096];    /* --acl: accounts file; empty = no authentication */     /* --clock virtual: time moves only by POST /api/clock/advance */
 };
 

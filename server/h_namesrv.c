@@ -28,7 +28,8 @@ static const struct topic *resolve_topic(struct server *s, const char *name)
     bool retry = !strncmp(name, "%RETRY%", 7);
     if (retry && registry_group_known(&s->reg, name + 7))
         return server_create_topic(s, name, 1);
-    if (s->cfg->auto_create_queues > 0)
+    /* Cluster mode: topics are created on brokers only (docs/cluster.md). */
+    if (s->cfg->auto_create_queues > 0 && s->cfg->role == CONFIG_ROLE_BOTH)
         return server_create_topic(s, name, retry ? 1 : s->cfg->auto_create_queues);
     return NULL;
 }

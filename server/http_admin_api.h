@@ -73,6 +73,7 @@ enum api_route {
     API_ROUTE_RESET,
     API_ROUTE_CLOCK,
     API_ROUTE_CLOCK_ADVANCE,
+    API_ROUTE_CLUSTER, /* /api/cluster (docs/cluster.md) */
     API_ROUTE_COUNT
 };
 
@@ -136,6 +137,7 @@ enum api_finish {
     API_FINISH_CLIENTS,     /* page + firstSeenMs from the store */
     API_FINISH_DIAGNOSTICS, /* add the store's subscription churn */
     API_FINISH_AT,          /* reply is the allocation: nested into extra (the membership) */
+    API_FINISH_CLUSTER,     /* ?group=G on a name server: each broker's members fetched (api_cluster.c) */
 };
 
 struct api_post {

@@ -36,6 +36,7 @@ enum admin_op {
     ADMIN_OP_GROUP_DIAGNOSTICS, /* arg = group */
     ADMIN_OP_ALLOCATE_MEMBERS,  /* arg = group; query: topic, strategy...; body {"members"} */
     ADMIN_OP_METRICS,           /* {"text": Prometheus text of the loop's state} */
+    ADMIN_OP_CLUSTER,           /* query: group; role, brokers / registrations (cluster.h) */
 };
 
 struct mailbox_msg {

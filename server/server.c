@@ -4,6 +4,7 @@
 #include "server.h"
 
 #include "acl.h"
+#include "cluster.h"
 #include "conn.h"
 #include "err.h"
 #include "http_admin.h"
@@ -423,7 +424,8 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
         trace_record_request(s->trace, server_now_ms(s), c->id, c->peer, cmd);
     uint64_t t0 = stats_clock_us();
-    dispatch_request(s, c, cmd);
+    if (!cluster_dispatch(s, c, cmd))
+        dispatch_request(s, c, cmd);
     stats_record_request(&s->stats, cmd->code, stats_clock_us() - t0);
 }
 
@@ -433,6 +435,7 @@ static void on_close(void *ctx, struct conn *c)
     log_debug("connection %s closed: %s", c->peer, c->close_reason);
     pull_drop_conn(s, c);
     outbound_drop_conn(s, c);
+    cluster_conn_closed(s, c);
     forget_acks_of(s, c);
     trace_record_close(s->trace, server_now_ms(s), c->id, c->peer, c->close_reason);
     registry_channel_close(&s->reg, c->id);
@@ -503,6 +506,7 @@ static void before_sleep(struct loop *l, void *ctx)
         }
         release_acks(s, durable_ok);
         conn_set_flush(s->conns);
+        cluster_before_sleep(s);
         if (!s->reg.pending)
             break;
     }
@@ -545,8 +549,10 @@ void server_reset_live(struct server *s)
     lock_free_all(s);
     hashmap_free(&s->offsets, free_box);
     hashmap_free(&s->queue_max, free_box);
+    uint64_t gen = s->topics.generation; /* keeps counting: a broker re-registers after a reset */
     topics_free(&s->topics);
     topics_init(&s->topics);
+    s->topics.generation = gen + 1;
     struct registry_hooks hooks = s->reg.hooks;
     registry_free(&s->reg);
     registry_init(&s->reg, &hooks);
@@ -801,7 +807,7 @@ int server_init(struct server *s, const struct config *cfg)
     };
     if ((rc = conn_set_new(s->loop, &copt, &s->conns)) != 0 || (rc = setup_store(s)) != 0 ||
         (rc = setup_trace(s)) != 0 || (rc = setup_acl(s)) != 0 || (rc = setup_signals(s)) != 0 ||
-        (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0)
+        (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0 || (rc = cluster_start(s)) != 0)
         return rc;
     int timer;
     int64_t scan = cfg->expiry_scan_ms;
@@ -837,6 +843,7 @@ void server_fini(struct server *s)
     }
     http_admin_stop(s->http);
     s->http = NULL;
+    cluster_stop(s); /* a broker unregisters from its name servers here */
     if (s->conns) {
         pull_free_all(s);
         conn_set_free(s->conns);

@@ -31,6 +31,8 @@ struct trace_recorder;
 struct acl;
 struct outbound_pending;
 struct holdings_round;
+struct namesrv_table;
+struct broker_reg;
 
 struct held_pull {
     struct conn *conn; /* borrowed; holds are dropped when it closes */
@@ -86,6 +88,8 @@ struct server {
     int64_t started_ms;
     bool stopping;
     struct server_stats stats;
+    struct namesrv_table *ns; /* owned; --role namesrv only (cluster.h) */
+    struct broker_reg *breg;  /* owned; --role broker only */
 };
 
 /* Sets up everything from cfg (borrowed; must outlive s): store, topics,

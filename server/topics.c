@@ -11,6 +11,7 @@
 void topics_init(struct topics *t)
 {
     hashmap_init(&t->map);
+    t->generation = 0;
 }
 
 static void free_topic(void *p)
@@ -100,6 +101,7 @@ int topics_put(struct topics *t, const char *name, const struct topic_broker *br
         return RMQ_ENOMEM;
     }
     free_topic(old);
+    t->generation++;
     return RMQ_OK;
 }
 
@@ -109,6 +111,7 @@ int topics_delete(struct topics *t, const char *name)
     if (!tp)
         return RMQ_ENOTFOUND;
     free_topic(tp);
+    t->generation++;
     return RMQ_OK;
 }
 

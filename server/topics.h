@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define TOPIC_PERM_READ 4
 #define TOPIC_PERM_WRITE 2
@@ -39,7 +40,8 @@ struct topic {
 };
 
 struct topics {
-    struct hashmap map; /* name -> struct topic* (owned) */
+    struct hashmap map;  /* name -> struct topic* (owned) */
+    uint64_t generation; /* bumped by every put and delete (cluster mode re-registers on change) */
 };
 
 void topics_init(struct topics *t);
