@@ -2,12 +2,16 @@
 `--role broker` processes on loopback. Brokers register with REGISTER_BROKER,
 the name server routes over both, a killed broker leaves the routes and
 consumers rebalance onto the survivor, and a divergence between the brokers'
-member lists shows in GET /api/cluster?group=G. Standard library only."""
+member lists shows in GET /api/cluster?group=G, and in each broker's recorded
+heartbeat trace replayed offline (`rmqcoord replay --format json`, see
+docs/trace-format.md). Standard library only."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -67,6 +71,16 @@ class Sim:
             return self.proc.wait(5)
 
 
+def replay_changes(trace, group):
+    """The offline replay's membership changes of `group` in `trace`: [(kind, clientId, members)]."""
+    p = subprocess.run([BIN, "replay", trace, "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("replay %s failed (%d): %s" % (trace, p.returncode, p.stderr.decode(errors="replace")))
+    recs = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+    return [(r["kind"], r.get("clientId"), r["members"]) for r in recs if r["type"] == "change" and r["group"] == group]
+
+
 def route(port, topic="T", version=409):
     c = Conn(port)
     try:
@@ -89,6 +103,10 @@ def route_brokers(port, topic="T"):
 class ClusterTest(unittest.TestCase):
     def setUp(self):
         self.procs = []
+        # every broker records its heartbeat trace (serve --record) here
+        self.tmp = tempfile.mkdtemp(prefix="rmqcoord-cluster-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.traces = {}
         self.ns = self.start("--role", "namesrv", "--broker-expiry-ms", "1500")
         self.a = self.broker("broker-a")
         self.b = self.broker("broker-b")
@@ -101,8 +119,9 @@ class ClusterTest(unittest.TestCase):
         return d
 
     def broker(self, name):
+        self.traces[name] = os.path.join(self.tmp, name + ".trace.jsonl")
         return self.start("--role", "broker", "--namesrv", "127.0.0.1:%d" % self.ns.port, "--broker-name", name,
-                          "--topic", "T:4", *FAST)
+                          "--topic", "T:4", "--record", self.traces[name], *FAST)
 
     def tearDown(self):
         for d in reversed(self.procs):
@@ -195,6 +214,29 @@ class ClusterTest(unittest.TestCase):
         finally:
             for c in conns.values():
                 c.close()
+        # The same divergence in the brokers' own records: each broker's trace, replayed
+        # offline, gives its own membership timeline, and c2 (which heartbeat only to
+        # broker-a) is in broker-a's and nowhere in broker-b's.
+        for d in (self.a, self.b):  # every member has left by a close (each broker's group ends empty)
+            self.assertTrue(wait_until(lambda: d.http("GET", "/api/groups/" + GROUP)[1].get("consumers") == [], timeout=5),
+                            d.http("GET", "/api/groups/" + GROUP))
+        events = {}
+        for name, d in (("broker-a", self.a), ("broker-b", self.b)):
+            st, ev = d.http("GET", "/api/events?limit=1000")
+            self.assertEqual(st, 200, ev)
+            events[name] = [(e["kind"], e["after"]) for e in sorted(ev["events"], key=lambda e: e["id"])
+                            if e["group"] == GROUP]
+            self.assertEqual(d.stop(), 0, d.logtext())  # SIGTERM flushes the trace's last buffered lines
+        tl = {name: replay_changes(self.traces[name], GROUP) for name in ("broker-a", "broker-b")}
+        ids = {name: {c for _, c, _ in t} | {m for _, _, ms in t for m in ms} for name, t in tl.items()}
+        self.assertEqual(ids["broker-a"], {"c1", "c2"}, tl["broker-a"])
+        self.assertEqual(ids["broker-b"], {"c1"}, tl["broker-b"])
+        self.assertEqual(tl["broker-a"][:2], [("join", "c1", ["c1"]), ("join", "c2", ["c1", "c2"])], tl["broker-a"])
+        self.assertEqual(tl["broker-b"][0], ("join", "c1", ["c1"]), tl["broker-b"])
+        for name, t in tl.items():
+            self.assertEqual(t[-1][2], [], "%s: every member left: %s" % (name, t))
+            # and each broker's replay is that broker's own event log
+            self.assertEqual([(k, m) for k, _, m in t], events[name], name)
 
 
 class ExpiryTest(unittest.TestCase):

@@ -119,6 +119,7 @@ for (const spec of cfg.consumers || []) {
 
 function held(entry) {
   const main = [];
+  const mqs = []; // main topic as 'brokerName:queueId' (a cluster has queue ids per broker)
   const retry = [];
   const other = [];
   const nextOffsets = {};
@@ -127,6 +128,7 @@ function held(entry) {
       const mq = v.messageQueue;
       if (mq.topic === entry.spec.topic) {
         main.push(mq.queueId);
+        mqs.push(`${mq.brokerName}:${mq.queueId}`);
         nextOffsets[mq.queueId] = v.nextOffset;
       } else if (mq.topic.startsWith(RETRY_PREFIX)) {
         retry.push(`${mq.topic}:${mq.queueId}`);
@@ -136,8 +138,9 @@ function held(entry) {
     }
   }
   main.sort((a, b) => a - b);
+  mqs.sort();
   retry.sort();
-  return { main, retry, other, nextOffsets };
+  return { main, mqs, retry, other, nextOffsets };
 }
 
 function snapshot() {
@@ -155,6 +158,7 @@ function snapshot() {
       closed: e.closed,
       hbStopped: e.hbStopped,
       queues: h.main,
+      mqs: h.mqs,
       retry: h.retry,
       other: h.other,
       nextOffsets: h.nextOffsets,

@@ -315,6 +315,8 @@ class ConsumerHandle {
   get clientId() { return this.state && this.state.clientId; }
   /** queueIds of the subscribed topic the client itself holds (processQueueTable). */
   get queues() { return this.state && !this.state.closed ? this.state.queues : []; }
+  /** the same as 'brokerName:queueId' strings, sorted (several brokers reuse queue ids). */
+  get mqs() { return this.state && !this.state.closed ? (this.state.mqs || []) : []; }
   get retry() { return this.state && !this.state.closed ? this.state.retry : []; }
   get errors() { return this.proc.errors.filter(e => e.name === this.name || e.name === '-'); }
   close() { return this.proc.command(this.name, 'close'); }
@@ -341,8 +343,13 @@ class Env {
     this.seq = 0;
   }
 
-  async daemon(extraArgs = []) {
-    const d = new Daemon(this, extraArgs, `daemon${this.daemons.length + 1}`);
+  /**
+   * Start a daemon with extra serve args (e.g. a cluster role: ['--role', 'namesrv'] or
+   * ['--role', 'broker', '--namesrv', ns.nameSrv, ...]). name (default daemonN) names
+   * its store, log and trace (<name>.trace.jsonl; daemon1's is trace.jsonl).
+   */
+  async daemon(extraArgs = [], { name } = {}) {
+    const d = new Daemon(this, extraArgs, name || `daemon${this.daemons.length + 1}`);
     this.daemons.push(d);
     await d.start();
     return d;
