@@ -9,9 +9,11 @@
 #include "log.h"
 #include "loop.h"
 #include "request_codes.h"
+#include "rmq_body.h"
 #include "server.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define REQ_REGISTER_BROKER 103
 #define REQ_UNREGISTER_BROKER 104
@@ -61,6 +63,7 @@ static bool name_server_code(int32_t code)
     case REQ_REGISTER_BROKER:
     case REQ_UNREGISTER_BROKER:
     case RMQ_REQ_GET_ROUTEINFO_BY_TOPIC:
+    case RMQ_REQ_GET_BROKER_CLUSTER_INFO:
     case RMQ_REQ_GET_KV_CONFIG: return true;
     default: return false;
     }
@@ -85,6 +88,7 @@ bool cluster_dispatch(struct server *s, struct conn *c, struct rmq_cmd *req)
     case REQ_REGISTER_BROKER: namesrv_register(s, c, req); return true;
     case REQ_UNREGISTER_BROKER: namesrv_unregister(s, c, req); return true;
     case RMQ_REQ_GET_ROUTEINFO_BY_TOPIC: namesrv_get_route(s, c, req); return true;
+    case RMQ_REQ_GET_BROKER_CLUSTER_INFO: namesrv_cluster_info(s, c, req); return true;
     default: break;
     }
     if (name_server_code(req->code))
@@ -147,4 +151,60 @@ int32_t cluster_body_crc32(const uint8_t *p, size_t n)
             crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
     }
     return (int32_t)((crc ^ 0xFFFFFFFFu) & 0x7FFFFFFFu);
+}
+
+int cluster_info_encode(const struct cluster_info_broker *brokers, size_t n, struct buf *out)
+{
+    int rc = buf_append_str(out, "{\"brokerAddrTable\":{");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (i)
+            rc = buf_append_u8(out, ',');
+        if (rc == 0)
+            rc = rmq_json_append_string(out, brokers[i].broker_name);
+        if (rc == 0)
+            rc = buf_append_str(out, ":{\"brokerAddrs\":{0:");
+        if (rc == 0)
+            rc = rmq_json_append_string(out, brokers[i].addr);
+        if (rc == 0)
+            rc = buf_append_str(out, "},\"brokerName\":");
+        if (rc == 0)
+            rc = rmq_json_append_string(out, brokers[i].broker_name);
+        if (rc == 0)
+            rc = buf_append_str(out, ",\"cluster\":");
+        if (rc == 0)
+            rc = rmq_json_append_string(out, brokers[i].cluster);
+        if (rc == 0)
+            rc = buf_append_u8(out, '}');
+    }
+    if (rc == 0)
+        rc = buf_append_str(out, "},\"clusterAddrTable\":{");
+    bool first_cluster = true;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = !strcmp(brokers[k].cluster, brokers[i].cluster);
+        if (seen)
+            continue; /* listed with the first broker of its cluster */
+        rc = buf_append_str(out, first_cluster ? "" : ",");
+        first_cluster = false;
+        if (rc == 0)
+            rc = rmq_json_append_string(out, brokers[i].cluster);
+        if (rc == 0)
+            rc = buf_append_str(out, ":[");
+        bool first = true;
+        for (size_t k = i; rc == 0 && k < n; k++) {
+            if (strcmp(brokers[k].cluster, brokers[i].cluster))
+                continue;
+            if (!first)
+                rc = buf_append_u8(out, ',');
+            first = false;
+            if (rc == 0)
+                rc = rmq_json_append_string(out, brokers[k].broker_name);
+        }
+        if (rc == 0)
+            rc = buf_append_u8(out, ']');
+    }
+    if (rc == 0)
+        rc = buf_append_str(out, "}}");
+    return rc;
 }

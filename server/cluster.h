@@ -62,6 +62,19 @@ void namesrv_get_route(struct server *s, struct conn *c, struct rmq_cmd *req);
 void namesrv_expire(struct server *s);
 void namesrv_forget_conn(struct server *s, uint64_t conn_id);
 json_t *namesrv_admin_json(struct server *s);
+/* GET_BROKER_CLUSTER_INFO (106) on a name server: its live brokers. */
+void namesrv_cluster_info(struct server *s, struct conn *c, struct rmq_cmd *req);
+
+/* One broker of a ClusterInfo body (strings borrowed). */
+struct cluster_info_broker {
+    const char *broker_name;
+    const char *cluster;
+    const char *addr; /* master, brokerId 0 */
+};
+/* Appends ClusterInfo JSON: {"brokerAddrTable":{name:BrokerData},
+ * "clusterAddrTable":{cluster:[names]}}, brokerAddrs keys bare as the
+ * RocketMQ name server writes them (PROTOCOL: §2.4.7). brokers sorted by name. */
+int cluster_info_encode(const struct cluster_info_broker *brokers, size_t n, struct buf *out);
 
 /* ---- broker_reg.c ---- */
 struct broker_reg;

@@ -20,6 +20,7 @@ static const struct route routes[] = {
     {RMQ_REQ_CHECK_CLIENT_CONFIG, h_reply_success},
     {RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, h_get_consumer_connection_list},
     {RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, h_get_route},
+    {RMQ_REQ_GET_BROKER_CLUSTER_INFO, h_cluster_info},
     {RMQ_REQ_QUERY_CONSUMER_OFFSET, h_query_offset},
     {RMQ_REQ_UPDATE_CONSUMER_OFFSET, h_update_offset},
     {RMQ_REQ_GET_MAX_OFFSET, h_get_max_offset},

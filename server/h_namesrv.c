@@ -1,11 +1,14 @@
 /* h_namesrv.c — GET_ROUTEINFO_BY_TOPIC, the name-server request a consumer
  * needs (served on the same listener as the broker codes). Loop thread only. */
+#include "cluster.h"
 #include "conn.h"
 #include "err.h"
+#include "mem.h"
 #include "request_codes.h"
 #include "server.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* PROTOCOL: §4.4 — quoted brokerAddrs keys for version >= V4_9_4 (401) or
@@ -51,4 +54,48 @@ void h_get_route(struct server *s, struct conn *c, struct rmq_cmd *req)
     /* A created topic is a stored fact: the route goes out after its commit. */
     int rc = topics_route_encode(tp, s->cfg->cluster_name, s->advertise, wants_quoted_ids(req), &body);
     server_reply_body(s, c, req, rc, &body, true);
+}
+
+static int cmp_broker_name(const void *a, const void *b)
+{
+    return strcmp(((const struct cluster_info_broker *)a)->broker_name,
+                  ((const struct cluster_info_broker *)b)->broker_name);
+}
+
+/* Adds name to list unless it is there already. */
+static void add_broker(struct cluster_info_broker *list, size_t *n, size_t cap, const char *name,
+                       const struct server *s)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (!strcmp(list[i].broker_name, name))
+            return;
+    if (*n < cap)
+        list[(*n)++] = (struct cluster_info_broker){name, s->cfg->cluster_name, s->advertise};
+}
+
+/* GET_BROKER_CLUSTER_INFO (106) in the single-process role: every broker
+ * name a topic uses, all at this process's advertised address. */
+void h_cluster_info(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    size_t cap = 1, n = 0, b;
+    for (struct hashmap_entry *e = hashmap_first(&s->topics.map, &b); e;
+         e = hashmap_next(&s->topics.map, e, &b))
+        cap += ((const struct topic *)e->val)->nbrokers;
+    struct cluster_info_broker *list = rmq_malloc(cap * sizeof *list);
+    struct buf body;
+    buf_init(&body, 0);
+    int rc = list ? 0 : RMQ_ENOMEM;
+    if (rc == 0) {
+        add_broker(list, &n, cap, s->cfg->broker_name, s);
+        for (struct hashmap_entry *e = hashmap_first(&s->topics.map, &b); e;
+             e = hashmap_next(&s->topics.map, e, &b)) {
+            const struct topic *tp = e->val;
+            for (size_t i = 0; i < tp->nbrokers; i++)
+                add_broker(list, &n, cap, tp->brokers[i].broker_name, s);
+        }
+        qsort(list, n, sizeof *list, cmp_broker_name);
+        rc = cluster_info_encode(list, n, &body);
+    }
+    rmq_free(list);
+    server_reply_body(s, c, req, rc, &body, false);
 }

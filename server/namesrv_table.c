@@ -385,3 +385,18 @@ json_t *namesrv_admin_json(struct server *s)
     }
     return arr;
 }
+
+void namesrv_cluster_info(struct server *s, struct conn *c, struct rmq_cmd *req)
+{
+    struct namesrv_table *t = s->ns;
+    struct cluster_info_broker *list = rmq_malloc((t->n ? t->n : 1) * sizeof *list);
+    struct buf body;
+    buf_init(&body, 0);
+    int rc = list ? 0 : RMQ_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < t->n; i++)
+        list[i] = (struct cluster_info_broker){t->b[i].broker_name, t->b[i].cluster, t->b[i].addr};
+    if (rc == 0)
+        rc = cluster_info_encode(list, t->n, &body);
+    rmq_free(list);
+    server_reply_body(s, c, req, rc, &body, false);
+}

@@ -183,6 +183,7 @@ void h_get_consumer_list(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_reply_success(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_get_consumer_connection_list(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_get_route(struct server *s, struct conn *c, struct rmq_cmd *req);
+void h_cluster_info(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_query_offset(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_update_offset(struct server *s, struct conn *c, struct rmq_cmd *req);
 void h_get_max_offset(struct server *s, struct conn *c, struct rmq_cmd *req);

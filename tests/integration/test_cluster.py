@@ -139,6 +139,18 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(f.code, 0)
         self.assertIn(b'"brokerAddrs":{0:"127.0.0.1:%d"}' % self.a.port, f.body)
 
+    def test_cluster_info_lists_live_brokers(self):
+        c = Conn(self.ns.port)
+        r = c.request(106, {})
+        c.close()
+        self.assertEqual(r.code, 0)
+        self.assertIn(b'"brokerAddrs":{0:"127.0.0.1:', r.body, "bare broker ids, as the name server writes them")
+        info = json.loads(r.body.replace(b"{0:", b'{"0":'))
+        self.assertEqual(sorted(info["brokerAddrTable"]), ["broker-a", "broker-b"])
+        self.assertEqual(info["clusterAddrTable"], {"DefaultCluster": ["broker-a", "broker-b"]})
+        addrs = {b["brokerName"]: b["brokerAddrs"]["0"] for b in info["brokerAddrTable"].values()}
+        self.assertEqual(addrs, {"broker-a": "127.0.0.1:%d" % self.a.port, "broker-b": "127.0.0.1:%d" % self.b.port})
+
     def test_name_server_has_no_auto_create_and_refuses_broker_codes(self):
         f = route(self.ns.port, "Unknown")
         self.assertEqual(f.code, 17)

@@ -200,6 +200,16 @@ class Protocol(DaemonTest):
         r = json.loads(a.request(ROUTE, {"topic": "%RETRY%GR"}).body)
         self.assertEqual(r["queueDatas"][0]["readQueueNums"], 1)
 
+    def test_cluster_info_in_the_single_process_role(self):
+        st, _ = self.d.http("PUT", "/api/topics/R", {"brokers": [{"brokerName": "roomB@broker-b", "readQueueNums": 2}]})
+        self.assertEqual(st, 200)
+        r = self.conn().request(106, {})
+        self.assertEqual(r.code, 0)
+        info = json.loads(r.body.replace(b"{0:", b'{"0":'))
+        self.assertEqual(sorted(info["brokerAddrTable"]), ["broker-a", "roomB@broker-b"])
+        self.assertEqual(info["clusterAddrTable"], {"DefaultCluster": ["broker-a", "roomB@broker-b"]})
+        self.assertEqual(info["brokerAddrTable"]["broker-a"]["brokerAddrs"], {"0": "127.0.0.1:%d" % self.d.port})
+
     def test_rocketmq_binary_request_gets_binary_reply(self):
         a = self.conn()
         r = a.request(ROUTE, {"topic": "T"}, serialize=1)
