@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "remoting_header_json_fast.h"
 #include "rmq_body.h"
 
 #include <inttypes.h>
@@ -138,8 +139,20 @@ static int decode_fields(const json_t *root, struct rmq_cmd *cmd, char *err, siz
 }
 
 /* Decodes the header text p[0..len) into cmd (initialised, empty). On any
- * failure cmd is cleared again, so the caller owns nothing new. */
+ * failure cmd is cleared again, so the caller owns nothing new. The common
+ * flat shape takes the jansson-free path; everything else, and every error,
+ * comes from the full decoder below. */
 int rmq_header_json_decode(const uint8_t *p, size_t len, struct rmq_cmd *cmd, char *err, size_t errlen)
+{
+    int rc = rmq_header_json_decode_fast(p, len, cmd);
+    if (rc == RMQ_ENOMEM)
+        return rmq_codec_fail(err, errlen, rc, "out of memory");
+    if (rc != RMQ_EAGAIN)
+        return rc;
+    return rmq_header_json_decode_full(p, len, cmd, err, errlen);
+}
+
+int rmq_header_json_decode_full(const uint8_t *p, size_t len, struct rmq_cmd *cmd, char *err, size_t errlen)
 {
     json_t *root;
     int rc = rmq_json_load_object(p, len, "header", &root, err, errlen);
