@@ -13,6 +13,13 @@
  *           stdin EOF. For RSS measurement.
  *   notify  -m members join group -q; then -r times one more connection
  *           joins and the time until every member has its NOTIFY is taken.
+ * Open loop (-R RATE, hb|route|list): instead of a window, request k (k =
+ * 0, 1, ...) is sent at start + k/RATE on connection k % conns, from a
+ * timerfd tick (<= 1 ms), whether or not replies came back; bounded by -d
+ * and -n. Latency is taken from the scheduled send time (so a generator
+ * that falls behind does not hide queueing); at most MAX_WINDOW requests
+ * may be outstanding per connection, a send beyond that is skipped and
+ * counted (skipped=).
  * Requests are pre-encoded with the project's codec (rmq_frame_encode).
  * Responses are matched to requests in order per connection (both the
  * daemon and bench_echo answer in order), so the generator never parses a
@@ -43,6 +50,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +68,7 @@ struct opts {
     uint16_t port;
     int conns, window, groups, topics, members, repeats, span;
     double duration, warmup, setup_timeout;
+    double rate; /* > 0: open loop, total requests per second */
     long max_requests;
     const char *group_prefix, *list_group, *id_prefix;
 };
@@ -89,6 +98,12 @@ static struct stats g_st;
 static bool g_sending = true;
 static double g_measure_from, g_measure_to;
 static struct buf *g_route_reqs; /* one pre-encoded request per topic */
+/* open loop */
+static int g_tfd = -1;
+static char g_timer_tag; /* epoll data.ptr of the timerfd */
+static double g_ol_start;
+static uint64_t g_ol_next, g_ol_sent_in, g_ol_skipped;
+static double g_ol_max_lag;
 
 static double now_s(void)
 {
@@ -313,8 +328,49 @@ static int on_readable(struct lconn *c)
         if ((size_t)n < READ_CHUNK)
             break;
     }
-    int rc = fill_window(c, now_s());
+    int rc = g_opt.rate > 0 ? 0 : fill_window(c, now_s());
     return rc ? rc : flush_out(c);
+}
+
+/* Open loop: queues every request whose scheduled time has come. */
+static int open_loop_tick(void)
+{
+    double now = now_s();
+    uint64_t drained;
+    if (g_tfd >= 0 && read(g_tfd, &drained, sizeof drained) < 0 && errno != EAGAIN)
+        return fail_errno("read timerfd");
+    if (!g_sending)
+        return 0;
+    int nc = g_nconns;
+    int rc = 0;
+    for (int guard = 0; guard < 1000000; guard++) {
+        double at = g_ol_start + (double)g_ol_next / g_opt.rate;
+        if (at > now)
+            break;
+        if (at >= g_measure_to ||
+            (g_opt.max_requests > 0 && (long)g_ol_next >= g_opt.max_requests)) {
+            g_sending = false;
+            break;
+        }
+        struct lconn *c = &g_conns[g_ol_next % (uint64_t)nc];
+        g_ol_next++;
+        if (at >= g_measure_from)
+            g_ol_sent_in++;
+        if (now - at > g_ol_max_lag)
+            g_ol_max_lag = now - at;
+        if (c->outstanding >= MAX_WINDOW) {
+            g_ol_skipped++;
+            continue;
+        }
+        const struct buf *r = next_request(c);
+        if ((rc = buf_append(&c->out, buf_head(r), buf_live(r))) != 0)
+            return rc;
+        c->sent[(c->head + c->outstanding) % MAX_WINDOW] = at;
+        c->outstanding++;
+        if ((rc = flush_out(c)) != 0)
+            return rc;
+    }
+    return 0;
 }
 
 static int connect_one(struct lconn *c)
@@ -377,6 +433,12 @@ static int run_loop(double until, bool (*done)(void))
         if (n < 0)
             return fail_errno("epoll_wait");
         for (int i = 0; i < n; i++) {
+            if (evs[i].data.ptr == &g_timer_tag) {
+                int rc = open_loop_tick();
+                if (rc != 0)
+                    return rc;
+                continue;
+            }
             struct lconn *c = evs[i].data.ptr;
             int rc = 0;
             if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
@@ -519,14 +581,36 @@ static int run_closed_loop(void)
     g_measure_from = start + g_opt.warmup;
     g_measure_to = g_measure_from + g_opt.duration;
     g_st.completed = g_st.seen = g_st.nsamples = g_st.resp_bytes = g_st.resp_count = 0;
-    for (int i = 0; i < g_nconns && rc == 0; i++) {
-        rc = fill_window(&g_conns[i], start);
-        if (rc == 0)
-            rc = flush_out(&g_conns[i]);
+    if (g_opt.rate > 0) {
+        /* Tick at the request interval, clamped to [50 us, 1 ms]. */
+        double tick = 1.0 / g_opt.rate;
+        tick = tick < 50e-6 ? 50e-6 : tick > 1e-3 ? 1e-3 : tick;
+        long ns = (long)(tick * 1e9);
+        g_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        struct itimerspec its = {.it_interval = {0, ns}, .it_value = {0, ns}};
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &g_timer_tag};
+        if (g_tfd < 0 || timerfd_settime(g_tfd, 0, &its, NULL) != 0 ||
+            epoll_ctl(g_epfd, EPOLL_CTL_ADD, g_tfd, &ev) != 0)
+            return fail_errno("timerfd");
+        g_ol_start = start;
+        g_ol_next = g_ol_sent_in = g_ol_skipped = 0;
+        g_ol_max_lag = 0;
+        rc = open_loop_tick();
+    } else {
+        for (int i = 0; i < g_nconns && rc == 0; i++) {
+            rc = fill_window(&g_conns[i], start);
+            if (rc == 0)
+                rc = flush_out(&g_conns[i]);
+        }
     }
     if (rc == 0)
         rc = run_loop(g_measure_to, NULL);
     g_sending = false;
+    if (g_tfd >= 0) {
+        (void)epoll_ctl(g_epfd, EPOLL_CTL_DEL, g_tfd, NULL);
+        close(g_tfd);
+        g_tfd = -1;
+    }
     if (rc == 0)
         rc = run_loop(now_s() + DRAIN_S, all_idle);
     if (rc != 0)
@@ -541,6 +625,9 @@ static int run_closed_loop(void)
         g_st.resp_count ? (double)g_st.resp_bytes / (double)g_st.resp_count : 0.0,
         (unsigned long long)g_st.notifies);
     print_latency("");
+    if (g_opt.rate > 0)
+        printf(" open_loop=1 target_rate=%.0f offered=%.0f skipped=%llu max_lag_us=%.1f", g_opt.rate,
+               (double)g_ol_sent_in / secs, (unsigned long long)g_ol_skipped, g_ol_max_lag * 1e6);
     printf("\n");
     for (int i = 0; tmpl && i < g_opt.conns; i++)
         buf_free(&tmpl[i]);
@@ -690,7 +777,9 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_load hb|route|list|hold|notify [-c conns] [-w window] [-d secs] [-W warmup]\n"
             "       [-n max_requests] [-g groups] [-G group_prefix] [-t topics] [-q group] [-m members]\n"
-            "       [-r repeats] [-i id_prefix] [-T setup_timeout] [-s group_sets] HOST:PORT\n");
+            "       [-r repeats] [-i id_prefix] [-T setup_timeout] [-s group_sets] [-R rate] HOST:PORT\n"
+            "  -R rate  open loop (hb|route|list): rate requests/s in total, round-robin over the\n"
+            "           connections on a timer regardless of replies (-w is then ignored)\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -737,6 +826,7 @@ static int parse_args(int argc, char **argv)
         case 'i': g_opt.id_prefix = v; break;
         case 'T': g_opt.setup_timeout = atof(v); break;
         case 's': g_opt.span = atoi(v); break;
+        case 'R': g_opt.rate = atof(v); break;
         default: return RMQ_EINVAL;
         }
     }
@@ -752,7 +842,8 @@ static int parse_args(int argc, char **argv)
     g_opt.port = (uint16_t)atoi(colon + 1);
     if (g_opt.conns < 1 || g_opt.conns >= MAX_CONNS || g_opt.members < 1 || g_opt.members >= MAX_CONNS ||
         g_opt.window < 1 || g_opt.window > MAX_WINDOW || g_opt.topics < 1 || g_opt.duration <= 0 ||
-        g_opt.duration > 600 || g_opt.groups < 0 || g_opt.repeats < 1 || g_opt.span < 1)
+        g_opt.duration > 600 || g_opt.groups < 0 || g_opt.repeats < 1 || g_opt.span < 1 || g_opt.rate < 0 ||
+        g_opt.rate > 1e7 || (g_opt.rate > 0 && (g_opt.mode == M_HOLD || g_opt.mode == M_NOTIFY)))
         return RMQ_EINVAL;
     return 0;
 }
