@@ -123,35 +123,29 @@ static void dispatch_frames(struct conn *c)
     }
 }
 
+/* Feeds received bytes and dispatches as it goes, so a frame-limit error
+ * fires before more is buffered. Non-zero stops reading. */
+static int feed(void *ctx, const uint8_t *p, size_t n)
+{
+    struct conn *c = ctx;
+    if (rmq_frame_decoder_feed(&c->dec, p, n) != 0) {
+        conn_close_async(c, "out of memory");
+        return RMQ_ENOMEM;
+    }
+    dispatch_frames(c);
+    return c->closing ? RMQ_ESTATE : 0;
+}
+
 static void on_readable(struct conn *c)
 {
-    size_t budget = READ_BUDGET;
-    while (!c->closing && budget > 0) {
-        uint8_t tmp[65536];
-        ssize_t n = read(c->fd, tmp, sizeof tmp);
-        if (n > 0) {
-            if (rmq_frame_decoder_feed(&c->dec, tmp, (size_t)n) != 0) {
-                conn_close_async(c, "out of memory");
-                return;
-            }
-            budget = (size_t)n > budget ? 0 : budget - (size_t)n;
-            /* Dispatch as we go so a frame limit error fires before buffering more. */
-            dispatch_frames(c);
-            continue;
-        }
-        if (n == 0) {
-            dispatch_frames(c);
-            conn_close_async(c, "peer closed the connection");
-            return;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return;
+    int rc = net_read_into(c->fd, READ_BUDGET, feed, c);
+    if (rc == 1) {
+        dispatch_frames(c);
+        conn_close_async(c, "peer closed the connection");
+    } else if (rc < 0 && rc != -EAGAIN && rc > RMQ_EAGAIN) {
         char why[96];
-        snprintf(why, sizeof why, "read error: %s", strerror(errno));
+        snprintf(why, sizeof why, "read error: %s", strerror(-rc));
         conn_close_async(c, why);
-        return;
     }
 }
 

@@ -72,6 +72,27 @@ int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out)
     return 0;
 }
 
+int net_read_into(int fd, size_t budget, int (*sink)(void *ctx, const uint8_t *p, size_t n), void *ctx)
+{
+    while (budget > 0) {
+        uint8_t tmp[65536];
+        ssize_t n = read(fd, tmp, sizeof tmp);
+        if (n > 0) {
+            budget = (size_t)n > budget ? 0 : budget - (size_t)n;
+            int rc = sink(ctx, tmp, (size_t)n);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
+        if (n == 0)
+            return 1;
+        if (errno == EINTR)
+            continue;
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
+    return 0;
+}
+
 int net_write_buf(int fd, struct buf *b)
 {
     while (buf_live(b) > 0) {

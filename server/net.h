@@ -19,6 +19,12 @@ int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out);
  * pending, or -errno. */
 int net_accept(int lfd, char *peer, size_t peerlen);
 
+/* Reads fd until it would block, budget bytes have been read, or sink
+ * returns non-zero, handing each chunk to sink. Returns -EAGAIN when the
+ * socket is drained, 0 when the budget is spent, 1 at end of stream,
+ * another -errno on a read error, or sink's own non-zero result. */
+int net_read_into(int fd, size_t budget, int (*sink)(void *ctx, const uint8_t *p, size_t n), void *ctx);
+
 /* Writes as much of b's live bytes to fd as the socket takes (consuming
  * them). 0 when b is drained, -EAGAIN when the socket is full, another
  * -errno on failure (-EPIPE for a zero-byte write). Never raises SIGPIPE. */

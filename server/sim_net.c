@@ -347,31 +347,26 @@ static void dispatch_frames(struct sim_conn *c)
     }
 }
 
+static int feed(void *ctx, const uint8_t *p, size_t n)
+{
+    struct sim_conn *c = ctx;
+    if (rmq_frame_decoder_feed(&c->dec, p, n) != 0) {
+        mark_broken(c, "out of memory");
+        return RMQ_ENOMEM;
+    }
+    dispatch_frames(c);
+    return c->broken ? RMQ_ESTATE : 0;
+}
+
 static void on_readable(struct sim_conn *c)
 {
-    size_t budget = READ_BUDGET;
-    while (!c->broken && budget > 0) {
-        uint8_t tmp[65536];
-        ssize_t n = recv(c->fd, tmp, sizeof tmp, 0);
-        if (n > 0) {
-            if (rmq_frame_decoder_feed(&c->dec, tmp, (size_t)n) != 0) {
-                mark_broken(c, "out of memory");
-                return;
-            }
-            budget = (size_t)n > budget ? 0 : budget - (size_t)n;
-            dispatch_frames(c);
-            continue;
-        }
-        if (n == 0) {
-            mark_broken(c, "peer closed the connection");
-            return;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            mark_broken(c, strerror(errno));
+    if (c->broken)
         return;
-    }
+    int rc = net_read_into(c->fd, READ_BUDGET, feed, c);
+    if (rc == 1)
+        mark_broken(c, "peer closed the connection");
+    else if (rc < 0 && rc != -EAGAIN && rc > RMQ_EAGAIN)
+        mark_broken(c, strerror(-rc));
 }
 
 /* Writes queued output: 0 when drained, RMQ_EAGAIN when the socket is full. */
