@@ -1,6 +1,8 @@
 /* err.c — descriptions for the error codes of err.h. Pure; any thread. */
 #include "err.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *rmq_strerror(int err)
@@ -21,4 +23,15 @@ const char *rmq_strerror(int err)
     if (err < 0 && err > -1000)
         return strerror(-err);
     return "unknown error";
+}
+
+int rmq_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

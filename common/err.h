@@ -20,6 +20,13 @@ enum rmq_err {
     RMQ_ESTATE = -1008, /* operation not valid in the current state */
 };
 
+#include <stddef.h>
+
+/* Formats a one-line reason into err[0..errlen) when err is non-NULL and
+ * errlen > 0, and returns code unchanged, so a failure path can be
+ * `return rmq_fail(err, errlen, RMQ_EPROTO, "field %s: ...", name);`. */
+int rmq_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Returns a static, human-readable description of an RMQ_E* or -errno code. */
 const char *rmq_strerror(int err);
 

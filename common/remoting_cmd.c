@@ -230,14 +230,3 @@ int32_t rmq_language_from_name(const char *name)
             return (int32_t)i;
     return RMQ_LANG_OTHER;
 }
-
-int rmq_codec_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}

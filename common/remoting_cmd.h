@@ -10,6 +10,8 @@
 #ifndef RMQ_REMOTING_CMD_H
 #define RMQ_REMOTING_CMD_H
 
+#include "err.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +40,7 @@ struct rmq_cmd {
     int32_t version;
     int32_t opaque;
     int32_t flag;
-    char *remark;     /* owned, NULL when absent */
+    char *remark;        /* owned, NULL when absent */
     struct rmq_ext *ext; /* owned array */
     size_t ext_len, ext_cap;
     uint8_t serialize_type; /* RMQ_SERIALIZE_* of the frame it came in / goes out in */
@@ -50,8 +52,14 @@ void rmq_cmd_init(struct rmq_cmd *c);
 /* Frees everything the command owns and re-initialises it. Accepts NULL. */
 void rmq_cmd_clear(struct rmq_cmd *c);
 
-static inline bool rmq_cmd_is_response(const struct rmq_cmd *c) { return (c->flag & RMQ_FLAG_RESPONSE) != 0; }
-static inline bool rmq_cmd_is_oneway(const struct rmq_cmd *c) { return (c->flag & RMQ_FLAG_ONEWAY) != 0; }
+static inline bool rmq_cmd_is_response(const struct rmq_cmd *c)
+{
+    return (c->flag & RMQ_FLAG_RESPONSE) != 0;
+}
+static inline bool rmq_cmd_is_oneway(const struct rmq_cmd *c)
+{
+    return (c->flag & RMQ_FLAG_ONEWAY) != 0;
+}
 
 /* Sets key=val (both copied); replaces an existing key (last one wins). */
 int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val);
@@ -90,10 +98,5 @@ int32_t rmq_language_from_name(const char *name);
 /* Strict decimal int64 (optional sign, digits only, no spaces, no overflow),
  * the shape Java's Long.parseLong accepts. 0 or RMQ_EINVAL. */
 int rmq_parse_i64(const char *s, int64_t *out);
-
-/* Shared by the codec's decoders: formats a one-line reason into
- * err[0..errlen) when err is non-NULL, and returns code unchanged. */
-int rmq_codec_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -62,10 +62,10 @@ static int check_frame(const uint8_t *p, size_t avail, size_t max_frame, size_t 
         return RMQ_EAGAIN;
     int32_t total = (int32_t)load_be32(p);
     if (total < FRAME_HEADER_WORD)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "frame: total_length %d is below 4", (int)total);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "frame: total_length %d is below 4", (int)total);
     /* PROTOCOL: the limit counts the prefix too, like Netty's max frame. */
     if ((size_t)total + FRAME_PREFIX > max_frame)
-        return rmq_codec_fail(err, errlen, RMQ_E2BIG, "frame: %zu bytes is over the %zu-byte limit",
+        return rmq_fail(err, errlen, RMQ_E2BIG, "frame: %zu bytes is over the %zu-byte limit",
                               (size_t)total + FRAME_PREFIX, max_frame);
     if (avail < FRAME_PREFIX + FRAME_HEADER_WORD)
         return RMQ_EAGAIN;
@@ -73,9 +73,9 @@ static int check_frame(const uint8_t *p, size_t avail, size_t max_frame, size_t 
     unsigned type = word >> 24;
     size_t hlen = word & 0xFFFFFFu;
     if (type != RMQ_SERIALIZE_JSON && type != RMQ_SERIALIZE_ROCKETMQ)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "frame: unknown serialize type %u", type);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "frame: unknown serialize type %u", type);
     if (hlen > (size_t)total - FRAME_HEADER_WORD)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "frame: header length %zu exceeds total_length %d",
+        return rmq_fail(err, errlen, RMQ_EPROTO, "frame: header length %zu exceeds total_length %d",
                               hlen, (int)total);
     if (avail - FRAME_PREFIX < (size_t)total)
         return RMQ_EAGAIN;
@@ -97,7 +97,7 @@ static int decode_checked(const uint8_t *p, size_t frame_len, struct rmq_cmd *cm
         return rc;
     if (rmq_cmd_set_body_copy(cmd, hdr + hlen, body_len)) {
         rmq_cmd_clear(cmd);
-        return rmq_codec_fail(err, errlen, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
     }
     return RMQ_OK;
 }

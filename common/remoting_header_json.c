@@ -28,10 +28,10 @@ static int get_int32(const json_t *root, const char *key, int32_t *out, char *er
     if (!v || json_is_null(v))
         return RMQ_OK;
     if (!json_is_integer(v))
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header.%s: expected an integer", key);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header.%s: expected an integer", key);
     json_int_t n = json_integer_value(v);
     if (n < INT32_MIN || n > INT32_MAX)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO,
+        return rmq_fail(err, errlen, RMQ_EPROTO,
                               "header.%s: %" JSON_INTEGER_FORMAT " out of int32 range", key, n);
     *out = (int32_t)n;
     return RMQ_OK;
@@ -53,7 +53,7 @@ static int get_language(const json_t *root, int32_t *out, char *err, size_t errl
         *out = (n >= 0 && n <= 255) ? (int32_t)n : RMQ_LANG_OTHER;
         return RMQ_OK;
     }
-    return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header.language: expected a string");
+    return rmq_fail(err, errlen, RMQ_EPROTO, "header.language: expected a string");
 }
 
 /* jansson keeps only the double of a real, so the text is rebuilt as the
@@ -85,10 +85,10 @@ static int add_ext_value(struct rmq_cmd *cmd, const char *key, const json_t *v, 
     case JSON_OBJECT:
     case JSON_ARRAY:
     default:
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header.extFields.%s: nested value not allowed", key);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header.extFields.%s: nested value not allowed", key);
     }
     int rc = rmq_cmd_ext_set(cmd, key, text);
-    return rc == RMQ_ENOMEM ? rmq_codec_fail(err, errlen, rc, "out of memory") : rc;
+    return rc == RMQ_ENOMEM ? rmq_fail(err, errlen, rc, "out of memory") : rc;
 }
 
 static int get_ext_fields(const json_t *root, struct rmq_cmd *cmd, char *err, size_t errlen)
@@ -97,7 +97,7 @@ static int get_ext_fields(const json_t *root, struct rmq_cmd *cmd, char *err, si
     if (!ext || json_is_null(ext))
         return RMQ_OK;
     if (!json_is_object(ext))
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header.extFields: expected an object");
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header.extFields: expected an object");
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)ext, key, v)
@@ -115,13 +115,13 @@ static int get_remark(const json_t *root, struct rmq_cmd *cmd, char *err, size_t
     if (!v || json_is_null(v))
         return RMQ_OK;
     if (!json_is_string(v))
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header.remark: expected a string");
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header.remark: expected a string");
     /* Go and C++ send "" for "no remark"; the binary codec reads a zero
      * length as null, so both encodings agree on NULL. */
     if (json_string_length(v) == 0)
         return RMQ_OK;
     if (rmq_cmd_set_remark(cmd, json_string_value(v)))
-        return rmq_codec_fail(err, errlen, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
     return RMQ_OK;
 }
 
@@ -146,7 +146,7 @@ int rmq_header_json_decode(const uint8_t *p, size_t len, struct rmq_cmd *cmd, ch
 {
     int rc = rmq_header_json_decode_fast(p, len, cmd);
     if (rc == RMQ_ENOMEM)
-        return rmq_codec_fail(err, errlen, rc, "out of memory");
+        return rmq_fail(err, errlen, rc, "out of memory");
     if (rc != RMQ_EAGAIN)
         return rc;
     return rmq_header_json_decode_full(p, len, cmd, err, errlen);

@@ -38,14 +38,14 @@ static uint16_t load_be16(const uint8_t *p)
 static int read_len(struct rd *r, int width, size_t *out, const char *what, char *err, size_t errlen)
 {
     if (r->left < (size_t)width)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header: truncated before %s length", what);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header: truncated before %s length", what);
     int32_t n = width == 2 ? (int16_t)load_be16(r->p) : (int32_t)load_be32(r->p);
     r->p += width;
     r->left -= (size_t)width;
     if (n < 0)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header: negative %s length %d", what, (int)n);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header: negative %s length %d", what, (int)n);
     if ((size_t)n > r->left)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header: %s length %d exceeds the %zu bytes left",
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header: %s length %d exceeds the %zu bytes left",
                               what, (int)n, r->left);
     *out = (size_t)n;
     return RMQ_OK;
@@ -56,10 +56,10 @@ static int read_len(struct rd *r, int width, size_t *out, const char *what, char
 static int take_str(struct rd *r, size_t n, char **out, const char *what, char *err, size_t errlen)
 {
     if (memchr(r->p, 0, n))
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "header: NUL byte inside %s", what);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header: NUL byte inside %s", what);
     *out = rmq_strndup((const char *)r->p, n);
     if (!*out)
-        return rmq_codec_fail(err, errlen, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
     r->p += n;
     r->left -= n;
     return RMQ_OK;
@@ -79,7 +79,7 @@ static int read_entry(struct rd *r, struct rmq_cmd *cmd, char *err, size_t errle
         goto out;
     rc = rmq_cmd_ext_set(cmd, key, val);
     if (rc)
-        rc = rmq_codec_fail(err, errlen, rc, "out of memory");
+        rc = rmq_fail(err, errlen, rc, "out of memory");
 out:
     rmq_free(val);
     rmq_free(key);
@@ -113,7 +113,7 @@ int rmq_header_rmq_decode(const uint8_t *p, size_t len, struct rmq_cmd *cmd, cha
 {
     /* The two length words of the fixed part are checked as they are read. */
     if (len < RMQ_HEADER_FIXED - 8)
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO,
+        return rmq_fail(err, errlen, RMQ_EPROTO,
                               "header: %zu bytes, shorter than the binary header's %d-byte fixed part", len,
                               RMQ_HEADER_FIXED);
     cmd->code = (int16_t)load_be16(p);

@@ -58,12 +58,12 @@ struct perr {
 
 static int bad_field(const struct perr *pe, const char *path, const char *key, const char *what)
 {
-    return rmq_codec_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s%s%s: %s", path, *path ? "." : "", key, what);
+    return rmq_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s%s%s: %s", path, *path ? "." : "", key, what);
 }
 
 static int no_memory(const struct perr *pe)
 {
-    return rmq_codec_fail(pe->err, pe->errlen, RMQ_ENOMEM, "out of memory");
+    return rmq_fail(pe->err, pe->errlen, RMQ_ENOMEM, "out of memory");
 }
 
 static const json_t *member(const json_t *obj, const char *key)
@@ -200,13 +200,13 @@ int rmq_json_load_object(const uint8_t *p, size_t len, const char *what, json_t 
     *out = NULL;
     if (!root) {
         if (out_of_memory(&jerr))
-            return rmq_codec_fail(err, errlen, RMQ_ENOMEM, "out of memory");
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "%s: invalid JSON at %d:%d: %s", what, jerr.line,
+            return rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, errlen, RMQ_EPROTO, "%s: invalid JSON at %d:%d: %s", what, jerr.line,
                               jerr.column, jerr.text);
     }
     if (!json_is_object(root)) {
         json_decref(root);
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "%s: expected a JSON object", what);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "%s: expected a JSON object", what);
     }
     *out = root;
     return RMQ_OK;
@@ -251,7 +251,7 @@ static int parse_subscription(const json_t *o, const char *path, struct rmq_subs
                               const struct perr *pe)
 {
     if (!json_is_object(o))
-        return rmq_codec_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
+        return rmq_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
     const json_t *tags, *codes;
     int rc;
     if ((rc = read_required_str(o, "topic", path, &s->topic, pe)) ||
@@ -271,7 +271,7 @@ static int parse_consumer(const json_t *o, const char *path, struct rmq_consumer
                           const struct perr *pe)
 {
     if (!json_is_object(o))
-        return rmq_codec_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
+        return rmq_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
     /* Defaults for fields C++ leaves out: a push consumer in a cluster. */
     c->consume_type = RMQ_CONSUME_PASSIVELY;
     c->message_model = RMQ_MODEL_CLUSTERING;
@@ -327,7 +327,7 @@ static int parse_producers(const json_t *root, struct rmq_heartbeat *hb, const s
         const json_t *o = json_array_get(arr, i);
         snprintf(path, sizeof path, "producerDataSet[%zu]", i);
         if (!json_is_object(o))
-            return rmq_codec_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
+            return rmq_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
         if ((rc = read_required_str(o, "groupName", path, &hb->producer_groups[i], pe)))
             return rc;
     }
@@ -426,7 +426,7 @@ fail:
 static int parse_mq(const json_t *o, const char *path, struct rmq_mq *mq, const struct perr *pe)
 {
     if (!json_is_object(o))
-        return rmq_codec_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
+        return rmq_fail(pe->err, pe->errlen, RMQ_EPROTO, "%s: expected an object", path);
     int64_t qid = -1;
     int rc;
     if ((rc = read_required_str(o, "topic", path, &mq->topic, pe)) ||

@@ -117,7 +117,7 @@ static int quote_bare_keys(const uint8_t *p, size_t len, struct buf *out)
 
 static int fail(char *err, size_t errlen, const char *what)
 {
-    return rmq_codec_fail(err, errlen, RMQ_EPROTO, "route: %s", what);
+    return rmq_fail(err, errlen, RMQ_EPROTO, "route: %s", what);
 }
 
 /* brokerAddrs {id: addr}: addresses in ascending id order, master = id 0. */
@@ -314,14 +314,14 @@ int sim_consumer_list_parse(const uint8_t *body, size_t len, char ***ids, size_t
     size_t cnt = json_array_size(arr);
     if (!json_is_array(arr) || cnt > SIM_BODY_MAX_IDS) {
         json_decref(root);
-        return rmq_codec_fail(err, errlen, RMQ_EPROTO, "consumer list: consumerIdList missing or too long");
+        return rmq_fail(err, errlen, RMQ_EPROTO, "consumer list: consumerIdList missing or too long");
     }
     char **out = rmq_calloc(cnt ? cnt : 1, sizeof *out);
     rc = out ? RMQ_OK : RMQ_ENOMEM;
     for (size_t i = 0; !rc && i < cnt; i++) {
         const json_t *v = json_array_get(arr, i);
         if (!json_is_string(v))
-            rc = rmq_codec_fail(err, errlen, RMQ_EPROTO, "consumer list: entry %zu is not a string", i);
+            rc = rmq_fail(err, errlen, RMQ_EPROTO, "consumer list: entry %zu is not a string", i);
         else if (!(out[i] = rmq_strdup(json_string_value(v))))
             rc = RMQ_ENOMEM;
     }

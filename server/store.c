@@ -160,17 +160,6 @@ struct store {
     char errbuf[256];
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Maps a (extended) SQLite result code to an RMQ_E* code: constraint
  * failures are the caller's input, everything else is storage trouble. */
 static int map_rc(int rc)
@@ -460,12 +449,12 @@ static int create_file(const char *path, char *err, size_t errlen)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0) {
         int e = errno;
-        set_err(err, errlen, "open %s: %s", path, strerror(e));
+        (void)rmq_fail(err, errlen, RMQ_OK, "open %s: %s", path, strerror(e));
         return -e;
     }
     if (close(fd) != 0 && errno != EINTR) {
         int e = errno;
-        set_err(err, errlen, "close %s: %s", path, strerror(e));
+        (void)rmq_fail(err, errlen, RMQ_OK, "close %s: %s", path, strerror(e));
         return -e;
     }
     return 0;
@@ -474,7 +463,7 @@ static int create_file(const char *path, char *err, size_t errlen)
 int store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
     if (!out || !path) {
-        set_err(err, errlen, "store_open: %s", rmq_strerror(RMQ_EINVAL));
+        (void)rmq_fail(err, errlen, RMQ_OK, "store_open: %s", rmq_strerror(RMQ_EINVAL));
         return RMQ_EINVAL;
     }
     *out = NULL;
@@ -483,7 +472,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
         return e;
     struct store *s = rmq_calloc(1, sizeof *s);
     if (!s) {
-        set_err(err, errlen, "store_open: %s", rmq_strerror(RMQ_ENOMEM));
+        (void)rmq_fail(err, errlen, RMQ_OK, "store_open: %s", rmq_strerror(RMQ_ENOMEM));
         return RMQ_ENOMEM;
     }
     int rc = sqlite3_open_v2(path, &s->db,
@@ -511,7 +500,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
     *out = s;
     return 0;
 fail:
-    set_err(err, errlen, "%s", s->errbuf);
+    (void)rmq_fail(err, errlen, RMQ_OK, "%s", s->errbuf);
     destroy(s);
     return e;
 }

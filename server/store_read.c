@@ -18,7 +18,6 @@
 #include "mem.h"
 
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,20 +39,10 @@ struct store_reader {
     sqlite3_stmt *extra[RX_COUNT];
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int sqlite_err(sqlite3 *db, int rc, const char *what, char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s: %s (%d)", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), rc);
+    (void)rmq_fail(err, errlen, RMQ_OK, "%s: %s (%d)", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
+                   rc);
     return (rc & 0xff) == SQLITE_NOMEM ? RMQ_ENOMEM : RMQ_EIO;
 }
 
@@ -77,17 +66,17 @@ void store_reader_close(struct store_reader *r)
 int store_reader_open(const char *path, struct store_reader **out, char *err, size_t errlen)
 {
     if (!out || !path) {
-        set_err(err, errlen, "store_reader_open: %s", rmq_strerror(RMQ_EINVAL));
+        (void)rmq_fail(err, errlen, RMQ_OK, "store_reader_open: %s", rmq_strerror(RMQ_EINVAL));
         return RMQ_EINVAL;
     }
     *out = NULL;
     if (sqlite3_threadsafe() == 0) { /* NOMUTEX below relies on a thread-capable build */
-        set_err(err, errlen, "store_reader_open: SQLite was built without thread support");
+        (void)rmq_fail(err, errlen, RMQ_OK, "store_reader_open: SQLite was built without thread support");
         return RMQ_EIO;
     }
     struct store_reader *r = rmq_calloc(1, sizeof *r);
     if (!r) {
-        set_err(err, errlen, "store_reader_open: %s", rmq_strerror(RMQ_ENOMEM));
+        (void)rmq_fail(err, errlen, RMQ_OK, "store_reader_open: %s", rmq_strerror(RMQ_ENOMEM));
         return RMQ_ENOMEM;
     }
     int e = 0;
@@ -264,7 +253,7 @@ static int collect_events(struct store_reader *r, sqlite3_stmt *st, json_t *even
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (json_array_append_new(events, event_row(st)) != 0) {
-            set_err(err, errlen, "events: %s", rmq_strerror(RMQ_ENOMEM));
+            (void)rmq_fail(err, errlen, RMQ_OK, "events: %s", rmq_strerror(RMQ_ENOMEM));
             return RMQ_ENOMEM;
         }
         *next = sqlite3_column_int64(st, 0);
@@ -279,7 +268,7 @@ json_t *store_reader_events(struct store_reader *r, const char *group, int64_t s
                             size_t errlen)
 {
     if (!r) {
-        set_err(err, errlen, "events: %s", rmq_strerror(RMQ_EINVAL));
+        (void)rmq_fail(err, errlen, RMQ_OK, "events: %s", rmq_strerror(RMQ_EINVAL));
         return NULL;
     }
     if (since_id < 0)
@@ -320,7 +309,7 @@ json_t *store_reader_events(struct store_reader *r, const char *group, int64_t s
     }
     if (e) {
         if (e == RMQ_ENOMEM)
-            set_err(err, errlen, "events: %s", rmq_strerror(RMQ_ENOMEM));
+            (void)rmq_fail(err, errlen, RMQ_OK, "events: %s", rmq_strerror(RMQ_ENOMEM));
         json_decref(events);
         json_decref(out);
         return NULL;
@@ -346,7 +335,7 @@ static const char *const extra_sql[RX_COUNT] = {
 static sqlite3_stmt *extra_stmt(struct store_reader *r, enum reader_extra i, char *err, size_t errlen)
 {
     if (!r) {
-        set_err(err, errlen, "store reader: %s", rmq_strerror(RMQ_EINVAL));
+        (void)rmq_fail(err, errlen, RMQ_OK, "store reader: %s", rmq_strerror(RMQ_EINVAL));
         return NULL;
     }
     if (!r->extra[i]) {
@@ -412,7 +401,7 @@ json_t *store_reader_group_history(struct store_reader *r, const char *group, in
         e = RMQ_ENOMEM;
     json_decref(events);
     if (e == RMQ_ENOMEM)
-        set_err(err, errlen, "history: %s", rmq_strerror(RMQ_ENOMEM));
+        (void)rmq_fail(err, errlen, RMQ_OK, "history: %s", rmq_strerror(RMQ_ENOMEM));
     return e ? NULL : out;
 }
 
@@ -436,7 +425,7 @@ json_t *store_reader_members_at(struct store_reader *r, const char *group, int64
                                   (json_int_t)sqlite3_column_int64(st, 1))
                       : NULL;
         if (!out)
-            set_err(err, errlen, "members at: %s", rmq_strerror(RMQ_ENOMEM));
+            (void)rmq_fail(err, errlen, RMQ_OK, "members at: %s", rmq_strerror(RMQ_ENOMEM));
     } else if (rc == SQLITE_DONE) {
         out = json_pack("{s:[],s:n,s:n}", "members", "eventId", "eventTs");
     } else {
@@ -466,7 +455,7 @@ json_t *store_reader_client(struct store_reader *r, const char *client_id, char 
             out = NULL;
         }
         if (!out)
-            set_err(err, errlen, "client: %s", rmq_strerror(RMQ_ENOMEM));
+            (void)rmq_fail(err, errlen, RMQ_OK, "client: %s", rmq_strerror(RMQ_ENOMEM));
     } else if (rc == SQLITE_DONE) {
         out = json_null();
     } else {

@@ -252,9 +252,9 @@ static void test_codec_fail_formats(void **state)
 {
     (void)state;
     char err[16];
-    assert_int_equal(rmq_codec_fail(err, sizeof err, RMQ_EPROTO, "field %s bad", "abcdefghijkl"), RMQ_EPROTO);
+    assert_int_equal(rmq_fail(err, sizeof err, RMQ_EPROTO, "field %s bad", "abcdefghijkl"), RMQ_EPROTO);
     assert_int_equal(strlen(err), sizeof err - 1);
-    assert_int_equal(rmq_codec_fail(NULL, 0, RMQ_ENOMEM, "x"), RMQ_ENOMEM);
+    assert_int_equal(rmq_fail(NULL, 0, RMQ_ENOMEM, "x"), RMQ_ENOMEM);
 }
 
 int main(void)
