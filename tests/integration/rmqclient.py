@@ -11,7 +11,9 @@ import socket
 import struct
 import subprocess
 import tempfile
+import sys
 import time
+import unittest
 import urllib.error
 import urllib.request
 
@@ -288,3 +290,25 @@ class Daemon:
                 return r.status, json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
+
+
+class DaemonCase(unittest.TestCase):
+    """A test case with its own daemon (started with the class's `extra`
+    flags) whose connections opened through it are closed afterwards, and
+    which fails when the daemon died or did not shut down cleanly."""
+
+    extra = ()
+
+    def setUp(self):
+        self.d = Daemon(*self.extra)
+        self.conns = []
+
+    def tearDown(self):
+        for c in self.conns:
+            c.close()
+        alive = self.d.alive()
+        rc = self.d.stop()
+        if not alive or rc not in (0, None):
+            print(self.d.logtext(), file=sys.stderr)
+        self.assertTrue(alive, "daemon died during the test")
+        self.assertEqual(rc, 0, "daemon did not shut down cleanly")

@@ -13,7 +13,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, heartbeat_body  # noqa: E402
+from rmqclient import Daemon, DaemonCase, heartbeat_body  # noqa: E402
 
 HB, UNREG, NOTIFY = 34, 35, 40
 ROUTES_C = os.path.join(os.path.dirname(__file__), "..", "..", "server", "api_routes.c")
@@ -63,22 +63,8 @@ def enc(name):
     return urllib.parse.quote(name, safe="")
 
 
-class AdminTest(unittest.TestCase):
+class AdminTest(DaemonCase):
     extra = ("--expiry-scan-ms", "100")
-
-    def setUp(self):
-        self.d = Daemon(*self.extra)
-        self.conns = []
-
-    def tearDown(self):
-        for c in self.conns:
-            c.close()
-        alive = self.d.alive()
-        rc = self.d.stop()
-        if not alive or rc not in (0, None):
-            print(self.d.logtext(), file=sys.stderr)
-        self.assertTrue(alive, "daemon died during the test")
-        self.assertEqual(rc, 0, "daemon did not shut down cleanly")
 
     def get(self, path, status=200, **kw):
         st, _, body = http(self.d, "GET", path, **kw)

@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body  # noqa: E402,F401
+from rmqclient import Conn, Daemon, DaemonCase, encode_header_json, frame, heartbeat_body  # noqa: E402,F401
 
 HB, UNREG, LIST, ROUTE, NOTIFY = 34, 35, 38, 105, 40
 QUERY_OFF, UPDATE_OFF, MAX_OFF, PULL, LOCK, UNLOCK = 14, 15, 30, 11, 41, 42
@@ -25,22 +25,8 @@ def consumer_list(conn, group):
     return sorted(r.json()["consumerIdList"])
 
 
-class DaemonTest(unittest.TestCase):
+class DaemonTest(DaemonCase):
     extra = ("--channel-expiry-ms", "1500", "--expiry-scan-ms", "100", "--pull-hold-max-ms", "15000")
-
-    def setUp(self):
-        self.d = Daemon(*self.extra)
-        self.conns = []
-
-    def tearDown(self):
-        for c in self.conns:
-            c.close()
-        alive = self.d.alive()
-        rc = self.d.stop()
-        if not alive or rc not in (0, None):
-            print(self.d.logtext(), file=sys.stderr)
-        self.assertTrue(alive, "daemon died during the test")
-        self.assertEqual(rc, 0, "daemon did not shut down cleanly")
 
     def conn(self):
         c = self.d.connect()
