@@ -217,6 +217,7 @@ static void set_defaults(struct config *cfg)
     cfg->pull_hold_max_ms = 15000;
     cfg->lock_expiry_ms = 60000;
     cfg->max_connections = 10000;
+    /* The same values as REGISTRY_LIMITS_DEFAULT, which replay applies. */
     cfg->max_groups_per_client = 256;
     cfg->max_subscriptions = 256;
     cfg->max_client_id_bytes = 255;

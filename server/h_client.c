@@ -12,40 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Rejects what the limits (config.h) or the store cannot carry. */
-static int check_limits(const struct config *cfg, const struct rmq_heartbeat *hb, char *why, size_t len)
-{
-    if ((int64_t)strlen(hb->client_id) > cfg->max_client_id_bytes) {
-        snprintf(why, len, "bad heartbeat body: clientID longer than %lld bytes (--max-client-id-bytes)",
-                 (long long)cfg->max_client_id_bytes);
-        return RMQ_E2BIG;
-    }
-    if ((int64_t)hb->nconsumers > cfg->max_groups_per_client) {
-        snprintf(why, len, "heartbeat names %zu consumer groups, more than --max-groups-per-client %lld",
-                 hb->nconsumers, (long long)cfg->max_groups_per_client);
-        return RMQ_E2BIG;
-    }
-    for (size_t i = 0; i < hb->nconsumers; i++) {
-        const struct rmq_consumer_data *cd = &hb->consumers[i];
-        if (!topics_name_ok(cd->group)) {
-            snprintf(why, len, "bad heartbeat body: consumer group name must be 1 to 255 printable bytes");
-            return RMQ_EINVAL;
-        }
-        if ((int64_t)cd->nsubs > cfg->max_subscriptions) {
-            snprintf(why, len, "group %s subscribes %zu topics, more than --max-subscriptions %lld",
-                     cd->group, cd->nsubs, (long long)cfg->max_subscriptions);
-            return RMQ_E2BIG;
-        }
-        for (size_t k = 0; k < cd->nsubs; k++) {
-            if (!topics_name_ok(cd->subs[k].topic)) {
-                snprintf(why, len, "bad heartbeat body: topic names must be 1 to 255 printable bytes");
-                return RMQ_EINVAL;
-            }
-        }
-    }
-    return RMQ_OK;
-}
-
 /* Replies SUCCESS with the heartbeat v2 fields (PROTOCOL: §2.2.2). */
 static void reply_heartbeat(struct server *s, struct conn *c, const struct rmq_cmd *req, bool sub_change)
 {
@@ -93,7 +59,9 @@ void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req)
         rmq_heartbeat_clear(&hb);
         return;
     }
-    if (check_limits(s->cfg, &hb, remark, sizeof remark) != 0) {
+    struct registry_limits lim = {s->cfg->max_client_id_bytes, s->cfg->max_groups_per_client,
+                                  s->cfg->max_subscriptions};
+    if (registry_heartbeat_check(&hb, &lim, remark, sizeof remark) != 0) {
         server_reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
         rmq_heartbeat_clear(&hb);
         return;

@@ -3,7 +3,9 @@
 
 #include "err.h"
 #include "mem.h"
+#include "topics.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *reg_leave_reason_name(enum reg_leave_reason r)
@@ -434,4 +436,38 @@ apply:
     }
     rmq_free(todo);
     return n;
+}
+
+int registry_heartbeat_check(const struct rmq_heartbeat *hb, const struct registry_limits *lim, char *why,
+                             size_t len)
+{
+    if ((int64_t)strlen(hb->client_id) > lim->max_client_id_bytes) {
+        snprintf(why, len, "bad heartbeat body: clientID longer than %lld bytes (--max-client-id-bytes)",
+                 (long long)lim->max_client_id_bytes);
+        return RMQ_E2BIG;
+    }
+    if ((int64_t)hb->nconsumers > lim->max_groups_per_client) {
+        snprintf(why, len, "heartbeat names %zu consumer groups, more than --max-groups-per-client %lld",
+                 hb->nconsumers, (long long)lim->max_groups_per_client);
+        return RMQ_E2BIG;
+    }
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        const struct rmq_consumer_data *cd = &hb->consumers[i];
+        if (!topics_name_ok(cd->group)) {
+            snprintf(why, len, "bad heartbeat body: consumer group name must be 1 to 255 printable bytes");
+            return RMQ_EINVAL;
+        }
+        if ((int64_t)cd->nsubs > lim->max_subscriptions) {
+            snprintf(why, len, "group %s subscribes %zu topics, more than --max-subscriptions %lld",
+                     cd->group, cd->nsubs, (long long)lim->max_subscriptions);
+            return RMQ_E2BIG;
+        }
+        for (size_t k = 0; k < cd->nsubs; k++) {
+            if (!topics_name_ok(cd->subs[k].topic)) {
+                snprintf(why, len, "bad heartbeat body: topic names must be 1 to 255 printable bytes");
+                return RMQ_EINVAL;
+            }
+        }
+    }
+    return RMQ_OK;
 }

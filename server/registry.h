@@ -105,6 +105,23 @@ int registry_mark_known(struct registry *r, const char *name);
 struct registry_hb_result {
     bool sub_change; /* IS_SUB_CHANGE for the reply */
 };
+/* What one heartbeat may carry (the daemon's --max-* flags; replay uses the
+ * defaults, REGISTRY_LIMITS_DEFAULT). */
+struct registry_limits {
+    int64_t max_client_id_bytes;
+    int64_t max_groups_per_client;
+    int64_t max_subscriptions;
+};
+#define REGISTRY_LIMITS_DEFAULT                                                                              \
+    {                                                                                                        \
+        255, 256, 256                                                                                        \
+    }
+/* Whether hb may be applied: within lim, and with group and topic names the
+ * store and routes can carry. 0, or RMQ_E2BIG / RMQ_EINVAL with a remark
+ * naming the limit in why. */
+int registry_heartbeat_check(const struct rmq_heartbeat *hb, const struct registry_limits *lim, char *why,
+                             size_t len);
+
 /* Applies a parsed heartbeat arriving on channel id. body/len (may be NULL)
  * are its raw bytes, remembered for registry_heartbeat_repeat. 0 or
  * RMQ_ENOMEM. */

@@ -14,12 +14,12 @@
 #include <string.h>
 
 /* As h_client.c check_groups: the daemon refuses the whole heartbeat. */
+/* The daemon's own acceptance rule, at its default limits. */
 static bool heartbeat_acceptable(const struct rmq_heartbeat *hb)
 {
-    for (size_t i = 0; i < hb->nconsumers; i++)
-        if (!topics_name_ok(hb->consumers[i].group))
-            return false;
-    return strlen(hb->client_id) <= 255;
+    static const struct registry_limits lim = REGISTRY_LIMITS_DEFAULT;
+    char why[160];
+    return registry_heartbeat_check(hb, &lim, why, sizeof why) == 0;
 }
 
 static struct rp_conn *open_conn(struct replay *rp, uint64_t id, const char *broker)
@@ -113,10 +113,10 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
     struct registry_hb_result res;
     const uint8_t *raw = (const uint8_t *)ev->body;
     /* The daemon's steady-state shortcut, so replay pays for a parse only when the body changes. */
-    if (!registry_heartbeat_repeat(&c->view->reg, c->id, ev->language, ev->cmd_version, raw, ev->body_len, rp->now,
-                                   &res)) {
-        rc = registry_heartbeat(&c->view->reg, c->id, ev->language, ev->cmd_version, &c->hb, raw, ev->body_len,
-                                rp->now, &res);
+    if (!registry_heartbeat_repeat(&c->view->reg, c->id, ev->language, ev->cmd_version, raw, ev->body_len,
+                                   rp->now, &res)) {
+        rc = registry_heartbeat(&c->view->reg, c->id, ev->language, ev->cmd_version, &c->hb, raw,
+                                ev->body_len, rp->now, &res);
         if (rc != 0)
             return rc;
     }
