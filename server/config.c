@@ -23,6 +23,7 @@ enum {
     OPT_STORE,
     OPT_EXPIRY,
     OPT_EXPIRY_SCAN,
+    OPT_SYNC_INTERVAL,
     OPT_NOTIFY_EXPIRY,
     OPT_AUTO_CREATE,
     OPT_MAX_FRAME,
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
     {"channel-expiry-ms", required_argument, NULL, OPT_EXPIRY},
     {"expiry-scan-ms", required_argument, NULL, OPT_EXPIRY_SCAN},
+    {"sync-interval-ms", required_argument, NULL, OPT_SYNC_INTERVAL},
     {"notify-on-expiry", required_argument, NULL, OPT_NOTIFY_EXPIRY},
     {"auto-create-queues", required_argument, NULL, OPT_AUTO_CREATE},
     {"max-frame-bytes", required_argument, NULL, OPT_MAX_FRAME},
@@ -99,6 +101,9 @@ void config_print_help(void)
         "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
         "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080)\n"
         "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
+        "  --sync-interval-ms N       history and heartbeat times are fsynced in the background at least\n"
+        "                             every N ms; acknowledged facts always before the reply (default\n"
+        "                             1000; 0 = fsync every commit on the loop)\n"
         "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms (default "
         "120000)\n"
         "  --expiry-scan-ms N         how often expiry is checked (default 1000)\n"
@@ -210,6 +215,7 @@ static void set_defaults(struct config *cfg)
     strcpy(cfg->store_path, "rmqcoord.db");
     cfg->channel_expiry_ms = 120000;
     cfg->expiry_scan_ms = 1000;
+    cfg->sync_interval_ms = 1000;
     cfg->notify_on_expiry = true;
     cfg->auto_create_queues = 8;
     cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
@@ -261,6 +267,7 @@ struct num_flag {
 static const struct num_flag num_flags[] = {
     NUM_FLAG(OPT_EXPIRY, "channel-expiry-ms", 1, INT64_C(1) << 40, channel_expiry_ms),
     NUM_FLAG(OPT_EXPIRY_SCAN, "expiry-scan-ms", 1, 3600000, expiry_scan_ms),
+    NUM_FLAG(OPT_SYNC_INTERVAL, "sync-interval-ms", 0, 3600000, sync_interval_ms),
     NUM_FLAG(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues),
     NUM_FLAG(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes),
     NUM_FLAG(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output),

@@ -37,6 +37,7 @@ struct config {
     char store_path[4096];
     int64_t channel_expiry_ms;
     int64_t expiry_scan_ms;
+    int64_t sync_interval_ms; /* 0 = every commit fsynced on the loop */
     bool notify_on_expiry;
     int auto_create_queues; /* 0 = auto-create off */
     size_t max_frame_bytes;

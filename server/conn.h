@@ -2,7 +2,9 @@
  *
  * A conn_set owns every connection: it reads and decodes frames (handing
  * each to on_frame), queues encoded replies in a per-connection output
- * buffer, writes them in conn_set_flush (called before the loop sleeps),
+ * buffer, writes them right after that connection's frames are dispatched
+ * (unless the owner set hold_output) or else in conn_set_flush (called
+ * before the loop sleeps),
  * arms writability only while bytes remain, and frees connections marked
  * with conn_close_async in conn_set_reap — never inside their own callback.
  * Knows frames, not request codes. Loop thread only.
@@ -31,6 +33,7 @@ struct conn {
     bool closing;
     bool write_armed;
     bool in_flush_list;
+    bool hold_output; /* set by the owner: output waits for conn_set_flush */
     char close_reason[200];
     void *user; /* the owner's per-connection state (borrowed) */
     struct conn_set *set;

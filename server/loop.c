@@ -247,15 +247,21 @@ static int next_timeout(const struct loop *l)
     return d > 1000 ? 1000 : (int)d;
 }
 
+/* Ready fds handled per iteration. Smaller batches run before_sleep (commit,
+ * flush, coalesced NOTIFYs) more often, which bounds how long any reply can
+ * wait behind the rest of the batch; the commit is cheap (lazy) so the extra
+ * iterations cost little. */
+#define LOOP_MAX_EVENTS 64
+
 int loop_run(struct loop *l)
 {
-    struct epoll_event events[256];
+    struct epoll_event events[LOOP_MAX_EVENTS];
     while (!l->stop) {
         if (l->before_sleep)
             l->before_sleep(l, l->before_sleep_ctx);
         if (l->stop)
             break;
-        int n = epoll_wait(l->epfd, events, 256, next_timeout(l));
+        int n = epoll_wait(l->epfd, events, LOOP_MAX_EVENTS, next_timeout(l));
         if (n < 0) {
             if (errno == EINTR)
                 continue;

@@ -7,6 +7,8 @@
 #include "mem.h"
 #include "request_codes.h"
 #include "server.h"
+#include "store.h"
+#include "store_sync.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +234,17 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
     if (rc == 0)
         rc = simple(&b, "rmqcoord_store_commit_failures_total", "counter", "Failed store commits",
                     st->commit_failures);
+    struct store_syncer_stats sync;
+    if (rc == 0 && s->store && store_sync_stats(s->store, &sync)) {
+        rc = simple(&b, "rmqcoord_store_checkpoints_total", "counter",
+                    "Background checkpoints (each fsyncs what the loop committed lazily)", sync.checkpoints);
+        if (rc == 0)
+            rc = simple(&b, "rmqcoord_store_checkpoint_failures_total", "counter",
+                        "Background checkpoints that failed", sync.failures);
+        if (rc == 0)
+            rc = simple(&b, "rmqcoord_store_checkpoint_max_microseconds", "gauge",
+                        "Longest background checkpoint so far", sync.max_us);
+    }
     /* Label values are made valid UTF-8 above, but skip jansson's check: the
      * HTTP side reads the bytes back, it never dumps this string as JSON. */
     json_t *out =

@@ -424,8 +424,14 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
         trace_record_request(s->trace, server_now_ms(s), c->id, c->peer, cmd);
     uint64_t t0 = stats_clock_us();
+    uint64_t writes = store_write_count(s->store);
     if (!cluster_dispatch(s, c, cmd))
         dispatch_request(s, c, cmd);
+    /* What this request changed must be committed before its reply leaves
+     * (an admin reader or the client's next step may look); a request that
+     * wrote nothing may be answered at once. */
+    if (store_write_count(s->store) != writes)
+        c->hold_output = true;
     stats_record_request(&s->stats, cmd->code, stats_clock_us() - t0);
 }
 
@@ -497,7 +503,9 @@ static void before_sleep(struct loop *l, void *ctx)
         bool durable_ok = true;
         if (store_in_batch(s->store)) {
             uint64_t t0 = stats_clock_us();
-            if (store_commit(s->store) != 0) {
+            /* Only a batch an acknowledgement depends on waits for fsync. */
+            int rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
+            if (rc != 0) {
                 log_error("store: commit failed: %s", store_errmsg(s->store));
                 durable_ok = false;
                 s->stats.commit_failures++;
@@ -712,7 +720,10 @@ static int setup_store(struct server *s)
         if (!topics_get(&s->topics, s->cfg->topics[i].name) &&
             !server_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))
             return RMQ_EIO;
-    return store_commit(s->store);
+    rc = store_commit(s->store);
+    if (rc == 0 && s->cfg->sync_interval_ms > 0 && (rc = store_lazy_sync(s->store, s->cfg->sync_interval_ms)) != 0)
+        log_error("store: cannot start the sync thread: %s", store_errmsg(s->store));
+    return rc;
 }
 
 /* Opens the trace and records every topic's route as the replay's starting point. */

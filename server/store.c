@@ -32,6 +32,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "store_sync.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -157,8 +158,14 @@ struct store {
     int64_t run_id;
     bool in_batch;   /* BEGIN has run and COMMIT has not */
     bool batch_lost; /* SQLite rolled an open batch back; the next store_commit reports it */
+    uint64_t writes; /* write calls so far (store_write_count) */
+    struct store_syncer *syncer; /* lazy commits on: the thread that fsyncs them; owned */
     char errbuf[256];
 };
+
+/* WAL frames after which the syncer is asked for an early checkpoint (the
+ * writer's own automatic checkpoint is off while the syncer runs). */
+#define STORE_WAL_KICK_FRAMES 1000
 
 /* Maps a (extended) SQLite result code to an RMQ_E* code: constraint
  * failures are the caller's input, everything else is storage trouble. */
@@ -257,6 +264,7 @@ static int exec_st(struct store *s, enum stmt_id id, int *changes, const char *f
  * commit). Returns 0 or an RMQ_E* code. */
 static int batch_begin(struct store *s)
 {
+    s->writes++;
     if (s->in_batch)
         return 0;
     int err = exec_st(s, ST_BEGIN, NULL, "");
@@ -341,7 +349,8 @@ static int exec_sql(struct store *s, const char *sql, const char *what)
  * returns, which is what lets the loop acknowledge an offset right after
  * store_commit (NORMAL would survive a process crash but could lose the
  * last commits on power loss). Group commit keeps it to one fsync per loop
- * iteration, not per write. */
+ * iteration, not per write; store_lazy_sync moves even that off the loop for
+ * batches no reply depends on. */
 static int configure(struct store *s)
 {
     sqlite3_stmt *st = NULL;
@@ -433,6 +442,7 @@ static int64_t wall_ms(void)
 /* Finalizes and closes without committing (open failures, store_close). */
 static void destroy(struct store *s)
 {
+    store_syncer_stop(s->syncer);
     for (int i = 0; i < ST_COUNT; i++)
         (void)sqlite3_finalize(s->st[i]); /* returns the last step error, already reported */
     int rc = sqlite3_close(s->db);
@@ -513,6 +523,10 @@ void store_close(struct store *s)
      * would have lost too. */
     if (s->in_batch)
         (void)store_commit(s);
+    /* Closing the last connection checkpoints and deletes the WAL: that
+     * copy must be synced like any other. */
+    if (s->syncer)
+        (void)exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
     destroy(s);
 }
 
@@ -526,12 +540,36 @@ int64_t store_run_id(const struct store *s)
     return s->run_id;
 }
 
+uint64_t store_write_count(const struct store *s)
+{
+    return s->writes;
+}
+
 bool store_in_batch(const struct store *s)
 {
     return s->in_batch;
 }
 
-int store_commit(struct store *s)
+/* With lazy sync on the connection runs at synchronous=OFF (SQLite
+ * refuses to change it inside a transaction, and a batch starts before
+ * anyone knows whether a reply will depend on it), so a commit that must
+ * be durable fsyncs the WAL itself after COMMIT: the same fsync FULL would
+ * have run. */
+static int sync_wal(struct store *s)
+{
+    sqlite3_file *wal = NULL;
+    int rc = sqlite3_file_control(s->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+    if (rc == SQLITE_OK && (!wal || !wal->pMethods))
+        rc = SQLITE_IOERR_FSYNC; /* no WAL open: nothing we could vouch for */
+    if (rc == SQLITE_OK)
+        rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+    if (rc == SQLITE_OK)
+        return 0;
+    snprintf(s->errbuf, sizeof s->errbuf, "fsync of the WAL after commit: %s (%d)", sqlite3_errstr(rc), rc);
+    return RMQ_EIO;
+}
+
+static int commit(struct store *s, bool lazy)
 {
     bool lost = s->batch_lost;
     s->batch_lost = false;
@@ -539,6 +577,8 @@ int store_commit(struct store *s)
         return lost ? RMQ_EIO : 0; /* errbuf still names the failure that lost it */
     if (exec_st(s, ST_COMMIT, NULL, "") == 0) {
         s->in_batch = false;
+        if (!lazy && s->syncer && sync_wal(s) != 0)
+            return RMQ_EIO; /* committed, but not known to be on disk: acknowledge nothing */
         return lost ? RMQ_EIO : 0;
     }
     /* The batch is not durable. Undo what is left of it so the connection
@@ -552,6 +592,61 @@ int store_commit(struct store *s)
     s->in_batch = !sqlite3_get_autocommit(s->db);
     s->batch_lost = s->in_batch; /* a batch we could not even roll back is still a lost one */
     return RMQ_EIO;
+}
+
+int store_commit(struct store *s)
+{
+    return commit(s, false);
+}
+
+int store_commit_lazy(struct store *s)
+{
+    return commit(s, true);
+}
+
+/* Runs on the writer's thread after each commit, with the WAL's size. The
+ * writer never checkpoints itself while the syncer runs: at
+ * synchronous=OFF it would copy frames into the database without syncing
+ * the WAL first. */
+static int on_wal_commit(void *ctx, sqlite3 *db, const char *schema, int frames)
+{
+    (void)db;
+    (void)schema;
+    struct store *s = ctx;
+    if (frames >= STORE_WAL_KICK_FRAMES)
+        store_syncer_kick(s->syncer);
+    return SQLITE_OK;
+}
+
+int store_lazy_sync(struct store *s, int64_t interval_ms)
+{
+    if (s->syncer || s->in_batch)
+        return refuse(s, RMQ_ESTATE, "lazy sync");
+    const char *path = sqlite3_db_filename(s->db, "main");
+    if (!path || !*path)
+        return refuse(s, RMQ_EINVAL, "lazy sync (no file)");
+    /* OFF, not NORMAL: NORMAL still fsyncs the WAL header each time the WAL
+     * restarts after a checkpoint, on the loop. Safe here because this
+     * connection never writes the database file (only the syncer, at FULL,
+     * checkpoints) and durable commits sync the WAL themselves. */
+    int err = exec_sql(s, "PRAGMA synchronous = OFF", "synchronous");
+    if (!err)
+        err = store_syncer_start(path, interval_ms, &s->syncer, s->errbuf, sizeof s->errbuf);
+    if (err) {
+        (void)exec_sql(s, "PRAGMA synchronous = FULL", "synchronous"); /* back as it was; errbuf keeps the cause */
+        return err;
+    }
+    /* Replaces the automatic checkpoint, which would fsync on the loop. */
+    (void)sqlite3_wal_hook(s->db, on_wal_commit, s); /* returns the previous hook's context */
+    return 0;
+}
+
+bool store_sync_stats(struct store *s, struct store_syncer_stats *out)
+{
+    if (!s->syncer)
+        return false;
+    store_syncer_stats(s->syncer, out);
+    return true;
 }
 
 int store_recover(struct store *s, int64_t now_ms, int *groups_out)

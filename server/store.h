@@ -95,8 +95,24 @@ int store_append_event(struct store *s, const struct store_event *ev, int64_t *i
  * and event (the admin API's reset), as part of the batch. */
 int store_reset(struct store *s);
 
-/* Commits the open batch (no-op when none is open). */
+/* Commits the open batch (no-op when none is open), fsynced before it
+ * returns: what an acknowledgement may rely on. */
 int store_commit(struct store *s);
+/* Commits the open batch without waiting for the disk when store_lazy_sync
+ * is on (otherwise exactly store_commit): visible to readers at once and
+ * safe from a process crash, durable against power loss within the lazy
+ * sync interval. For batches no reply depends on. */
+int store_commit_lazy(struct store *s);
+/* Turns lazy commits on: starts the background checkpoint thread
+ * (store_sync.h) that fsyncs them every interval_ms. Call between batches.
+ * RMQ_ESTATE if already on or a batch is open. */
+int store_lazy_sync(struct store *s, int64_t interval_ms);
+struct store_syncer_stats;
+/* Copies the checkpoint thread's counters; false when lazy sync is off. */
+bool store_sync_stats(struct store *s, struct store_syncer_stats *out);
 bool store_in_batch(const struct store *s);
+/* Counts write calls (each joins the open batch): a caller compares two
+ * readings to learn whether something it did is waiting for a commit. */
+uint64_t store_write_count(const struct store *s);
 
 #endif

@@ -17,6 +17,7 @@
 #include "err.h"
 #include "mem.h"
 #include "store.h"
+#include "store_sync.h"
 #include "test_support.h"
 
 #include <dirent.h>
@@ -597,6 +598,104 @@ static void test_killed_process_keeps_commits(void **state)
     assert_int_equal(q_int(fx->path, "SELECT count(*) FROM events"), 1);
 }
 
+/* WAL frames not yet copied into the database file, read from the
+ * wal-index (-shm) without touching the WAL: mxFrame of the index header
+ * (offset 16) minus nBackfill of the checkpoint info (offset 96), both
+ * native-endian u32 (SQLite's documented WAL-index layout). A checkpoint
+ * from here would copy the frames itself and prove nothing. */
+static int wal_frames_behind(const char *path)
+{
+    char shm[4300];
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    int fd = open(shm, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    unsigned char hdr[100];
+    assert_int_equal(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+    assert_int_equal(close(fd), 0);
+    uint32_t mx_frame, backfill;
+    memcpy(&mx_frame, hdr + 16, sizeof mx_frame);
+    memcpy(&backfill, hdr + 96, sizeof backfill);
+    return (int)mx_frame - (int)backfill;
+}
+
+/* A lazy commit is visible to other connections at once and survives the
+ * process being killed; the syncer thread checkpoints it within its
+ * interval, which is what makes it durable against power loss. */
+static void test_lazy_commit_visible_and_checkpointed(void **state)
+{
+    struct fx *fx = *state;
+    struct store *s = open_ok(fx->path);
+    struct store_syncer_stats st;
+    assert_false(store_sync_stats(s, &st));
+    assert_int_equal(store_lazy_sync(s, 20), 0);
+    assert_int_equal(store_lazy_sync(s, 20), RMQ_ESTATE); /* already on */
+    assert_int_equal(store_put_offset(s, "g", "T", 0, 5, 1), 0);
+    if (store_commit_lazy(s) != 0)
+        fail_msg("lazy commit: %s", store_errmsg(s));
+    assert_false(store_in_batch(s));
+    assert_int_equal(q_int(fx->path, "SELECT queue_offset FROM offsets WHERE queue_id = 0"), 5);
+    /* A durable commit after lazy ones works and switches back to FULL. */
+    assert_int_equal(store_put_offset(s, "g", "T", 1, 6, 2), 0);
+    assert_int_equal(store_commit(s), 0);
+    assert_int_equal(store_put_offset(s, "g", "T", 2, 7, 3), 0);
+    assert_int_equal(store_commit_lazy(s), 0);
+    /* The syncer runs every 20 ms: within 2 s it has checkpointed. */
+    uint64_t checkpoints = 0;
+    for (int i = 0; i < 200 && checkpoints < 2; i++) {
+        usleep(10000);
+        assert_true(store_sync_stats(s, &st));
+        checkpoints = st.checkpoints;
+    }
+    assert_true(checkpoints >= 2);
+    assert_int_equal(st.failures, 0);
+    assert_int_equal(wal_frames_behind(fx->path), 0);
+    store_close(s);
+    assert_int_equal(q_int(fx->path, "SELECT count(*) FROM offsets"), 3);
+}
+
+/* Without the syncer the writer's own automatic checkpoint is what keeps
+ * the WAL short; with it, the writer never checkpoints on its own (that
+ * would fsync on the loop) until the WAL is very large. */
+static void test_lazy_sync_takes_checkpoints_off_the_writer(void **state)
+{
+    struct fx *fx = *state;
+    struct store *s = open_ok(fx->path);
+    assert_int_equal(store_lazy_sync(s, 3600000), 0); /* the interval never fires in this test */
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(store_put_offset(s, "g", "T", i, i, i), 0);
+        assert_int_equal(store_commit_lazy(s), 0);
+    }
+    assert_true(wal_frames_behind(fx->path) >= 50); /* one frame or more per commit, none copied */
+    struct store_syncer_stats st;
+    assert_true(store_sync_stats(s, &st));
+    assert_int_equal(st.checkpoints, 0);
+    store_close(s); /* the syncer's last checkpoint */
+    assert_int_equal(q_int(fx->path, "SELECT count(*) FROM offsets"), 50);
+}
+
+/* Lazily committed batches survive SIGKILL of the process (they are in the
+ * WAL file); only power loss could take the last interval. */
+static void test_killed_process_keeps_lazy_commits(void **state)
+{
+    struct fx *fx = *state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct store *s = NULL;
+        if (store_open(fx->path, &s, NULL, 0) != 0 || store_lazy_sync(s, 3600000) != 0 ||
+            store_put_offset(s, "g", "T", 0, 77, 1) != 0 || store_commit_lazy(s) != 0 ||
+            store_put_offset(s, "g", "T", 1, 88, 2) != 0)
+            _exit(1);
+        kill(getpid(), SIGKILL);
+        _exit(2);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(q_int(fx->path, "SELECT count(*) FROM offsets"), 1);
+    assert_int_equal(q_int(fx->path, "SELECT queue_offset FROM offsets"), 77);
+}
+
 static void test_future_version_refused(void **state)
 {
     struct fx *fx = *state;
@@ -755,6 +854,9 @@ int main(void)
         T(test_subscriptions_replace_set),
         T(test_event_ids_increase),
         T(test_killed_process_keeps_commits),
+        T(test_lazy_commit_visible_and_checkpointed),
+        T(test_lazy_sync_takes_checkpoints_off_the_writer),
+        T(test_killed_process_keeps_lazy_commits),
         T(test_future_version_refused),
         T(test_bad_paths_fail_cleanly),
         T(test_open_and_load_oom),

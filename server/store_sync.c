@@ -1,0 +1,183 @@
+/* store_sync.c — see store_sync.h. */
+#include "store_sync.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* A checkpoint waits for nobody (PASSIVE), but opening the WAL index may
+ * briefly need a lock another connection holds. */
+#define SYNCER_BUSY_TIMEOUT_MS 2000
+
+struct store_syncer {
+    sqlite3 *db; /* the thread's own connection */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int64_t interval_ms;
+    bool stop;                       /* under mu */
+    bool kicked;                     /* under mu */
+    struct store_syncer_stats stats; /* under mu */
+};
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void checkpoint(struct store_syncer *y)
+{
+    uint64_t t0 = mono_us();
+    int rc = sqlite3_wal_checkpoint_v2(y->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    uint64_t took = mono_us() - t0;
+    pthread_mutex_lock(&y->mu);
+    y->stats.checkpoints++;
+    /* BUSY: another checkpoint is running (the writer's safety net); the
+     * next interval catches up. */
+    if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+        y->stats.failures++;
+    y->stats.last_us = took;
+    if (took > y->stats.max_us)
+        y->stats.max_us = took;
+    pthread_mutex_unlock(&y->mu);
+}
+
+static void *run(void *arg)
+{
+    struct store_syncer *y = arg;
+    pthread_mutex_lock(&y->mu);
+    while (!y->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += y->interval_ms / 1000;
+        until.tv_nsec += (y->interval_ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        while (!y->stop && !y->kicked) {
+            if (pthread_cond_timedwait(&y->cv, &y->mu, &until) == ETIMEDOUT)
+                break;
+        }
+        y->kicked = false;
+        pthread_mutex_unlock(&y->mu);
+        checkpoint(y);
+        pthread_mutex_lock(&y->mu);
+    }
+    pthread_mutex_unlock(&y->mu);
+    return NULL;
+}
+
+static int open_db(struct store_syncer *y, const char *path, char *err, size_t errlen)
+{
+    int rc = sqlite3_open_v2(path, &y->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(y->db, SYNCER_BUSY_TIMEOUT_MS);
+    /* FULL: the checkpoint syncs the WAL before and the database after it
+     * copies, which is the durability this thread exists for. */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(y->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        return 0;
+    (void)rmq_fail(err, errlen, RMQ_OK, "store syncer: %s: %s", path,
+                   y->db ? sqlite3_errmsg(y->db) : sqlite3_errstr(rc));
+    return rc == SQLITE_NOMEM ? RMQ_ENOMEM : RMQ_EIO;
+}
+
+int store_syncer_start(const char *path, int64_t interval_ms, struct store_syncer **out, char *err,
+                       size_t errlen)
+{
+    *out = NULL;
+    if (interval_ms <= 0) {
+        (void)rmq_fail(err, errlen, RMQ_OK, "store syncer: interval must be positive");
+        return RMQ_EINVAL;
+    }
+    struct store_syncer *y = rmq_calloc(1, sizeof *y);
+    if (!y) {
+        (void)rmq_fail(err, errlen, RMQ_OK, "store syncer: %s", rmq_strerror(RMQ_ENOMEM));
+        return RMQ_ENOMEM;
+    }
+    y->interval_ms = interval_ms;
+    int e = open_db(y, path, err, errlen);
+    if (e) {
+        (void)sqlite3_close(y->db);
+        rmq_free(y);
+        return e;
+    }
+    pthread_condattr_t ca;
+    int prc = pthread_condattr_init(&ca);
+    if (prc == 0) {
+        prc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        if (prc == 0)
+            prc = pthread_cond_init(&y->cv, &ca);
+        (void)pthread_condattr_destroy(&ca); /* cannot fail for an initialised attr */
+    }
+    if (prc == 0 && (prc = pthread_mutex_init(&y->mu, NULL)) != 0)
+        (void)pthread_cond_destroy(&y->cv);
+    if (prc == 0) {
+        /* The thread inherits this mask: with every signal blocked there, a
+         * SIGTERM always reaches the loop's signalfd, whichever thread the
+         * kernel would have picked. */
+        sigset_t all, old;
+        (void)sigfillset(&all); /* cannot fail for a valid pointer */
+        prc = pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (prc == 0) {
+            prc = pthread_create(&y->thread, NULL, run, y);
+            (void)pthread_sigmask(SIG_SETMASK, &old, NULL); /* restores a mask we just read */
+        }
+        if (prc != 0) {
+            (void)pthread_mutex_destroy(&y->mu);
+            (void)pthread_cond_destroy(&y->cv);
+        }
+    }
+    if (prc != 0) {
+        (void)rmq_fail(err, errlen, RMQ_OK, "store syncer: thread: %s", strerror(prc));
+        (void)sqlite3_close(y->db);
+        rmq_free(y);
+        return -prc;
+    }
+    *out = y;
+    return 0;
+}
+
+void store_syncer_kick(struct store_syncer *y)
+{
+    pthread_mutex_lock(&y->mu);
+    y->kicked = true;
+    pthread_cond_signal(&y->cv);
+    pthread_mutex_unlock(&y->mu);
+}
+
+void store_syncer_stats(struct store_syncer *y, struct store_syncer_stats *out)
+{
+    pthread_mutex_lock(&y->mu);
+    *out = y->stats;
+    pthread_mutex_unlock(&y->mu);
+}
+
+void store_syncer_stop(struct store_syncer *y)
+{
+    if (!y)
+        return;
+    pthread_mutex_lock(&y->mu);
+    y->stop = true;
+    pthread_cond_signal(&y->cv);
+    pthread_mutex_unlock(&y->mu);
+    (void)pthread_join(y->thread, NULL); /* joinable and not yet joined: cannot fail */
+    checkpoint(y);
+    (void)sqlite3_close(y->db); /* no statements are ever prepared on it */
+    (void)pthread_mutex_destroy(&y->mu);
+    (void)pthread_cond_destroy(&y->cv);
+    rmq_free(y);
+}
