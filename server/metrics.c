@@ -234,6 +234,11 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
     if (rc == 0)
         rc = simple(&b, "rmqcoord_store_commit_failures_total", "counter", "Failed store commits",
                     st->commit_failures);
+    if (rc == 0)
+        rc = metrics_header(&b, "rmqcoord_notify_fanout_duration_seconds", "histogram",
+                            "Loop iterations that sent NOTIFYs: first queued to last written");
+    if (rc == 0)
+        rc = metrics_histogram(&b, "rmqcoord_notify_fanout_duration_seconds", "", &st->fanout);
     struct store_syncer_stats sync;
     if (rc == 0 && s->store && store_sync_stats(s->store, &sync)) {
         rc = simple(&b, "rmqcoord_store_checkpoints_total", "counter",

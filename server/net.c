@@ -82,6 +82,11 @@ int net_read_into(int fd, size_t budget, int (*sink)(void *ctx, const uint8_t *p
             int rc = sink(ctx, tmp, (size_t)n);
             if (rc != 0)
                 return rc;
+            /* A short read drained the socket: asking again would only
+             * return EAGAIN, one syscall per event for nothing. The fd is
+             * level-triggered, so anything arriving later is reported. */
+            if ((size_t)n < sizeof tmp)
+                return 0;
             continue;
         }
         if (n == 0)

@@ -497,6 +497,7 @@ static void before_sleep(struct loop *l, void *ctx)
     struct server *s = ctx;
     /* Closing connections can schedule NOTIFYs, and writing can close
      * connections: repeat a few times so nothing waits for the next event. */
+    uint64_t fanout_t0 = stats_clock_us(), notified = s->stats.notifications_sent;
     for (int round = 0; round < 4; round++) {
         conn_set_reap(s->conns);
         notify_flush(s);
@@ -518,6 +519,8 @@ static void before_sleep(struct loop *l, void *ctx)
         if (!s->reg.pending)
             break;
     }
+    if (s->stats.notifications_sent != notified)
+        stats_histogram_add(&s->stats.fanout, stats_clock_us() - fanout_t0);
     conn_set_reap(s->conns);
 }
 

@@ -46,6 +46,9 @@ struct server_stats {
     uint64_t requests_denied;     /* failed the --acl check */
     uint64_t commit_failures;
     struct stats_histogram commit; /* store batch commit latency */
+    /* Loop iterations that sent NOTIFYs: from queueing the first to having
+     * written the last (or found its socket full), the commit included. */
+    struct stats_histogram fanout;
     struct stats_code codes[STATS_MAX_CODES];
     size_t ncodes;
     uint64_t codes_overflow; /* requests whose code found no free slot */

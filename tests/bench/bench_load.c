@@ -752,6 +752,11 @@ static int run_notify(void)
         rc = one_round(60.0);
     if (rc == 0)
         rc = wait_quiet(0.3, 10.0);
+    if (rc == 0) {
+        /* A script may snapshot the daemon's metrics here, before the repeats. */
+        printf("# joined %d members\n", m);
+        fflush(stdout);
+    }
     g_st.nsamples = g_st.seen = 0;
     double deadline = now_s() + g_opt.duration;
     int done = 0;
