@@ -17,6 +17,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,10 +34,39 @@ void trace_decoder_init(struct trace_decoder *d)
     buf_init(&d->line, TRACE_FMT_MAX_LINE + 1);
 }
 
+/* One cached request line: its tail (everything after `{"ts":N,`) as read,
+ * and as the full decode left it, with the event pointing into the latter. */
+struct trace_line_slot {
+    unsigned char *raw; /* owned, 2 * cap + 1 bytes: the tail as read, then as decoded */
+    unsigned char *dec; /* raw + cap */
+    size_t cap;
+    struct trace_kv *kv; /* owned */
+    size_t kv_cap;
+    struct trace_event ev; /* ts aside, what the tail decodes to; ev.tag names this fill */
+};
+
+/* Apart from the slots, so that looking a line up reads one cache line per
+ * set and only the slot that matches. */
+struct trace_line_key {
+    uint32_t hash; /* of the tail's first bytes */
+    uint32_t len;  /* tail length; 0: the slot is empty */
+};
+
+/* Process-wide, so that tags from two decoders never meet by accident. */
+static _Atomic uint64_t last_tag;
+
 void trace_decoder_free(struct trace_decoder *d)
 {
     if (!d)
         return;
+    if (d->lines) {
+        for (size_t i = 0; i < TRACE_FMT_LINE_SLOTS; i++) {
+            rmq_free(d->lines[i].raw);
+            rmq_free(d->lines[i].kv);
+        }
+        rmq_free(d->lines);
+    }
+    rmq_free(d->line_keys);
     buf_free(&d->line);
     rmq_free(d->kv);
     rmq_free(d->brokers);
@@ -552,12 +582,175 @@ static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_even
     return ev->kind == TRACE_REQUEST ? decode_request(c, ps, ev) : decode_conn_event(c, ps, ev);
 }
 
+/* ---- the line cache (see trace_fmt.h) ----
+ *
+ * Why a hit gives exactly what the full decode would: a line L = `{"ts":D,` T
+ * is only looked up when D is digits get_int accepts for "ts" (no sign, no
+ * leading zero, at most INT64_MAX / 4), and only matches a tail T that an
+ * earlier line `{"ts":D',` T decoded from, successfully, to a request.
+ * Phase one scans the prefix of both lines the same way up to T (a number,
+ * then ','), so it scans T from the same state (one pair, "ts", recorded),
+ * and T alone decides the rest of phase one and all of phase two but "ts";
+ * the event is the cached one with ts = D. Anything else (another prefix,
+ * a tail never seen, every failure) takes the full decode. */
+
+/* Offset of the tail of a line starting with `{"ts":D,`, D as above, with
+ * its value in *ts; 0 for any other line. */
+static size_t ts_prefix(const unsigned char *p, size_t len, int64_t *ts)
+{
+    static const char head[] = "{\"ts\":";
+    size_t i = sizeof head - 1, first = i;
+    if (len <= i || memcmp(p, head, i) != 0 || !is_digit(p[i]))
+        return 0;
+    uint64_t v = 0;
+    if (p[i] == '0')
+        i++;
+    else
+        while (i < len && is_digit(p[i]) && i - first < 18) /* 18 digits cannot overflow */
+            v = v * 10 + (uint64_t)(p[i++] - '0');
+    if (i >= len || p[i] != ',' || v > (uint64_t)(INT64_MAX / 4))
+        return 0;
+    *ts = (int64_t)v;
+    return i + 1;
+}
+
+/* The tail's first bytes name the connection ("conn" comes next in what the
+ * recorder writes), so one connection's lines share a set. */
+static uint32_t tail_hash(const unsigned char *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n && i < 40; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h ^ h >> 15;
+}
+
+/* Index of the first slot of h's set. */
+static size_t line_set(uint32_t h)
+{
+    return h % (TRACE_FMT_LINE_SLOTS / TRACE_FMT_LINE_WAYS) * TRACE_FMT_LINE_WAYS;
+}
+
+/* On a hit the body is handed out from the decoder's copy of this line,
+ * which is warm in the cache, rather than from the slot, which is not; the
+ * bytes are the same (a body is never unescaped). */
+static bool line_hit(struct trace_decoder *d, const unsigned char *line, size_t len, struct trace_event *ev)
+{
+    int64_t ts;
+    size_t off = d->lines && !d->line_cache_off ? ts_prefix(line, len, &ts) : 0;
+    if (!off)
+        return false;
+    const unsigned char *t = line + off;
+    size_t n = len - off;
+    uint32_t h = tail_hash(t, n);
+    size_t set = line_set(h);
+    for (size_t w = set; w < set + TRACE_FMT_LINE_WAYS; w++) {
+        const struct trace_line_slot *sl = &d->lines[w];
+        if (d->line_keys[w].len != n || d->line_keys[w].hash != h || memcmp(sl->raw, t, n) != 0)
+            continue;
+        *ev = sl->ev;
+        ev->ts = ts;
+        buf_reset(&d->line);
+        if (ev->body && buf_append(&d->line, line, len) == 0)
+            ev->body = d->line.data + d->line.pos + off + (ev->body - sl->dec);
+        return true;
+    }
+    return false;
+}
+
+/* Moves *q from the decoded tail at [lo, hi) to the same byte of dec.
+ * Pointers outside the line buffer (static strings) stay; false for one
+ * into the line's prefix, which the cache does not keep. */
+static bool rebase(const void *qv, uintptr_t base, uintptr_t lo, uintptr_t hi, unsigned char *dec,
+                   const void **out)
+{
+    uintptr_t q = (uintptr_t)qv;
+    *out = qv;
+    if (qv && q >= lo && q < hi)
+        *out = dec + (q - lo);
+    return !qv || q < base || q >= lo;
+}
+
+/* Keeps a request line that decoded in full, its buffer at p; failing to
+ * keep it costs only speed. */
+static void line_remember(struct trace_decoder *d, const unsigned char *line, size_t len,
+                          const unsigned char *p, struct trace_event *ev)
+{
+    int64_t ts;
+    size_t off = ts_prefix(line, len, &ts), n = len - off;
+    if (!off || n > TRACE_FMT_LINE_CACHE_MAX)
+        return;
+    if (!d->lines) {
+        d->lines = rmq_calloc(TRACE_FMT_LINE_SLOTS, sizeof *d->lines);
+        d->line_keys = d->lines ? rmq_calloc(TRACE_FMT_LINE_SLOTS, sizeof *d->line_keys) : NULL;
+        if (!d->line_keys) {
+            rmq_free(d->lines);
+            d->lines = NULL;
+            return;
+        }
+    }
+    uint32_t h = tail_hash(line + off, n);
+    size_t set = line_set(h), w = SIZE_MAX;
+    struct trace_line_key *k = d->line_keys;
+    for (size_t i = set; i < set + TRACE_FMT_LINE_WAYS && w == SIZE_MAX; i++)
+        if (k[i].len && k[i].hash == h)
+            w = i; /* the same connection's previous line, most likely: replace it */
+    for (size_t i = set; i < set + TRACE_FMT_LINE_WAYS && w == SIZE_MAX; i++)
+        if (!k[i].len)
+            w = i;
+    if (w == SIZE_MAX)
+        w = set + d->line_evict++ % TRACE_FMT_LINE_WAYS;
+    struct trace_line_slot *sl = &d->lines[w];
+    k[w].len = 0;
+    if (sl->cap < n) {
+        size_t need = 2 * n + 1, had = sl->raw ? 2 * sl->cap + 1 : 0;
+        if (d->line_bytes - had + need > 2 * TRACE_FMT_LINE_CACHE_BUDGET)
+            return;
+        unsigned char *r = rmq_realloc(sl->raw, need);
+        if (!r)
+            return;
+        d->line_bytes = d->line_bytes - had + need;
+        sl->raw = r;
+        sl->cap = n;
+    }
+    if (sl->kv_cap < ev->next) {
+        struct trace_kv *kv = rmq_realloc(sl->kv, ev->next * sizeof *kv);
+        if (!kv)
+            return;
+        sl->kv = kv;
+        sl->kv_cap = ev->next;
+    }
+    sl->dec = sl->raw + sl->cap;
+    memcpy(sl->raw, line + off, n);
+    memcpy(sl->dec, p + off, n);
+    sl->dec[n] = '\0'; /* what buf_terminate put after the line */
+    uintptr_t base = (uintptr_t)p, lo = base + off, hi = base + len + 1;
+    struct trace_event c = *ev;
+    const void *o;
+    bool ok = rebase(ev->peer, base, lo, hi, sl->dec, &o) && (c.peer = o, true) &&
+              rebase(ev->body, base, lo, hi, sl->dec, &o) && (c.body = o, true);
+    for (size_t i = 0; ok && i < ev->next; i++) {
+        ok = rebase(ev->ext[i].key, base, lo, hi, sl->dec, &o) && (sl->kv[i].key = o, true) &&
+             rebase(ev->ext[i].val, base, lo, hi, sl->dec, &o) && (sl->kv[i].val = o, true);
+    }
+    if (!ok)
+        return;
+    c.ext = sl->kv;
+    c.tag = ev->tag = atomic_fetch_add(&last_tag, 1) + 1;
+    sl->ev = c;
+    k[w].hash = h;
+    k[w].len = (uint32_t)n;
+}
+
 int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, size_t lineno,
                       struct trace_event *ev)
 {
-    memset(ev, 0, sizeof *ev);
     d->error[0] = '\0';
     d->nkv = d->nbrokers = 0;
+    if (line_hit(d, (const unsigned char *)line, len, ev)) {
+        d->line_hits++;
+        return RMQ_OK;
+    }
+    memset(ev, 0, sizeof *ev);
     struct ctx c = {d, lineno, NULL};
     if (len > TRACE_FMT_MAX_LINE) {
         bad(&c, "longer than %zu bytes", TRACE_FMT_MAX_LINE);
@@ -580,5 +773,7 @@ int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, siz
     rc = decode_event(&c, &ps, ev);
     if (rc != 0)
         memset(ev, 0, sizeof *ev);
+    else if (ev->kind == TRACE_REQUEST && !find(&ps, K_BODY64) && !d->line_cache_off)
+        line_remember(d, (const unsigned char *)line, len, p, ev); /* base64 bodies live in d->body64 */
     return rc;
 }

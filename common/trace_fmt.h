@@ -76,7 +76,27 @@ struct trace_event {
     const struct trace_broker *brokers; /* route; NULL with deleted */
     size_t nbrokers;
     bool deleted; /* route: "brokers":null, the topic was deleted */
+    /* Request lines the line cache keeps get a tag, unique in the process:
+     * two events with the same nonzero tag were decoded from lines equal but
+     * for "ts" (so, e.g., their bodies are equal without comparing them).
+     * 0: no such promise. */
+    uint64_t tag;
 };
+
+/* Request lines already decoded, kept per connection: clients re-send
+ * byte-identical heartbeats, so most request lines equal an earlier line of
+ * theirs but for the leading "ts". Such a line decodes to the earlier event
+ * with the new ts, which costs one memcmp instead of the strict scan (see
+ * line_hit in trace_fmt.c for why that is exact). Bounded: TRACE_FMT_LINE_SLOTS
+ * lines (sets of TRACE_FMT_LINE_WAYS picked by the bytes after ts, which name
+ * the connection first), each at most TRACE_FMT_LINE_CACHE_MAX bytes, twice
+ * TRACE_FMT_LINE_CACHE_BUDGET bytes in all. */
+#define TRACE_FMT_LINE_SLOTS 8192
+#define TRACE_FMT_LINE_WAYS 4
+#define TRACE_FMT_LINE_CACHE_MAX ((size_t)16 << 10)
+#define TRACE_FMT_LINE_CACHE_BUDGET ((size_t)32 << 20)
+struct trace_line_slot;
+struct trace_line_key;
 
 struct trace_decoder {
     struct buf line;     /* private copy of the current line, unescaped in place */
@@ -86,7 +106,13 @@ struct trace_decoder {
     size_t nbrokers, brokers_cap;
     uint8_t *body64; /* owned: decoded bodyBase64 */
     size_t body64_cap;
-    char error[256]; /* why the last decode failed: "line N: ..." */
+    struct trace_line_slot *lines;    /* owned, TRACE_FMT_LINE_SLOTS of them, allocated at first use */
+    struct trace_line_key *line_keys; /* owned, one per slot */
+    unsigned line_evict;              /* round robin within a full set */
+    size_t line_bytes;                /* allocated for cached lines */
+    bool line_cache_off;              /* set after init: decode every line in full (tests, benchmarks) */
+    uint64_t line_hits;               /* lines decoded from the cache */
+    char error[256];                  /* why the last decode failed: "line N: ..." */
 };
 
 void trace_decoder_init(struct trace_decoder *d);
@@ -104,6 +130,10 @@ int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, siz
  * RMQ_EINVAL (an unusable event, e.g. a route without a topic) or
  * RMQ_ENOMEM / RMQ_E2BIG from the buffer (left unchanged then). */
 int trace_encode_event(const struct trace_event *ev, struct buf *out);
+
+/* memmem(hay, n, needle, m), for finding lines worth decoding: 16 bytes a
+ * step where SSE2 is there (x86-64 always), memmem elsewhere. */
+const char *trace_find(const char *hay, size_t n, const char *needle, size_t m);
 
 /* Whether p[0..len) is exactly one strict JSON value (whitespace around it
  * allowed), nested at most TRACE_FMT_MAX_DEPTH. */

@@ -243,7 +243,7 @@ static int pass(struct cli *c, struct replay *rp, bool notify_only)
     size_t len;
     bool complete;
     while (rc == 0 && (n = replay_reader_next(&r, &line, &len, &complete)) == 1) {
-        if (notify_only && !memmem(line, len, "\"notify\"", 8))
+        if (notify_only && !trace_find(line, len, "\"notify\"", 8))
             continue;
         struct trace_event ev;
         rc = trace_decode_line(&d, line, len, r.lineno, &ev);

@@ -98,13 +98,13 @@ int rp_push_deadline(struct replay *rp, struct rp_client *c)
     return RMQ_OK;
 }
 
-static void pop_deadline(struct replay *rp)
+/* Puts d at heap index i and moves it down to its place. */
+static void sift_deadline(struct replay *rp, size_t i, struct rp_deadline d)
 {
-    struct rp_deadline last = rp->dl[--rp->ndl];
-    size_t i = 0, n = rp->ndl;
+    size_t n = rp->ndl;
     for (;;) {
         size_t l = 2 * i + 1, m = i;
-        int64_t best = last.last_hb;
+        int64_t best = d.last_hb;
         if (l < n && rp->dl[l].last_hb < best)
             m = l, best = rp->dl[l].last_hb;
         if (l + 1 < n && rp->dl[l + 1].last_hb < best)
@@ -114,8 +114,7 @@ static void pop_deadline(struct replay *rp)
         rp->dl[i] = rp->dl[m];
         i = m;
     }
-    if (n > 0)
-        rp->dl[i] = last;
+    rp->dl[i] = d;
 }
 
 /* The first expiry-scan tick that will remove someone, or INT64_MAX. Only
@@ -123,8 +122,22 @@ static void pop_deadline(struct replay *rp)
  * it keeps virtual time cheap without changing the result. */
 int64_t rp_next_scan(struct replay *rp)
 {
-    while (rp->ndl > 0 && (!rp->dl[0].c->alive || rp->dl[0].gen != rp->dl[0].c->hb_gen))
-        pop_deadline(rp);
+    /* One entry per client, keyed by a heartbeat time no later than its
+     * latest (time only moves forward): an outdated top is brought up to
+     * date and sifted down, a dead client's dropped, until the top is
+     * current, and then it is the earliest latest heartbeat of all. */
+    while (rp->ndl > 0) {
+        struct rp_client *c = rp->dl[0].c;
+        if (!c->alive) {
+            struct rp_deadline last = rp->dl[--rp->ndl];
+            if (rp->ndl > 0)
+                sift_deadline(rp, 0, last);
+        } else if (rp->dl[0].gen != c->hb_gen) {
+            sift_deadline(rp, 0, (struct rp_deadline){c->last_hb, c->hb_gen, c});
+        } else {
+            break;
+        }
+    }
     if (rp->ndl == 0)
         return INT64_MAX;
     int64_t d = rp->dl[0].last_hb + rp->opt.expiry_ms, s = rp->opt.scan_ms;
@@ -153,7 +166,13 @@ struct rp_client *rp_find_client(struct replay *rp, uint64_t conn, const char *g
 
 struct rp_conn *rp_find_conn(struct replay *rp, uint64_t id)
 {
-    return hashmap_get(&rp->conns, &id, sizeof id);
+    size_t slot = (size_t)(id ^ id >> 10) % (sizeof rp->conn_front / sizeof rp->conn_front[0]);
+    struct rp_conn *c = rp->conn_front[slot];
+    if (c && c->id == id)
+        return c;
+    if ((c = hashmap_get(&rp->conns, &id, sizeof id)) != NULL)
+        rp->conn_front[slot] = c;
+    return c;
 }
 
 int rp_ptr_push(void ***arr, size_t *n, size_t *cap, void *p)

@@ -49,6 +49,7 @@ static void drop_hb_cache(struct rp_conn *c)
     rmq_free(c->last_body);
     c->last_body = NULL;
     c->last_len = 0;
+    c->last_tag = 0;
     c->hb_cached = c->hb_valid = false;
 }
 
@@ -74,12 +75,18 @@ static int on_connect(struct replay *rp, const struct trace_event *ev)
 }
 
 /* Parses the body unless it is byte-identical to the connection's previous
- * heartbeat, whose parse is reused: same bytes, same parse. */
+ * heartbeat, whose parse is reused: same bytes, same parse. A line with the
+ * tag of one that carried those bytes carries them too (trace_fmt.h), so
+ * the compare is skipped then. */
 static int parse_heartbeat(struct rp_conn *c, const struct trace_event *ev)
 {
-    if (c->hb_cached && c->last_len == ev->body_len &&
-        (!ev->body_len || !memcmp(c->last_body, ev->body, ev->body_len)))
+    if (c->hb_cached && ev->tag && ev->tag == c->last_tag)
         return RMQ_OK;
+    if (c->hb_cached && c->last_len == ev->body_len &&
+        (!ev->body_len || !memcmp(c->last_body, ev->body, ev->body_len))) {
+        c->last_tag = ev->tag;
+        return RMQ_OK;
+    }
     c->parse_seq++;
     drop_hb_cache(c);
     if (ev->body_len) {
@@ -89,6 +96,7 @@ static int parse_heartbeat(struct rp_conn *c, const struct trace_event *ev)
         memcpy(c->last_body, ev->body, ev->body_len);
     }
     c->last_len = ev->body_len;
+    c->last_tag = ev->tag;
     char err[200];
     int rc = rmq_heartbeat_parse(ev->body, ev->body_len, &c->hb, err, sizeof err);
     if (rc == RMQ_ENOMEM) {
@@ -98,6 +106,19 @@ static int parse_heartbeat(struct rp_conn *c, const struct trace_event *ev)
     c->hb_valid = rc == 0 && heartbeat_acceptable(&c->hb);
     c->hb_cached = true;
     return RMQ_OK;
+}
+
+/* rp_find_client(rp, c->id, group), looking first among c->clients (a
+ * handful): an alive client is there from its creation, which put it in
+ * rp->clients first, until it leaves, and no other client of its (conn,
+ * group) can be created meanwhile (that takes a join, and it has not left),
+ * so the hash entry is the same client. */
+static struct rp_client *conn_client(struct replay *rp, const struct rp_conn *c, const char *group)
+{
+    for (size_t i = 0; i < c->nclients; i++)
+        if (c->clients[i]->alive && !strcmp(c->clients[i]->group, group))
+            return c->clients[i];
+    return rp_find_client(rp, c->id, group);
 }
 
 static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace_event *ev)
@@ -123,13 +144,16 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
     bool full = !(c->hb.fingerprint != 0 && c->hb.without_sub);
     for (size_t i = 0; i < c->hb.nconsumers; i++) {
         const struct rmq_consumer_data *cd = &c->hb.consumers[i];
-        struct rp_client *cl = rp_find_client(rp, c->id, cd->group);
+        struct rp_client *cl = conn_client(rp, c, cd->group);
         if (!cl)
             continue;
         cl->last_hb = rp->now;
         cl->hb_gen++;
-        if ((rc = rp_push_deadline(rp, cl)) != 0)
-            return rc;
+        if (!cl->in_deadlines) { /* later heartbeats update its entry when it comes up (rp_next_scan) */
+            if ((rc = rp_push_deadline(rp, cl)) != 0)
+                return rc;
+            cl->in_deadlines = true;
+        }
         if (full && cl->topics_seq != c->parse_seq) { /* same parse, same topics: skip the sort */
             if ((rc = rp_client_set_topics(rp, cl, cd)) != 0)
                 return rc;

@@ -29,6 +29,7 @@ struct rp_conn {
      * the same bytes again (nearly every heartbeat). */
     uint8_t *last_body; /* owned */
     size_t last_len;
+    uint64_t last_tag; /* trace_event.tag of a line carrying last_body, 0 if none */
     struct rmq_heartbeat hb;
     bool hb_valid, hb_cached;
     uint64_t parse_seq;         /* bumped at every fresh parse */
@@ -62,6 +63,7 @@ struct rp_client {
     const char *left_why; /* static */
     int64_t tick_at;      /* scheduled timer tick, RP_NO_TIME when none */
     uint64_t hb_gen;
+    bool in_deadlines;   /* has its entry in replay.dl */
     uint64_t topics_seq; /* the conn's parse_seq its topics came from */
     char **topics;       /* owned, sorted: its own subscriptions */
     size_t ntopics;
@@ -154,6 +156,9 @@ struct replay {
     struct rp_view **views;
     size_t nviews, views_cap;
     struct hashmap conns, clients, gviews, gts, routes, caches, notified;
+    /* In front of conns (whose entries live until replay_free): the last
+     * connection seen in each slot, by id, so most events skip the hash. */
+    struct rp_conn *conn_front[1024];
     struct rp_client **all; /* every client ever, creation order */
     size_t nall, all_cap;
     struct rp_action *heap;
