@@ -156,8 +156,9 @@ struct allocate_assignment {
 };
 
 /* Every consumer's allocation plus the group check. Owned by the caller
- * (allocate_result_free); all arrays belong to the result, all strings are
- * borrowed from the input and options given to allocate_group(). */
+ * (allocate_result_free, the only way to free any of its arrays); all arrays
+ * belong to the result, all strings are borrowed from the input and options
+ * given to allocate_group(). */
 struct allocate_result {
     enum allocate_strategy strategy;
     /* The client's sorted mqAll and cidAll. */
@@ -186,6 +187,11 @@ struct allocate_result {
     size_t n_overlapping;
     /* Assignments of queues that are not in the queue list (CONFIG only). */
     size_t n_foreign;
+    /* Private to allocate.c: most arrays above share one block, so they are
+     * freed only by allocate_result_free(), never one by one. */
+    void *mem_;
+    size_t mem_len_;
+    size_t assigned_cap_;
 };
 
 /* Allocates the whole group in one pass: sorts in->queues and in->consumers

@@ -33,7 +33,8 @@ struct allocate_plan {
     enum allocate_strategy inner; /* NEARBY */
     size_t n_queues;
     size_t n_consumers;
-    size_t *first; /* CONSISTENT_HASH: per consumer, its first occurrence */
+    const size_t *first; /* CONSISTENT_HASH: per consumer, its first occurrence */
+    size_t *first_own;   /* first, when the plan computed it */
     /* MACHINE_ROOM: indexes of the kept queues. NEARBY: queue indexes
      * grouped by room (list order kept within a room). CONSISTENT_HASH:
      * queue indexes grouped by owner. */
@@ -52,10 +53,12 @@ struct allocate_plan {
 };
 
 /* Builds the plan for opt (already checked) over in (already checked,
- * non-empty lists). Returns 0, RMQ_EINVAL (missing room), RMQ_E2BIG (ring
+ * non-empty lists). first, if not NULL, is each consumer's first-occurrence
+ * index, already known to the caller (borrowed; otherwise computed when the
+ * strategy needs it). Returns 0, RMQ_EINVAL (missing room), RMQ_E2BIG (ring
  * too large) or RMQ_ENOMEM, err set; on error the plan needs no free. */
 int allocate_plan_init(struct allocate_plan *plan, const struct allocate_options *opt,
-                       const struct allocate_input *in, char *err, size_t err_len);
+                       const struct allocate_input *in, const size_t *first, char *err, size_t err_len);
 
 /* Writes the queue indexes the consumer at first-occurrence index idx gets,
  * in the strategy's order, into out (room for plan->n_queues). Returns how

@@ -320,15 +320,57 @@ out:
 
 /* ---- CONSISTENT_HASH ------------------------------------------------- */
 
-/* hash(mq.toString()), the key the ring routes a queue by. */
-static uint32_t queue_hash(const struct allocate_queue *q)
+static int same_str(const char *a, const char *b)
 {
-    char id[16];
-    snprintf(id, sizeof id, "%d]", (int)q->queue_id);
-    /* PROTOCOL: §5.1 MessageQueue.toString(). */
-    const char *parts[] = {
-        "MessageQueue [topic=", q->topic, ", brokerName=", q->broker_name, ", queueId=", id};
-    return hash_ring_hash_parts(parts, 6);
+    return a == b || !strcmp(a, b);
+}
+
+/* Writes v in decimal, then ']', at p; returns the length. */
+static size_t put_queue_id(char *p, int32_t v)
+{
+    char tmp[16];
+    size_t n = 0, k = 0;
+    int64_t x = v;
+    if (x < 0) {
+        p[k++] = '-';
+        x = -x;
+    }
+    do {
+        tmp[n++] = (char)('0' + x % 10);
+        x /= 10;
+    } while (x);
+    while (n)
+        p[k++] = tmp[--n];
+    p[k++] = ']';
+    return k;
+}
+
+/* hash(mq.toString()) of every queue, the key the ring routes it by. The
+ * text up to the queue id is shared by all queues of a broker, and a sorted
+ * list has them next to each other, so the MD5 state after that prefix
+ * (usually a whole block of it) is kept and only the id is hashed per
+ * queue. */
+static void queue_hashes(const struct allocate_queue *q, size_t n, size_t *out)
+{
+    struct md5_ctx prefix;
+    const char *topic = NULL, *broker = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!topic || !same_str(q[i].topic, topic) || !same_str(q[i].broker_name, broker)) {
+            topic = q[i].topic, broker = q[i].broker_name;
+            /* PROTOCOL: §5.1 MessageQueue.toString(). */
+            static const char p1[] = "MessageQueue [topic=", p2[] = ", brokerName=", p3[] = ", queueId=";
+            md5_init(&prefix);
+            md5_update(&prefix, p1, sizeof p1 - 1);
+            md5_update(&prefix, topic, strlen(topic));
+            md5_update(&prefix, p2, sizeof p2 - 1);
+            md5_update(&prefix, broker, strlen(broker));
+            md5_update(&prefix, p3, sizeof p3 - 1);
+        }
+        struct md5_ctx c = prefix;
+        char id[16];
+        md5_update(&c, id, put_queue_id(id, q[i].queue_id));
+        out[i] = hash_ring_hash_final(&c);
+    }
 }
 
 /* Builds the ring (cidAll order, ids = first occurrences) and groups the
@@ -342,7 +384,7 @@ static int plan_consistent_hash(struct allocate_plan *p, long vnodes, const stru
         return allocate_fail(err, err_len, RMQ_E2BIG,
                              "hash ring too large: %zu consumers x %ld virtual nodes", nc, vnodes);
     struct hash_ring *ring = NULL;
-    size_t *owner = rmq_malloc(nq * sizeof *owner);
+    size_t *owner = rmq_malloc(nq * sizeof *owner); /* first each queue's hash, then its owner */
     p->list = rmq_malloc(nq * sizeof *p->list);
     p->group_start = rmq_calloc(nc + 1, sizeof *p->group_start);
     int rc = RMQ_ENOMEM;
@@ -355,9 +397,10 @@ static int plan_consistent_hash(struct allocate_plan *p, long vnodes, const stru
         rc = hash_ring_seal(ring);
     if (rc)
         goto out;
+    queue_hashes(in->queues, nq, owner);
     for (size_t q = 0; q < nq; q++) {
         /* PROTOCOL: §5.8 owner = first ring key >= hash, wrapping around. */
-        if (hash_ring_lookup(ring, queue_hash(&in->queues[q]), &owner[q]))
+        if (hash_ring_lookup(ring, (uint32_t)owner[q], &owner[q]))
             owner[q] = SIZE_MAX; /* empty ring: nobody */
     }
     p->n_list = bucket_fill(owner, nq, nc, p->group_start, p->list);
@@ -373,7 +416,7 @@ out:
 /* ---- plan ------------------------------------------------------------ */
 
 int allocate_plan_init(struct allocate_plan *plan, const struct allocate_options *opt,
-                       const struct allocate_input *in, char *err, size_t err_len)
+                       const struct allocate_input *in, const size_t *first, char *err, size_t err_len)
 {
     memset(plan, 0, sizeof *plan);
     plan->strategy = opt->strategy;
@@ -381,15 +424,18 @@ int allocate_plan_init(struct allocate_plan *plan, const struct allocate_options
     plan->n_queues = in->n_queues;
     plan->n_consumers = in->n_consumers;
     int rc = 0;
-    if (opt->strategy == ALLOCATE_CONSISTENT_HASH) {
+    if (opt->strategy == ALLOCATE_CONSISTENT_HASH && first) {
+        plan->first = first;
+    } else if (opt->strategy == ALLOCATE_CONSISTENT_HASH) {
         /* Only the ring needs every consumer's identity; the other
          * strategies use the caller's (first-occurrence) index alone. */
-        plan->first = rmq_malloc(in->n_consumers * sizeof *plan->first);
-        rc = plan->first ? first_occurrence(in->consumers, in->n_consumers, plan->first) : RMQ_ENOMEM;
+        plan->first_own = rmq_malloc(in->n_consumers * sizeof *plan->first_own);
+        rc = plan->first_own ? first_occurrence(in->consumers, in->n_consumers, plan->first_own) : RMQ_ENOMEM;
         if (rc) {
             allocate_plan_free(plan);
             return allocate_fail(err, err_len, rc, "out of memory");
         }
+        plan->first = plan->first_own;
     }
     switch (opt->strategy) {
     case ALLOCATE_MACHINE_ROOM:
@@ -447,7 +493,7 @@ size_t allocate_plan_emit(const struct allocate_plan *p, size_t idx, size_t *out
 
 void allocate_plan_free(struct allocate_plan *plan)
 {
-    rmq_free(plan->first);
+    rmq_free(plan->first_own);
     rmq_free(plan->list);
     rmq_free(plan->group_start);
     rmq_free(plan->c_room);

@@ -15,6 +15,8 @@
 #ifndef RMQ_HASH_RING_H
 #define RMQ_HASH_RING_H
 
+#include "md5.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,10 +31,14 @@ uint32_t hash_ring_hash(const void *data, size_t len);
 /* hash_ring_hash of the concatenation of n NUL-terminated strings (borrowed),
  * without building the concatenation. */
 uint32_t hash_ring_hash_parts(const char *const *parts, size_t n);
+/* hash_ring_hash of everything fed to ctx; finalizes ctx. Lets a caller
+ * hash many keys with a common prefix from a copy of the prefix's state. */
+uint32_t hash_ring_hash_final(struct md5_ctx *ctx);
 
 /* Makes a new, empty ring for node ids < n_nodes; expected_vnodes only sizes
  * the initial table. *out is new, owned by the caller (hash_ring_free).
- * Returns 0, RMQ_ENOMEM, or RMQ_E2BIG when expected_vnodes is over the cap. */
+ * Returns 0, RMQ_ENOMEM, or RMQ_E2BIG when expected_vnodes is over the cap
+ * or n_nodes does not fit 32 bits. */
 int hash_ring_new(struct hash_ring **out, size_t n_nodes, size_t expected_vnodes);
 
 /* Frees the ring; NULL is fine. */

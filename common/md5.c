@@ -1,7 +1,7 @@
 /* md5.c — MD5 per RFC 1321, written from the specification (see md5.h).
  *
- * Straightforward 64-step compression with the per-step constants computed as
- * floor(abs(sin(i+1)) * 2^32) and tabulated below. Words are read
+ * The 64-step compression is written out step by step, with the per-step
+ * constants floor(abs(sin(i+1)) * 2^32) tabulated below. Words are read
  * little-endian byte by byte, so the code has no alignment or host-endianness
  * assumptions. Pure; any thread.
  */
@@ -21,9 +21,6 @@ static const uint32_t md5_t[64] = {
     0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,
 };
 
-/* Left-rotation amounts, four per round. */
-static const unsigned md5_s[4][4] = {{7, 12, 17, 22}, {5, 9, 14, 20}, {4, 11, 16, 23}, {6, 10, 15, 21}};
-
 static uint32_t rotl(uint32_t x, unsigned n)
 {
     return (x << n) | (x >> (32 - n));
@@ -42,6 +39,18 @@ static void store_le32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
+/* The four auxiliary functions of RFC 1321 §3.4 (F and G in the
+ * one-fewer-operation forms, equal bit for bit). */
+#define MD5_F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
+#define MD5_G(x, y, z) ((y) ^ ((z) & ((x) ^ (y))))
+#define MD5_H(x, y, z) ((x) ^ (y) ^ (z))
+#define MD5_I(x, y, z) ((y) ^ ((x) | ~(z)))
+/* One step: a = b + ((a + f(b, c, d) + X[k] + T[i]) <<< s). Spelled out
+ * for all 64 steps so that the compiler keeps the state in registers and
+ * folds the constants; the ring hashes tens of thousands of short keys per
+ * allocation and this loop is most of that time. */
+#define MD5_STEP(f, a, b, c, d, k, i, s) (a) = (b) + rotl((a) + f((b), (c), (d)) + x[k] + md5_t[i], (s))
+
 /* Runs the compression function over one 64-byte block. */
 static void md5_compress(uint32_t state[4], const uint8_t block[64])
 {
@@ -49,33 +58,74 @@ static void md5_compress(uint32_t state[4], const uint8_t block[64])
     for (int i = 0; i < 16; i++)
         x[i] = load_le32(block + 4 * i);
     uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
-    for (unsigned i = 0; i < 64; i++) {
-        unsigned round = i / 16, k;
-        uint32_t f;
-        switch (round) {
-        case 0:
-            f = (b & c) | (~b & d);
-            k = i;
-            break;
-        case 1:
-            f = (b & d) | (c & ~d);
-            k = (5 * i + 1) % 16;
-            break;
-        case 2:
-            f = b ^ c ^ d;
-            k = (3 * i + 5) % 16;
-            break;
-        default:
-            f = c ^ (b | ~d);
-            k = (7 * i) % 16;
-            break;
-        }
-        uint32_t tmp = d;
-        d = c;
-        c = b;
-        b = b + rotl(a + f + md5_t[i] + x[k], md5_s[round][i % 4]);
-        a = tmp;
-    }
+    /* Round 1: X[i]; shifts 7, 12, 17, 22. */
+    MD5_STEP(MD5_F, a, b, c, d, 0, 0, 7);
+    MD5_STEP(MD5_F, d, a, b, c, 1, 1, 12);
+    MD5_STEP(MD5_F, c, d, a, b, 2, 2, 17);
+    MD5_STEP(MD5_F, b, c, d, a, 3, 3, 22);
+    MD5_STEP(MD5_F, a, b, c, d, 4, 4, 7);
+    MD5_STEP(MD5_F, d, a, b, c, 5, 5, 12);
+    MD5_STEP(MD5_F, c, d, a, b, 6, 6, 17);
+    MD5_STEP(MD5_F, b, c, d, a, 7, 7, 22);
+    MD5_STEP(MD5_F, a, b, c, d, 8, 8, 7);
+    MD5_STEP(MD5_F, d, a, b, c, 9, 9, 12);
+    MD5_STEP(MD5_F, c, d, a, b, 10, 10, 17);
+    MD5_STEP(MD5_F, b, c, d, a, 11, 11, 22);
+    MD5_STEP(MD5_F, a, b, c, d, 12, 12, 7);
+    MD5_STEP(MD5_F, d, a, b, c, 13, 13, 12);
+    MD5_STEP(MD5_F, c, d, a, b, 14, 14, 17);
+    MD5_STEP(MD5_F, b, c, d, a, 15, 15, 22);
+    /* Round 2: X[(5i + 1) mod 16]; shifts 5, 9, 14, 20. */
+    MD5_STEP(MD5_G, a, b, c, d, 1, 16, 5);
+    MD5_STEP(MD5_G, d, a, b, c, 6, 17, 9);
+    MD5_STEP(MD5_G, c, d, a, b, 11, 18, 14);
+    MD5_STEP(MD5_G, b, c, d, a, 0, 19, 20);
+    MD5_STEP(MD5_G, a, b, c, d, 5, 20, 5);
+    MD5_STEP(MD5_G, d, a, b, c, 10, 21, 9);
+    MD5_STEP(MD5_G, c, d, a, b, 15, 22, 14);
+    MD5_STEP(MD5_G, b, c, d, a, 4, 23, 20);
+    MD5_STEP(MD5_G, a, b, c, d, 9, 24, 5);
+    MD5_STEP(MD5_G, d, a, b, c, 14, 25, 9);
+    MD5_STEP(MD5_G, c, d, a, b, 3, 26, 14);
+    MD5_STEP(MD5_G, b, c, d, a, 8, 27, 20);
+    MD5_STEP(MD5_G, a, b, c, d, 13, 28, 5);
+    MD5_STEP(MD5_G, d, a, b, c, 2, 29, 9);
+    MD5_STEP(MD5_G, c, d, a, b, 7, 30, 14);
+    MD5_STEP(MD5_G, b, c, d, a, 12, 31, 20);
+    /* Round 3: X[(3i + 5) mod 16]; shifts 4, 11, 16, 23. */
+    MD5_STEP(MD5_H, a, b, c, d, 5, 32, 4);
+    MD5_STEP(MD5_H, d, a, b, c, 8, 33, 11);
+    MD5_STEP(MD5_H, c, d, a, b, 11, 34, 16);
+    MD5_STEP(MD5_H, b, c, d, a, 14, 35, 23);
+    MD5_STEP(MD5_H, a, b, c, d, 1, 36, 4);
+    MD5_STEP(MD5_H, d, a, b, c, 4, 37, 11);
+    MD5_STEP(MD5_H, c, d, a, b, 7, 38, 16);
+    MD5_STEP(MD5_H, b, c, d, a, 10, 39, 23);
+    MD5_STEP(MD5_H, a, b, c, d, 13, 40, 4);
+    MD5_STEP(MD5_H, d, a, b, c, 0, 41, 11);
+    MD5_STEP(MD5_H, c, d, a, b, 3, 42, 16);
+    MD5_STEP(MD5_H, b, c, d, a, 6, 43, 23);
+    MD5_STEP(MD5_H, a, b, c, d, 9, 44, 4);
+    MD5_STEP(MD5_H, d, a, b, c, 12, 45, 11);
+    MD5_STEP(MD5_H, c, d, a, b, 15, 46, 16);
+    MD5_STEP(MD5_H, b, c, d, a, 2, 47, 23);
+    /* Round 4: X[7i mod 16]; shifts 6, 10, 15, 21. */
+    MD5_STEP(MD5_I, a, b, c, d, 0, 48, 6);
+    MD5_STEP(MD5_I, d, a, b, c, 7, 49, 10);
+    MD5_STEP(MD5_I, c, d, a, b, 14, 50, 15);
+    MD5_STEP(MD5_I, b, c, d, a, 5, 51, 21);
+    MD5_STEP(MD5_I, a, b, c, d, 12, 52, 6);
+    MD5_STEP(MD5_I, d, a, b, c, 3, 53, 10);
+    MD5_STEP(MD5_I, c, d, a, b, 10, 54, 15);
+    MD5_STEP(MD5_I, b, c, d, a, 1, 55, 21);
+    MD5_STEP(MD5_I, a, b, c, d, 8, 56, 6);
+    MD5_STEP(MD5_I, d, a, b, c, 15, 57, 10);
+    MD5_STEP(MD5_I, c, d, a, b, 6, 58, 15);
+    MD5_STEP(MD5_I, b, c, d, a, 13, 59, 21);
+    MD5_STEP(MD5_I, a, b, c, d, 4, 60, 6);
+    MD5_STEP(MD5_I, d, a, b, c, 11, 61, 10);
+    MD5_STEP(MD5_I, c, d, a, b, 2, 62, 15);
+    MD5_STEP(MD5_I, b, c, d, a, 9, 63, 21);
     state[0] += a;
     state[1] += b;
     state[2] += c;
