@@ -55,6 +55,9 @@ struct reg_channel {
 
 struct reg_group {
     struct mship_group g;
+    /* Membership events stored since the last one with full member lists
+     * (the owner's bookkeeping; UINT32_MAX asks for full lists next). */
+    uint32_t events_since_full;
     bool notify_pending;
     struct reg_group *next_pending;
 };

@@ -200,16 +200,47 @@ static int members_json(const struct mship_group *g, const char *extra, size_t a
     return rc;
 }
 
+/* Member lists go into an event in full for groups of up to this many
+ * members; a bigger group's events keep only the position of the change
+ * (store.h, delta), with full lists again every event_snapshot_every()
+ * events so a reader rebuilds any list from a bounded number of deltas. A
+ * mass join or expiry of n members so writes O(n) bytes per snapshot and
+ * O(1) per event instead of O(n) per event. */
+#define EVENT_FULL_MEMBERS 64
+#define EVENT_SNAPSHOT_MAX_GAP 1024
+
+static uint32_t event_snapshot_every(size_t members)
+{
+    size_t gap = members / 4;
+    return gap < EVENT_SNAPSHOT_MAX_GAP ? (uint32_t)gap : EVENT_SNAPSHOT_MAX_GAP;
+}
+
+/* The next event of every group stores full lists: after a batch was lost,
+ * the snapshot the deltas would refer to may be gone. */
+static void events_need_snapshots(struct server *s)
+{
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&s->reg.groups, &b); e;
+         e = hashmap_next(&s->reg.groups, e, &b))
+        ((struct reg_group *)e->val)->events_since_full = UINT32_MAX;
+}
+
 /* Records a membership event: store row, one info log line. before_extra /
- * before_skip describe how the member list looked before the change. */
+ * before_skip describe how the member list looked before the change:
+ * before_skip >= 0, a join at that position; before_extra, a member that
+ * was at before_at; neither (before_skip -2), an unchanged list. */
 static void record_event(struct server *s, struct reg_group *g, const char *kind, const char *client_id,
                          uint64_t channel_id, const char *before_extra, size_t before_at, long before_skip)
 {
+    size_t n = g->g.nmembers;
+    bool full = n <= EVENT_FULL_MEMBERS || g->events_since_full >= event_snapshot_every(n);
     struct buf after, before;
     buf_init(&after, 0);
     buf_init(&before, 0);
-    int rc = members_json(&g->g, NULL, 0, &after);
-    if (rc == 0 && before_skip >= 0) {
+    int rc = full ? members_json(&g->g, NULL, 0, &after) : 0;
+    if (!full) {
+        /* the lists stay empty: the event is a delta */
+    } else if (rc == 0 && before_skip >= 0) {
         /* A join: the list before is the list after without the new member. */
         struct mship_group tmp = g->g;
         struct mship_member *copy = NULL;
@@ -231,20 +262,32 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
     } else if (rc == 0) {
         rc = members_json(&g->g, before_extra, before_at, &before);
     }
+    int64_t delta_index = before_skip >= 0 ? before_skip : before_extra ? (int64_t)before_at : -1;
     if (rc != 0) {
         log_error("event %s for group %s not recorded: out of memory", kind, g->g.name);
+        g->events_since_full = UINT32_MAX;
     } else {
         struct store_event ev = {server_now_ms(s),
                                  g->g.name,
                                  kind,
                                  client_id,
                                  (int64_t)channel_id,
-                                 (const char *)buf_head(&before),
-                                 (const char *)buf_head(&after)};
-        if (store_append_event(s->store, &ev, NULL) != 0)
+                                 full ? (const char *)buf_head(&before) : NULL,
+                                 full ? (const char *)buf_head(&after) : NULL,
+                                 !full,
+                                 delta_index};
+        if (store_append_event(s->store, &ev, NULL) != 0) {
             log_error("store: event for group %s failed: %s", g->g.name, store_errmsg(s->store));
-        log_info("group %s: %s %s -> members %s", g->g.name, kind, client_id ? client_id : "(table changed)",
-                 (const char *)buf_head(&after));
+            g->events_since_full = UINT32_MAX; /* later deltas would miss this one */
+        } else {
+            g->events_since_full = full ? 0 : g->events_since_full + 1;
+        }
+        if (full)
+            log_info("group %s: %s %s -> members %s", g->g.name, kind,
+                     client_id ? client_id : "(table changed)", (const char *)buf_head(&after));
+        else
+            log_info("group %s: %s %s -> %zu members", g->g.name, kind,
+                     client_id ? client_id : "(table changed)", n);
     }
     buf_free(&after);
     buf_free(&before);
@@ -509,6 +552,7 @@ static void before_sleep(struct loop *l, void *ctx)
             if (rc != 0) {
                 log_error("store: commit failed: %s", store_errmsg(s->store));
                 durable_ok = false;
+                events_need_snapshots(s);
                 s->stats.commit_failures++;
             }
             stats_histogram_add(&s->stats.commit, stats_clock_us() - t0);
@@ -724,7 +768,8 @@ static int setup_store(struct server *s)
             !server_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))
             return RMQ_EIO;
     rc = store_commit(s->store);
-    if (rc == 0 && s->cfg->sync_interval_ms > 0 && (rc = store_lazy_sync(s->store, s->cfg->sync_interval_ms)) != 0)
+    if (rc == 0 && s->cfg->sync_interval_ms > 0 &&
+        (rc = store_lazy_sync(s->store, s->cfg->sync_interval_ms)) != 0)
         log_error("store: cannot start the sync thread: %s", store_errmsg(s->store));
     return rc;
 }

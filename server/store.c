@@ -127,7 +127,7 @@ static const struct {
          "excluded.updated_ms"},
     [ST_EVENT_APPEND] = {"append event",
                          "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
-                         "after_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+                         "after_json, list_delta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
     /* One event per group with members left live by an earlier run; the
      * inner ORDER BY fixes the order json_group_array sees the client ids. */
     [ST_RECOVER_EVENTS] =
@@ -156,9 +156,9 @@ struct store {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     int64_t run_id;
-    bool in_batch;   /* BEGIN has run and COMMIT has not */
-    bool batch_lost; /* SQLite rolled an open batch back; the next store_commit reports it */
-    uint64_t writes; /* write calls so far (store_write_count) */
+    bool in_batch;               /* BEGIN has run and COMMIT has not */
+    bool batch_lost;             /* SQLite rolled an open batch back; the next store_commit reports it */
+    uint64_t writes;             /* write calls so far (store_write_count) */
     struct store_syncer *syncer; /* lazy commits on: the thread that fsyncs them; owned */
     char errbuf[256];
 };
@@ -204,7 +204,8 @@ static int refuse(struct store *s, int code, const char *what)
 /* Binds the arguments described by fmt to st, one character per parameter:
  * 's' const char * (NULL binds SQL NULL; bound SQLITE_STATIC, which is safe
  * because exec_st clears bindings before returning), 'd' int, 'I' int64_t,
- * 'N' int64_t where 0 binds SQL NULL. Returns a SQLite code. */
+ * 'N' int64_t where 0 binds SQL NULL, 'n' an int64_t that is skipped and
+ * binds SQL NULL. Returns a SQLite code. */
 static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
 {
     int rc = SQLITE_OK;
@@ -217,6 +218,10 @@ static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
         }
         case 'd': rc = sqlite3_bind_int(st, i + 1, va_arg(ap, int)); break;
         case 'I': rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t)); break;
+        case 'n':
+            (void)va_arg(ap, int64_t);
+            rc = sqlite3_bind_null(st, i + 1);
+            break;
         case 'N': {
             int64_t v = va_arg(ap, int64_t);
             rc = v ? sqlite3_bind_int64(st, i + 1, v) : sqlite3_bind_null(st, i + 1);
@@ -633,7 +638,8 @@ int store_lazy_sync(struct store *s, int64_t interval_ms)
     if (!err)
         err = store_syncer_start(path, interval_ms, &s->syncer, s->errbuf, sizeof s->errbuf);
     if (err) {
-        (void)exec_sql(s, "PRAGMA synchronous = FULL", "synchronous"); /* back as it was; errbuf keeps the cause */
+        (void)exec_sql(s, "PRAGMA synchronous = FULL",
+                       "synchronous"); /* back as it was; errbuf keeps the cause */
         return err;
     }
     /* Replaces the automatic checkpoint, which would fsync on the loop. */
@@ -883,9 +889,12 @@ int store_append_event(struct store *s, const struct store_event *ev, int64_t *i
 {
     if (!ev)
         return refuse(s, RMQ_EINVAL, "append event");
-    int err = write_one(s, NULL, ST_EVENT_APPEND, "IsssNss", ev->ts_ms, ev->group, ev->kind, ev->client_id,
-                        ev->channel_id, ev->before_json ? ev->before_json : "[]",
-                        ev->after_json ? ev->after_json : "[]");
+    if (ev->delta && ev->delta_index < -1)
+        return refuse(s, RMQ_EINVAL, "append event (delta index)");
+    int err = write_one(s, NULL, ST_EVENT_APPEND, ev->delta ? "IsssNssI" : "IsssNssn", ev->ts_ms, ev->group,
+                        ev->kind, ev->client_id, ev->channel_id,
+                        !ev->delta && ev->before_json ? ev->before_json : "[]",
+                        !ev->delta && ev->after_json ? ev->after_json : "[]", ev->delta_index);
     if (!err && id_out)
         *id_out = sqlite3_last_insert_rowid(s->db);
     return err;

@@ -42,6 +42,11 @@ struct store_event {
     int64_t channel_id;      /* 0 when not about one channel */
     const char *before_json; /* member list before, JSON array text */
     const char *after_json;  /* member list after, JSON array text */
+    /* Instead of the two lists: only how the list changed (schema
+     * 0002_event_deltas.sql). delta_index: the position client_id went in
+     * at (join) or came out of (a leave); -1 for an unchanged list. */
+    bool delta;
+    int64_t delta_index;
 };
 
 /* Opens (creating if needed, file mode 0600) and migrates the database; new

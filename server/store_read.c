@@ -27,10 +27,20 @@
 #define STORE_READER_MAX_LIMIT 1000
 
 #define EVENTS_SELECT                                                                                        \
-    "SELECT id, ts_ms, group_name, kind, client_id, channel_id, before_json, after_json FROM events "
+    "SELECT id, ts_ms, group_name, kind, client_id, channel_id, before_json, after_json, list_delta FROM "   \
+    "events "
 
 /* Statements of the admin surface's queries, prepared on first use. */
-enum reader_extra { RX_LAST_ID, RX_HISTORY, RX_AT, RX_CLIENT, RX_COUNT_KIND, RX_COUNT };
+enum reader_extra {
+    RX_LAST_ID,
+    RX_HISTORY,
+    RX_AT,
+    RX_CLIENT,
+    RX_COUNT_KIND,
+    RX_FULL_BEFORE,
+    RX_BETWEEN,
+    RX_COUNT
+};
 
 struct store_reader {
     sqlite3 *db;
@@ -220,12 +230,241 @@ static json_t *array_value(sqlite3_stmt *st, int col)
     return v;
 }
 
-/* New JSON object for the current events row, NULL on OOM. */
-static json_t *event_row(sqlite3_stmt *st)
+static sqlite3_stmt *extra_stmt(struct store_reader *r, enum reader_extra i, char *err, size_t errlen);
+static void extra_done(sqlite3_stmt *st);
+
+/* ---- member lists of delta events ----------------------------------------
+ * A delta event (list_delta not NULL) stores no lists, only where its
+ * member went in or out. Its lists are rebuilt from the group's latest
+ * full row before it plus the deltas in between. A list_cache keeps, per
+ * group, the list after the last event rebuilt during one call, so a page
+ * of consecutive events costs one catch-up query per group, not one per
+ * event. */
+
+struct list_cache_entry {
+    char *group;  /* owned */
+    int64_t id;   /* the list is as it was right after event id */
+    json_t *list; /* owned; never handed out (callers get copies) */
+};
+
+struct list_cache {
+    struct list_cache_entry *e; /* owned */
+    size_t n, cap;
+};
+
+static void list_cache_free(struct list_cache *c)
 {
-    json_t *ev = json_object();
-    if (!ev)
+    for (size_t i = 0; i < c->n; i++) {
+        rmq_free(c->e[i].group);
+        json_decref(c->e[i].list);
+    }
+    rmq_free(c->e);
+    *c = (struct list_cache){0};
+}
+
+static struct list_cache_entry *list_cache_find(struct list_cache *c, const char *group)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->e[i].group, group) == 0)
+            return &c->e[i];
+    return NULL;
+}
+
+static void list_cache_drop(struct list_cache *c, struct list_cache_entry *e)
+{
+    rmq_free(e->group);
+    json_decref(e->list);
+    *e = c->e[--c->n];
+}
+
+/* Applies one event's change to list in place. kind and the client id
+ * (column col of st) say what changed; index is the event's list_delta.
+ * 0, RMQ_ENOMEM, or RMQ_EPROTO when the delta does not fit the list. */
+static int apply_delta(json_t *list, const char *kind, sqlite3_stmt *st, int col, int64_t index)
+{
+    if (index == -1)
+        return 0;
+    size_t n = json_array_size(list);
+    if (index < 0 || (size_t)index > n || !kind)
+        return RMQ_EPROTO;
+    if (strcmp(kind, "join") != 0)
+        return (size_t)index < n && json_array_remove(list, (size_t)index) == 0 ? 0 : RMQ_EPROTO;
+    json_t *id = text_value(st, col);
+    if (!id)
+        return RMQ_ENOMEM;
+    if (json_is_null(id)) {
+        json_decref(id);
+        return RMQ_EPROTO;
+    }
+    return json_array_insert_new(list, (size_t)index, id) == 0 ? 0 : RMQ_ENOMEM;
+}
+
+/* Brings e->list up to just before event to_id: applies every event of
+ * e's group after e->id and before to_id. */
+static int catch_up(struct store_reader *r, struct list_cache_entry *e, int64_t to_id, char *err,
+                    size_t errlen)
+{
+    sqlite3_stmt *st = extra_stmt(r, RX_BETWEEN, err, errlen);
+    if (!st)
+        return RMQ_EIO;
+    int rc = sqlite3_bind_text(st, 1, e->group, -1, SQLITE_STATIC); /* cleared in extra_done */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, e->id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, to_id);
+    int x = 0;
+    while (rc == SQLITE_OK && x == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 3) == SQLITE_NULL) {
+            json_t *full = array_value(st, 4);
+            if (!full)
+                x = RMQ_ENOMEM;
+            else if (!json_is_array(full))
+                x = RMQ_EPROTO;
+            json_decref(e->list);
+            e->list = full;
+        } else {
+            x = apply_delta(e->list, (const char *)sqlite3_column_text(st, 1), st, 2,
+                            sqlite3_column_int64(st, 3));
+        }
+        if (x == 0)
+            e->id = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    if (x == 0 && rc != SQLITE_DONE && rc != SQLITE_OK)
+        x = sqlite_err(r->db, rc, "event lists", err, errlen);
+    extra_done(st);
+    if (x == 0)
+        e->id = to_id - 1; /* nothing of the group lies between here and to_id */
+    return x;
+}
+
+/* The cache entry of group holding the list just before event id; the
+ * entry is created from the latest full row before id when missing. */
+static int list_before(struct store_reader *r, struct list_cache *c, const char *group, int64_t id,
+                       struct list_cache_entry **out, char *err, size_t errlen)
+{
+    struct list_cache_entry *e = list_cache_find(c, group);
+    if (e && e->id >= id) {
+        list_cache_drop(c, e); /* the page went backwards: start again from a snapshot */
+        e = NULL;
+    }
+    if (!e) {
+        sqlite3_stmt *st = extra_stmt(r, RX_FULL_BEFORE, err, errlen);
+        if (!st)
+            return RMQ_EIO;
+        int rc = sqlite3_bind_text(st, 1, group, -1, SQLITE_STATIC);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(st, 2, id);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(st);
+        int64_t from = 0;
+        json_t *list = NULL;
+        if (rc == SQLITE_ROW) {
+            from = sqlite3_column_int64(st, 0);
+            list = array_value(st, 1);
+        } else if (rc == SQLITE_DONE) {
+            list = json_array(); /* no snapshot at all: the group started empty */
+        }
+        int x = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_err(r->db, rc, "event lists", err, errlen);
+        extra_done(st);
+        if (x == 0 && !list)
+            x = RMQ_ENOMEM;
+        if (x == 0 && !json_is_array(list))
+            x = RMQ_EPROTO;
+        char *name = x == 0 ? rmq_strdup(group) : NULL;
+        if (x == 0 && !name)
+            x = RMQ_ENOMEM;
+        if (x == 0 && c->n == c->cap) {
+            size_t cap = c->cap ? c->cap * 2 : 8;
+            struct list_cache_entry *p = rmq_realloc(c->e, cap * sizeof *p);
+            if (!p)
+                x = RMQ_ENOMEM;
+            else
+                c->e = p, c->cap = cap;
+        }
+        if (x != 0) {
+            rmq_free(name);
+            json_decref(list);
+            return x;
+        }
+        e = &c->e[c->n++];
+        *e = (struct list_cache_entry){name, from, list};
+    }
+    int x = catch_up(r, e, id, err, errlen);
+    if (x != 0) {
+        list_cache_drop(c, e);
+        return x;
+    }
+    *out = e;
+    return 0;
+}
+
+/* New references to the before and after lists of the current row of st
+ * (EVENTS_SELECT columns): stored ones, or rebuilt for a delta event. A
+ * list that cannot be rebuilt (rows missing or inconsistent) is JSON null.
+ * 0, or RMQ_ENOMEM / RMQ_EIO (err filled). */
+static int row_lists(struct store_reader *r, struct list_cache *c, sqlite3_stmt *st, json_t **before,
+                     json_t **after, char *err, size_t errlen)
+{
+    *before = *after = NULL;
+    const char *group = (const char *)sqlite3_column_text(st, 2);
+    int64_t id = sqlite3_column_int64(st, 0);
+    if (sqlite3_column_type(st, 8) == SQLITE_NULL || !group) {
+        *before = array_value(st, 6);
+        *after = array_value(st, 7);
+        struct list_cache_entry *e = group ? list_cache_find(c, group) : NULL;
+        if (e && *after && json_is_array(*after)) {
+            json_t *copy = json_copy(*after);
+            if (copy) {
+                json_decref(e->list);
+                e->list = copy;
+                e->id = id;
+            } else {
+                list_cache_drop(c, e);
+            }
+        }
+        return *before && *after ? 0 : RMQ_ENOMEM;
+    }
+    struct list_cache_entry *e = NULL;
+    int x = list_before(r, c, group, id, &e, err, errlen);
+    if (x == 0) {
+        *before = json_copy(e->list);
+        x = apply_delta(e->list, (const char *)sqlite3_column_text(st, 3), st, 4,
+                        sqlite3_column_int64(st, 8));
+        if (x == 0) {
+            e->id = id;
+            *after = json_copy(e->list);
+        } else {
+            list_cache_drop(c, e);
+        }
+        if (x == 0 && (!*before || !*after))
+            x = RMQ_ENOMEM;
+    }
+    if (x == RMQ_EPROTO) {
+        json_decref(*before);
+        json_decref(*after);
+        *before = json_null();
+        *after = json_null();
+        x = 0;
+    }
+    return x;
+}
+
+/* New JSON object for the current events row, NULL on OOM or a read error
+ * (*e says which; err filled for RMQ_EIO). */
+static json_t *event_row(struct store_reader *r, struct list_cache *c, sqlite3_stmt *st, int *e, char *err,
+                         size_t errlen)
+{
+    json_t *before = NULL, *after = NULL;
+    *e = row_lists(r, c, st, &before, &after, err, errlen);
+    json_t *ev = *e == 0 ? json_object() : NULL;
+    if (!ev) {
+        json_decref(before);
+        json_decref(after);
+        if (*e == 0)
+            *e = RMQ_ENOMEM;
         return NULL;
+    }
     /* json_object_set_new steals the value even when it fails, and fails
      * on a NULL value, so each line both checks and cleans up. */
     if (json_object_set_new(ev, "id", json_integer(sqlite3_column_int64(st, 0))) ||
@@ -237,9 +476,9 @@ static json_t *event_row(sqlite3_stmt *st)
                             sqlite3_column_type(st, 5) == SQLITE_NULL
                                 ? json_null()
                                 : json_integer(sqlite3_column_int64(st, 5))) ||
-        json_object_set_new(ev, "before", array_value(st, 6)) ||
-        json_object_set_new(ev, "after", array_value(st, 7))) {
+        json_object_set_new(ev, "before", before) || json_object_set_new(ev, "after", after)) {
         json_decref(ev);
+        *e = RMQ_ENOMEM;
         return NULL;
     }
     return ev;
@@ -250,14 +489,20 @@ static json_t *event_row(sqlite3_stmt *st)
 static int collect_events(struct store_reader *r, sqlite3_stmt *st, json_t *events, int64_t *next, char *err,
                           size_t errlen)
 {
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (json_array_append_new(events, event_row(st)) != 0) {
-            (void)rmq_fail(err, errlen, RMQ_OK, "events: %s", rmq_strerror(RMQ_ENOMEM));
-            return RMQ_ENOMEM;
-        }
-        *next = sqlite3_column_int64(st, 0);
+    struct list_cache cache = {0};
+    int rc, e = 0;
+    while (e == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *ev = event_row(r, &cache, st, &e, err, errlen);
+        if (e == 0 && json_array_append_new(events, ev) != 0)
+            e = RMQ_ENOMEM;
+        if (e == 0)
+            *next = sqlite3_column_int64(st, 0);
     }
+    list_cache_free(&cache);
+    if (e == RMQ_ENOMEM)
+        (void)rmq_fail(err, errlen, RMQ_OK, "events: %s", rmq_strerror(RMQ_ENOMEM));
+    if (e)
+        return e;
     return rc == SQLITE_DONE ? 0 : sqlite_err(r->db, rc, "events", err, errlen);
 }
 
@@ -324,11 +569,16 @@ static const char *const extra_sql[RX_COUNT] = {
     [RX_HISTORY] = EVENTS_SELECT "WHERE group_name = ?1 AND id > ?2 AND ts_ms >= ?3 AND ts_ms <= ?4 "
                                  "ORDER BY id LIMIT ?5",
     /* The latest change at or before t gives the member list as it was then. */
-    [RX_AT] = "SELECT id, ts_ms, after_json FROM events WHERE group_name = ?1 AND ts_ms <= ?2 "
-              "ORDER BY id DESC LIMIT 1",
+    [RX_AT] = EVENTS_SELECT "WHERE group_name = ?1 AND ts_ms <= ?2 ORDER BY id DESC LIMIT 1",
     [RX_CLIENT] =
         "SELECT language, version, first_seen_ms, last_heartbeat_ms FROM clients WHERE client_id = ?1",
     [RX_COUNT_KIND] = "SELECT count(*) FROM events WHERE group_name = ?1 AND kind = ?2 AND ts_ms >= ?3",
+    /* Rebuilding the lists of delta events (schema/0002_event_deltas.sql). */
+    [RX_FULL_BEFORE] =
+        "SELECT id, after_json FROM events WHERE group_name = ?1 AND id < ?2 AND list_delta IS NULL "
+        "ORDER BY id DESC LIMIT 1",
+    [RX_BETWEEN] = "SELECT id, kind, client_id, list_delta, after_json FROM events WHERE group_name = ?1 "
+                   "AND id > ?2 AND id < ?3 ORDER BY id",
 };
 
 /* The cached statement i, prepared on first use; NULL with err set. */
@@ -419,12 +669,18 @@ json_t *store_reader_members_at(struct store_reader *r, const char *group, int64
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        json_t *members = array_value(st, 2);
-        out = members ? json_pack("{s:o,s:I,s:I}", "members", members, "eventId",
-                                  (json_int_t)sqlite3_column_int64(st, 0), "eventTs",
-                                  (json_int_t)sqlite3_column_int64(st, 1))
-                      : NULL;
-        if (!out)
+        struct list_cache cache = {0};
+        json_t *before = NULL, *members = NULL;
+        int e = row_lists(r, &cache, st, &before, &members, err, errlen);
+        list_cache_free(&cache);
+        json_decref(before);
+        out = e == 0 ? json_pack("{s:o,s:I,s:I}", "members", members, "eventId",
+                                 (json_int_t)sqlite3_column_int64(st, 0), "eventTs",
+                                 (json_int_t)sqlite3_column_int64(st, 1))
+                     : NULL;
+        if (e != 0)
+            json_decref(members);
+        if (!out && e != RMQ_EIO)
             (void)rmq_fail(err, errlen, RMQ_OK, "members at: %s", rmq_strerror(RMQ_ENOMEM));
     } else if (rc == SQLITE_DONE) {
         out = json_pack("{s:[],s:n,s:n}", "members", "eventId", "eventTs");

@@ -694,7 +694,7 @@ static void test_stop_while_suspended(void **state)
 
 static void append_event(struct store *s, int64_t ts, const char *group, const char *kind, const char *client)
 {
-    struct store_event ev = {ts, group, kind, client, 7, "[]", "[\"c1\"]"};
+    struct store_event ev = {ts, group, kind, client, 7, "[]", "[\"c1\"]", false, 0};
     assert_int_equal(store_append_event(s, &ev, NULL), 0);
 }
 

@@ -18,7 +18,7 @@
 static void event(struct store *s, int64_t ts, const char *group, const char *kind, const char *client,
                   const char *before, const char *after)
 {
-    struct store_event ev = {ts, group, kind, client, 0, before, after};
+    struct store_event ev = {ts, group, kind, client, 0, before, after, false, 0};
     assert_int_equal(store_append_event(s, &ev, NULL), 0);
 }
 

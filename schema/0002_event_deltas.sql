@@ -1,0 +1,13 @@
+-- 0002_event_deltas.sql — membership events of big groups keep a delta, not
+-- two full member lists.
+--
+-- list_delta NULL: before_json and after_json hold the full lists (every
+-- event of a group of up to 64 members, and a periodic snapshot of a bigger
+-- one). Otherwise both lists are stored as '[]' and the event says only how
+-- its list changed: for a join, the position client_id went in at; for a
+-- close, unregister or expire, the position it was taken out of; -1 when
+-- the list did not change (a subscription change). The lists are rebuilt
+-- on read from the group's latest full row before the event and the deltas
+-- after it (server/store_read.c). Without this a mass join or expiry of n
+-- members stored O(n^2) bytes.
+ALTER TABLE events ADD COLUMN list_delta INTEGER CHECK (list_delta IS NULL OR list_delta >= -1);
