@@ -239,6 +239,11 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
                             "Loop iterations that sent NOTIFYs: first queued to last written");
     if (rc == 0)
         rc = metrics_histogram(&b, "rmqcoord_notify_fanout_duration_seconds", "", &st->fanout);
+    if (rc == 0)
+        rc = metrics_header(&b, "rmqcoord_expiry_scan_duration_seconds", "histogram",
+                            "One expiry scan (idle connections, members past the channel expiry)");
+    if (rc == 0)
+        rc = metrics_histogram(&b, "rmqcoord_expiry_scan_duration_seconds", "", &st->expiry_scan);
     struct store_syncer_stats sync;
     if (rc == 0 && s->store && store_sync_stats(s->store, &sync)) {
         rc = simple(&b, "rmqcoord_store_checkpoints_total", "counter",

@@ -573,6 +573,7 @@ static void expiry_timer(struct loop *l, int id, void *ctx)
     (void)l;
     (void)id;
     struct server *s = ctx;
+    uint64_t t0 = stats_clock_us();
     if (s->cfg->idle_timeout_ms > 0) {
         int64_t now = loop_now_ms(s->loop);
         for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
@@ -587,6 +588,7 @@ static void expiry_timer(struct loop *l, int id, void *ctx)
         if (ch && ch->conn)
             conn_close_async(ch->conn, "expired: no heartbeat within the channel expiry");
     }
+    stats_histogram_add(&s->stats.expiry_scan, stats_clock_us() - t0);
 }
 
 static void free_box(void *p)

@@ -49,6 +49,7 @@ struct server_stats {
     /* Loop iterations that sent NOTIFYs: from queueing the first to having
      * written the last (or found its socket full), the commit included. */
     struct stats_histogram fanout;
+    struct stats_histogram expiry_scan; /* one expiry scan, idle connections and members */
     struct stats_code codes[STATS_MAX_CODES];
     size_t ncodes;
     uint64_t codes_overflow; /* requests whose code found no free slot */

@@ -476,12 +476,14 @@ static json_t *event_row(struct store_reader *r, struct list_cache *c, sqlite3_s
                             sqlite3_column_type(st, 5) == SQLITE_NULL
                                 ? json_null()
                                 : json_integer(sqlite3_column_int64(st, 5))) ||
-        json_object_set_new(ev, "before", before) || json_object_set_new(ev, "after", after)) {
+        json_object_set(ev, "before", before) || json_object_set(ev, "after", after)) {
         json_decref(ev);
         *e = RMQ_ENOMEM;
-        return NULL;
     }
-    return ev;
+    /* set (not set_new) above: the chain may stop before reaching them */
+    json_decref(before);
+    json_decref(after);
+    return *e == 0 ? ev : NULL;
 }
 
 /* Steps st, appending one object per row to events; *next gets the id of

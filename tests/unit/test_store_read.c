@@ -356,6 +356,98 @@ static void test_events_oom(void **state)
     assert_null(r);
 }
 
+static void put_event(struct store *s, const char *kind, const char *client, const char *before,
+                      const char *after, bool delta, int64_t index)
+{
+    struct store_event ev = {.ts_ms = 5000,
+                             .group = "d",
+                             .kind = kind,
+                             .client_id = client,
+                             .channel_id = 1,
+                             .before_json = before,
+                             .after_json = after,
+                             .delta = delta,
+                             .delta_index = index};
+    assert_int_equal(store_append_event(s, &ev, NULL), 0);
+}
+
+/* Lists of event i of the "d" group, as JSON text. */
+static void lists_of(json_t *v, size_t i, char *before, char *after, size_t cap)
+{
+    json_t *ev = json_array_get(json_object_get(v, "events"), i);
+    char *b = json_dumps(json_object_get(ev, "before"), JSON_COMPACT | JSON_ENCODE_ANY);
+    char *a = json_dumps(json_object_get(ev, "after"), JSON_COMPACT | JSON_ENCODE_ANY);
+    assert_non_null(b);
+    assert_non_null(a);
+    snprintf(before, cap, "%s", b);
+    snprintf(after, cap, "%s", a);
+    free(b);
+    free(a);
+}
+
+/* A snapshot, then deltas (joins at positions, leaves, an unchanged list),
+ * another snapshot, more deltas: every event reads back with the lists a
+ * full row would have held, from a whole page, from pages of one, and
+ * through the OOM loop. A delta that does not fit reads as null lists. */
+static void test_delta_events_rebuilt(void **state)
+{
+    struct fx *fx = *state;
+    struct store *s = fx->s;
+    static const char *const want[][2] = {
+        {"[]", "[\"b\"]"},
+        {"[\"b\"]", "[\"a\",\"b\"]"},
+        {"[\"a\",\"b\"]", "[\"a\",\"b\",\"c\"]"},
+        {"[\"a\",\"b\",\"c\"]", "[\"a\",\"c\"]"},
+        {"[\"a\",\"c\"]", "[\"a\",\"c\"]"},
+        {"[\"x\"]", "[\"x\",\"y\"]"},
+        {"[\"x\",\"y\"]", "[\"y\"]"},
+        {"null", "null"},
+    };
+    put_event(s, "join", "b", "[]", "[\"b\"]", false, 0);
+    put_event(s, "join", "a", NULL, NULL, true, 0);
+    put_event(s, "join", "c", NULL, NULL, true, 2);
+    put_event(s, "close", "b", NULL, NULL, true, 1);
+    put_event(s, "subscription", NULL, NULL, NULL, true, -1);
+    put_event(s, "join", "y", "[\"x\"]", "[\"x\",\"y\"]", false, 0); /* a snapshot */
+    put_event(s, "expire", "x", NULL, NULL, true, 0);
+    put_event(s, "expire", "z", NULL, NULL, true, 5); /* out of range */
+    struct store_event bad = {.ts_ms = 1, .group = "d", .kind = "join", .delta = true, .delta_index = -2};
+    assert_int_equal(store_append_event(s, &bad, NULL), RMQ_EINVAL);
+    assert_int_equal(store_commit(s), 0);
+    char b[256], a[256];
+    json_t *v = events_ok(fx->r, "d", 0, 100);
+    assert_int_equal(n_events(v), 8);
+    for (size_t i = 0; i < 8; i++) {
+        lists_of(v, i, b, a, sizeof b);
+        assert_string_equal(b, want[i][0]);
+        assert_string_equal(a, want[i][1]);
+    }
+    json_decref(v);
+    for (int64_t since = 0; since < 8; since++) { /* each page starts the rebuild afresh */
+        v = events_ok(fx->r, NULL, since, 1);
+        lists_of(v, 0, b, a, sizeof b);
+        assert_string_equal(b, want[since][0]);
+        assert_string_equal(a, want[since][1]);
+        json_decref(v);
+    }
+    rmq_mem_install_jansson();
+    v = NULL;
+    long n;
+    for (n = 0; n < 3000 && !v; n++) {
+        char err[128] = "";
+        rmq_mem_fail_after(n);
+        v = store_reader_events(fx->r, "d", 2, 100, err, sizeof err);
+        rmq_mem_fail_after(-1);
+        if (!v)
+            assert_non_null(strstr(err, "memory"));
+    }
+    assert_non_null(v);
+    assert_int_equal(n_events(v), 6);
+    lists_of(v, 0, b, a, sizeof b);
+    assert_string_equal(b, want[2][0]);
+    json_decref(v);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -371,6 +463,7 @@ int main(void)
         T(test_reader_after_writer_closed),
         T(test_reader_open_errors),
         T(test_events_oom),
+        T(test_delta_events_rebuilt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
