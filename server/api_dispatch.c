@@ -381,7 +381,8 @@ static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, jso
 {
     json_t *text = json_object_get(reply, "text");
     struct buf b;
-    buf_init(&b, 16384);
+    /* The loop's text grows with the groups; this bound only stops a runaway. */
+    buf_init(&b, 64u * 1024u * 1024u);
     int rc =
         json_is_string(text) ? buf_append(&b, json_string_value(text), json_string_length(text)) : RMQ_EINVAL;
     if (rc == 0)

@@ -21,6 +21,8 @@ int metrics_header(struct buf *b, const char *name, const char *type, const char
 
 /* Length of a valid UTF-8 sequence at p (1..4) or 0 (overlongs, surrogates
  * and code points past U+10FFFF are invalid). */
+#define METRICS_MAX_BYTES (64u * 1024u * 1024u)
+
 static size_t utf8_len(const unsigned char *p)
 {
     unsigned c = p[0];
@@ -182,7 +184,9 @@ json_t *metrics_loop_snapshot(struct server *s, int *status)
 {
     const struct server_stats *st = &s->stats;
     struct buf b;
-    buf_init(&b, 8192);
+    /* Grows with the groups (one series each): a bound against runaway,
+     * not a size guess (8 KB used to fail /metrics past ~100 groups). */
+    buf_init(&b, METRICS_MAX_BYTES);
     int64_t up = server_now_ms(s) - s->started_ms;
     int rc = simple(&b, "rmqcoord_uptime_seconds", "gauge", "Seconds since the daemon started",
                     up > 0 ? (uint64_t)up / 1000 : 0);

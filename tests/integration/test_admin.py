@@ -442,6 +442,17 @@ class Routes(AdminTest):
         self.assertEqual(samples["rmqcoord_event_streams"], 0)
         for name in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M):
             self.assertIn(name[1], ("counter", "gauge", "histogram"))
+        self.assertIn("rmqcoord_notify_fanout_duration_seconds_count", samples)
+        self.assertIn("rmqcoord_expiry_scan_duration_seconds_count", samples)
+        self.assertGreaterEqual(samples["rmqcoord_store_checkpoint_failures_total"], 0)
+
+    def test_metrics_with_many_groups(self):
+        # one series per group: 250 groups are far more than a fixed 8 KB reply held
+        self.join("cMany", {"MG%03d" % i: ["T"] for i in range(250)})
+        st, _, text = http(self.d, "GET", "/metrics")
+        self.assertEqual(st, 200, text)
+        lines = [ln for ln in text.decode().splitlines() if ln.startswith("rmqcoord_group_members{")]
+        self.assertEqual(len(lines), 250)
 
 
 def sse_open(d, query=""):
