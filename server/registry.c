@@ -402,9 +402,15 @@ size_t registry_expire(struct registry *r, int64_t now_ms, int64_t expiry_ms, ui
     size_t b;
     for (struct hashmap_entry *e = hashmap_first(&r->groups, &b); e; e = hashmap_next(&r->groups, e, &b)) {
         struct reg_group *g = e->val;
+        if (now_ms - g->expiry_floor_ms <= expiry_ms)
+            continue;
+        int64_t floor = now_ms; /* a member joining later heartbeats at or after now */
         for (size_t i = 0; i < g->g.nmembers; i++) {
-            if (now_ms - g->g.members[i].last_hb_ms <= expiry_ms)
+            if (now_ms - g->g.members[i].last_hb_ms <= expiry_ms) {
+                if (g->g.members[i].last_hb_ms < floor)
+                    floor = g->g.members[i].last_hb_ms;
                 continue;
+            }
             if (ntodo == cap) {
                 size_t nc = cap ? cap * 2 : 16;
                 struct expired *p = rmq_realloc(todo, nc * sizeof *p);
@@ -418,6 +424,7 @@ size_t registry_expire(struct registry *r, int64_t now_ms, int64_t expiry_ms, ui
                 goto apply;
             todo[ntodo++].id = g->g.members[i].channel_id;
         }
+        g->expiry_floor_ms = floor;
     }
 apply:
     for (size_t i = 0; i < ntodo; i++) {

@@ -58,6 +58,10 @@ struct reg_group {
     /* Membership events stored since the last one with full member lists
      * (the owner's bookkeeping; UINT32_MAX asks for full lists next). */
     uint32_t events_since_full;
+    /* No member's last heartbeat is older than this (a lower bound kept by
+     * registry_expire; joins and heartbeats only raise the true minimum),
+     * so a scan skips the group while it cannot hold an expired member. */
+    int64_t expiry_floor_ms;
     bool notify_pending;
     struct reg_group *next_pending;
 };

@@ -241,12 +241,50 @@ static void test_repeat_only_when_nothing_could_change(void **state)
     registry_free(&r);
 }
 
+/* A scan skips a group whose oldest heartbeat cannot be past the expiry
+ * (its floor), yet nothing that should expire is missed: a member that
+ * stopped heartbeating, one whose peer kept beating, one that joined after
+ * the scan that emptied its group. */
+static void test_expire_floor_skips_but_misses_nothing(void **state)
+{
+    (void)state;
+    struct registry r;
+    struct log l;
+    setup(&r, &l);
+    registry_channel_open(&r, 1, NULL, "p1", 0);
+    registry_channel_open(&r, 2, NULL, "p2", 0);
+    registry_channel_open(&r, 3, NULL, "p3", 0);
+    beat_body(&r, 1, "a", "G", "T", "{}", 1000);
+    beat_body(&r, 2, "b", "G", "T", "{}", 1000);
+    uint64_t ids[8];
+    assert_int_equal(registry_expire(&r, 1050, 100, ids, 8), 0);
+    assert_int_equal(registry_group(&r, "G")->expiry_floor_ms, 1000);
+    assert_int_equal(registry_expire(&r, 1090, 100, ids, 8), 0); /* skipped: floor 1000 is 90 ms old */
+    beat_body(&r, 2, "b", "G", "T", "{}", 1080);
+    size_t n = registry_expire(&r, 1101, 100, ids, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(registry_group(&r, "G")->expiry_floor_ms, 1080);
+    assert_int_equal(registry_expire(&r, 1181, 100, ids, 8), 1); /* b, from its beat at 1080 */
+    assert_null(registry_group(&r, "G"));
+    /* a group emptied... and joined again after a scan */
+    beat_body(&r, 3, "c", "H", "T", "{}", 2000);
+    assert_int_equal(registry_expire(&r, 2050, 100, ids, 8), 0);
+    beat_body(&r, 1, "a", "H", "T", "{}", 2060);
+    assert_int_equal(registry_expire(&r, 2101, 100, ids, 8), 1); /* c */
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(registry_expire(&r, 2161, 100, ids, 8), 1); /* a */
+    assert_int_equal(ids[0], 1);
+    registry_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join_close_removes_from_every_group),
         cmocka_unit_test(test_unregister_keeps_channel),
         cmocka_unit_test(test_expire_reports_channels_once),
+        cmocka_unit_test(test_expire_floor_skips_but_misses_nothing),
         cmocka_unit_test(test_notify_pending_is_coalesced_and_safe),
         cmocka_unit_test(test_out_of_memory_heartbeat),
         cmocka_unit_test(test_repeat_only_when_nothing_could_change),
