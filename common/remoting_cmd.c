@@ -91,9 +91,17 @@ fail_val:
 
 int rmq_cmd_ext_set_i64(struct rmq_cmd *c, const char *key, int64_t val)
 {
-    char tmp[24];
-    snprintf(tmp, sizeof tmp, "%" PRId64, val);
-    return rmq_cmd_ext_set(c, key, tmp);
+    /* By hand: snprintf was a visible share of a heartbeat reply's cost. */
+    char tmp[24], *p = tmp + sizeof tmp;
+    uint64_t u = val < 0 ? 0 - (uint64_t)val : (uint64_t)val;
+    *--p = 0;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (val < 0)
+        *--p = '-';
+    return rmq_cmd_ext_set(c, key, p);
 }
 
 const char *rmq_cmd_ext_get(const struct rmq_cmd *c, const char *key)

@@ -259,8 +259,21 @@ static int set_producers(struct reg_channel *ch, const struct rmq_heartbeat *hb)
  * could only make the sender's own heartbeat look unchanged). */
 static uint64_t hash_body(const uint8_t *p, size_t n)
 {
-    uint64_t h = 0x243F6A8885A308D3ULL ^ n;
+    /* Four independent lanes: a single multiply chain over a 3 KB body was
+     * latency-bound (5% of the daemon under a heartbeat load). */
+    uint64_t l[4] = {0x243F6A8885A308D3ULL ^ n, 0x13198A2E03707344ULL, 0xA4093822299F31D0ULL,
+                     0x082EFA98EC4E6C89ULL};
     size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * (size_t)k, 8);
+            l[k] = (l[k] ^ w) * 0x9E3779B97F4A7C15ULL;
+            l[k] ^= l[k] >> 29;
+        }
+    }
+    uint64_t h = l[0] ^ (l[1] * 0xC2B2AE3D27D4EB4FULL) ^ (l[2] * 0x165667B19E3779F9ULL) ^
+                 (l[3] * 0x27D4EB2F165667C5ULL);
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
