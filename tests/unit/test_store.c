@@ -566,18 +566,19 @@ static void test_event_ids_increase(void **state)
     store_close(s);
 }
 
-/* The child commits, leaves a second batch open, and is SIGKILLed without
- * store_close; the parent must find exactly the committed data. */
-static void test_killed_process_keeps_commits(void **state)
+/* Forks a child that commits an offset (77) and an event (lazily with
+ * lazy, after store_lazy_sync), leaves a second batch open, and is
+ * SIGKILLed without store_close. */
+static void killed_child_writes(const char *path, bool lazy)
 {
-    struct fx *fx = *state;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         struct store *s = NULL;
         struct store_event ev = {.ts_ms = 1, .group = "g", .kind = "join", .after_json = "[\"c\"]"};
-        if (store_open(fx->path, &s, NULL, 0) != 0 || store_put_offset(s, "g", "T", 0, 77, 1) != 0 ||
-            store_append_event(s, &ev, NULL) != 0 || store_commit(s) != 0 ||
+        if (store_open(path, &s, NULL, 0) != 0 || (lazy && store_lazy_sync(s, 3600000) != 0) ||
+            store_put_offset(s, "g", "T", 0, 77, 1) != 0 || store_append_event(s, &ev, NULL) != 0 ||
+            (lazy ? store_commit_lazy(s) : store_commit(s)) != 0 ||
             store_put_offset(s, "g", "T", 1, 88, 2) != 0)
             _exit(1);
         kill(getpid(), SIGKILL);
@@ -587,6 +588,13 @@ static void test_killed_process_keeps_commits(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFSIGNALED(status));
     assert_int_equal(WTERMSIG(status), SIGKILL);
+}
+
+/* The parent must find exactly the committed data. */
+static void test_killed_process_keeps_commits(void **state)
+{
+    struct fx *fx = *state;
+    killed_child_writes(fx->path, false);
     struct store *s = open_ok(fx->path);
     struct seen_offsets o = {0};
     assert_int_equal(store_load_offsets(s, offset_cb, &o), 0);
@@ -678,22 +686,10 @@ static void test_lazy_sync_takes_checkpoints_off_the_writer(void **state)
 static void test_killed_process_keeps_lazy_commits(void **state)
 {
     struct fx *fx = *state;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct store *s = NULL;
-        if (store_open(fx->path, &s, NULL, 0) != 0 || store_lazy_sync(s, 3600000) != 0 ||
-            store_put_offset(s, "g", "T", 0, 77, 1) != 0 || store_commit_lazy(s) != 0 ||
-            store_put_offset(s, "g", "T", 1, 88, 2) != 0)
-            _exit(1);
-        kill(getpid(), SIGKILL);
-        _exit(2);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
+    killed_child_writes(fx->path, true);
     assert_int_equal(q_int(fx->path, "SELECT count(*) FROM offsets"), 1);
     assert_int_equal(q_int(fx->path, "SELECT queue_offset FROM offsets"), 77);
+    assert_int_equal(q_int(fx->path, "SELECT count(*) FROM events"), 1);
 }
 
 static void test_future_version_refused(void **state)
