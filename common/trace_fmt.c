@@ -34,22 +34,23 @@ void trace_decoder_init(struct trace_decoder *d)
     buf_init(&d->line, TRACE_FMT_MAX_LINE + 1);
 }
 
-/* One cached request line: its tail (everything after `{"ts":N,`) as read,
- * and as the full decode left it, with the event pointing into the latter. */
+/* One cached request line, one allocation: this header, the event's
+ * extFields, the line's tail (everything after `{"ts":N,`) as read, then
+ * the strings the event hands out as the full decode left them (unescaped,
+ * NUL-terminated). The body points into the tail itself: a body is never
+ * unescaped, and the tail has just been compared, so it is warm. */
 struct trace_line_slot {
-    unsigned char *raw; /* owned, 2 * cap + 1 bytes: the tail as read, then as decoded */
-    unsigned char *dec; /* raw + cap */
-    size_t cap;
-    struct trace_kv *kv; /* owned */
-    size_t kv_cap;
+    size_t cap;            /* bytes in the allocation */
+    unsigned char *tail;   /* in the allocation */
     struct trace_event ev; /* ts aside, what the tail decodes to; ev.tag names this fill */
 };
 
-/* Apart from the slots, so that looking a line up reads one cache line per
- * set and only the slot that matches. */
-struct trace_line_key {
-    uint32_t hash; /* of the tail's first bytes */
-    uint32_t len;  /* tail length; 0: the slot is empty */
+/* A slot and what picks it, so that looking a line up reads one cache line
+ * per set (four refs) and then only the slot that matches. */
+struct trace_line_ref {
+    uint32_t hash;                /* of the tail's first bytes */
+    uint32_t len;                 /* tail length; 0: nothing kept here */
+    struct trace_line_slot *slot; /* owned */
 };
 
 /* Process-wide, so that tags from two decoders never meet by accident. */
@@ -59,14 +60,10 @@ void trace_decoder_free(struct trace_decoder *d)
 {
     if (!d)
         return;
-    if (d->lines) {
-        for (size_t i = 0; i < TRACE_FMT_LINE_SLOTS; i++) {
-            rmq_free(d->lines[i].raw);
-            rmq_free(d->lines[i].kv);
-        }
-        rmq_free(d->lines);
-    }
-    rmq_free(d->line_keys);
+    if (d->lines)
+        for (size_t i = 0; i < TRACE_FMT_LINE_SLOTS; i++)
+            rmq_free(d->lines[i].slot);
+    rmq_free(d->lines);
     buf_free(&d->line);
     rmq_free(d->kv);
     rmq_free(d->brokers);
@@ -599,29 +596,40 @@ static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_even
 static size_t ts_prefix(const unsigned char *p, size_t len, int64_t *ts)
 {
     static const char head[] = "{\"ts\":";
-    size_t i = sizeof head - 1, first = i;
-    if (len <= i || memcmp(p, head, i) != 0 || !is_digit(p[i]))
+    if (len <= sizeof head || memcmp(p, head, sizeof head - 1) != 0)
         return 0;
-    uint64_t v = 0;
-    if (p[i] == '0')
-        i++;
-    else
-        while (i < len && is_digit(p[i]) && i - first < 18) /* 18 digits cannot overflow */
-            v = v * 10 + (uint64_t)(p[i++] - '0');
-    if (i >= len || p[i] != ',' || v > (uint64_t)(INT64_MAX / 4))
+    const unsigned char *d0 = p + sizeof head - 1, *q = d0, *end = p + len;
+    const unsigned char *lim = end - q > 19 ? q + 19 : end;
+    uint64_t v = 0; /* 19 digits at most: no overflow */
+    unsigned dg;
+    while (q < lim && (dg = (unsigned)(*q - '0')) <= 9) {
+        v = v * 10 + dg;
+        q++;
+    }
+    size_t nd = (size_t)(q - d0);
+    if (nd == 0 || nd > 18 || (*d0 == '0' && nd > 1) || q == end || *q != ',' ||
+        v > (uint64_t)(INT64_MAX / 4))
         return 0;
     *ts = (int64_t)v;
-    return i + 1;
+    return (size_t)(q + 1 - p);
 }
 
 /* The tail's first bytes name the connection ("conn" comes next in what the
- * recorder writes), so one connection's lines share a set. */
+ * recorder writes: `"conn":4294967297,` is 18 bytes), so one connection's
+ * lines share a set. Eight bytes at a time. */
 static uint32_t tail_hash(const unsigned char *p, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n && i < 40; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h ^ h >> 15;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n < 24 ? n : 24);
+    size_t i = 0;
+    for (; i + 8 <= n && i < 24; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    for (; i < n && i < 24; i++)
+        h = (h ^ p[i]) * 0x100000001B3ULL;
+    return (uint32_t)(h ^ h >> 29);
 }
 
 /* Index of the first slot of h's set. */
@@ -630,9 +638,6 @@ static size_t line_set(uint32_t h)
     return h % (TRACE_FMT_LINE_SLOTS / TRACE_FMT_LINE_WAYS) * TRACE_FMT_LINE_WAYS;
 }
 
-/* On a hit the body is handed out from the decoder's copy of this line,
- * which is warm in the cache, rather than from the slot, which is not; the
- * bytes are the same (a body is never unescaped). */
 static bool line_hit(struct trace_decoder *d, const unsigned char *line, size_t len, struct trace_event *ev)
 {
     int64_t ts;
@@ -642,32 +647,59 @@ static bool line_hit(struct trace_decoder *d, const unsigned char *line, size_t 
     const unsigned char *t = line + off;
     size_t n = len - off;
     uint32_t h = tail_hash(t, n);
-    size_t set = line_set(h);
-    for (size_t w = set; w < set + TRACE_FMT_LINE_WAYS; w++) {
-        const struct trace_line_slot *sl = &d->lines[w];
-        if (d->line_keys[w].len != n || d->line_keys[w].hash != h || memcmp(sl->raw, t, n) != 0)
+    const struct trace_line_ref *set = &d->lines[line_set(h)];
+    for (size_t w = 0; w < TRACE_FMT_LINE_WAYS; w++) {
+        if (set[w].len != n || set[w].hash != h || memcmp(set[w].slot->tail, t, n) != 0)
             continue;
-        *ev = sl->ev;
+        *ev = set[w].slot->ev;
         ev->ts = ts;
-        buf_reset(&d->line);
-        if (ev->body && buf_append(&d->line, line, len) == 0)
-            ev->body = d->line.data + d->line.pos + off + (ev->body - sl->dec);
         return true;
     }
     return false;
 }
 
-/* Moves *q from the decoded tail at [lo, hi) to the same byte of dec.
- * Pointers outside the line buffer (static strings) stay; false for one
- * into the line's prefix, which the cache does not keep. */
-static bool rebase(const void *qv, uintptr_t base, uintptr_t lo, uintptr_t hi, unsigned char *dec,
-                   const void **out)
+/* Where a pointer of the event decoded into the line buffer p[0..len] goes
+ * in a slot. */
+struct relocation {
+    uintptr_t base, tail, end; /* p, p + off, p + len + 1 */
+    unsigned char *strings;    /* next free byte of the slot's string area (NULL: sizing only) */
+    size_t used;
+    bool ok; /* false: a pointer into the ts prefix, which the slot does not keep */
+};
+
+/* A NUL-terminated string: copied to the string area when it lies in the
+ * line buffer; a static string (ext booleans) stays. */
+static const char *relocate_str(struct relocation *r, const char *q)
 {
-    uintptr_t q = (uintptr_t)qv;
-    *out = qv;
-    if (qv && q >= lo && q < hi)
-        *out = dec + (q - lo);
-    return !qv || q < base || q >= lo;
+    uintptr_t u = (uintptr_t)q;
+    if (!q || u < r->base || u >= r->end)
+        return q;
+    if (u < r->tail) {
+        r->ok = false;
+        return q;
+    }
+    size_t n = strlen(q) + 1;
+    const char *out = q;
+    if (r->strings) {
+        memcpy(r->strings + r->used, q, n);
+        out = (const char *)(r->strings + r->used);
+    }
+    r->used += n;
+    return out;
+}
+
+/* Fills the slot's event from ev, its strings into the string area. */
+static void relocate(struct relocation *r, const struct trace_event *ev, struct trace_event *out,
+                     struct trace_kv *kv)
+{
+    *out = *ev;
+    out->peer = relocate_str(r, ev->peer);
+    for (size_t i = 0; i < ev->next; i++) {
+        const char *k = relocate_str(r, ev->ext[i].key), *v = relocate_str(r, ev->ext[i].val);
+        if (kv)
+            kv[i] = (struct trace_kv){k, v};
+    }
+    out->ext = kv;
 }
 
 /* Keeps a request line that decoded in full, its buffer at p; failing to
@@ -677,68 +709,54 @@ static void line_remember(struct trace_decoder *d, const unsigned char *line, si
 {
     int64_t ts;
     size_t off = ts_prefix(line, len, &ts), n = len - off;
-    if (!off || n > TRACE_FMT_LINE_CACHE_MAX)
+    uintptr_t tail = (uintptr_t)p + off, body = (uintptr_t)ev->body;
+    /* Only the fields a request has; its body lies in the tail (never bodyBase64 here). */
+    if (!off || n > TRACE_FMT_LINE_CACHE_MAX || ev->broker || ev->group || ev->reason || ev->topic ||
+        ev->brokers || (ev->body && (body < tail || body + ev->body_len > tail + n)))
         return;
-    if (!d->lines) {
-        d->lines = rmq_calloc(TRACE_FMT_LINE_SLOTS, sizeof *d->lines);
-        d->line_keys = d->lines ? rmq_calloc(TRACE_FMT_LINE_SLOTS, sizeof *d->line_keys) : NULL;
-        if (!d->line_keys) {
-            rmq_free(d->lines);
-            d->lines = NULL;
-            return;
-        }
-    }
+    struct relocation r = {(uintptr_t)p, tail, (uintptr_t)p + len + 1, NULL, 0, true};
+    struct trace_event sized;
+    relocate(&r, ev, &sized, NULL);
+    size_t head = sizeof(struct trace_line_slot) + ev->next * sizeof(struct trace_kv);
+    size_t need = head + n + r.used;
+    if (!r.ok)
+        return;
+    if (!d->lines && !(d->lines = rmq_calloc(TRACE_FMT_LINE_SLOTS, sizeof *d->lines)))
+        return;
     uint32_t h = tail_hash(line + off, n);
-    size_t set = line_set(h), w = SIZE_MAX;
-    struct trace_line_key *k = d->line_keys;
-    for (size_t i = set; i < set + TRACE_FMT_LINE_WAYS && w == SIZE_MAX; i++)
-        if (k[i].len && k[i].hash == h)
-            w = i; /* the same connection's previous line, most likely: replace it */
-    for (size_t i = set; i < set + TRACE_FMT_LINE_WAYS && w == SIZE_MAX; i++)
-        if (!k[i].len)
-            w = i;
-    if (w == SIZE_MAX)
-        w = set + d->line_evict++ % TRACE_FMT_LINE_WAYS;
-    struct trace_line_slot *sl = &d->lines[w];
-    k[w].len = 0;
-    if (sl->cap < n) {
-        size_t need = 2 * n + 1, had = sl->raw ? 2 * sl->cap + 1 : 0;
-        if (d->line_bytes - had + need > 2 * TRACE_FMT_LINE_CACHE_BUDGET)
+    struct trace_line_ref *set = &d->lines[line_set(h)], *ref = NULL;
+    for (size_t w = 0; w < TRACE_FMT_LINE_WAYS && !ref; w++)
+        if (set[w].len && set[w].hash == h)
+            ref = &set[w]; /* the same connection's previous line, most likely: replace it */
+    for (size_t w = 0; w < TRACE_FMT_LINE_WAYS && !ref; w++)
+        if (!set[w].len)
+            ref = &set[w];
+    if (!ref)
+        ref = &set[d->line_evict++ % TRACE_FMT_LINE_WAYS];
+    ref->len = 0;
+    size_t had = ref->slot ? ref->slot->cap : 0;
+    if (had < need) {
+        if (d->line_bytes - had + need > TRACE_FMT_LINE_CACHE_BUDGET)
             return;
-        unsigned char *r = rmq_realloc(sl->raw, need);
-        if (!r)
+        struct trace_line_slot *sl = rmq_realloc(ref->slot, need);
+        if (!sl)
             return;
         d->line_bytes = d->line_bytes - had + need;
-        sl->raw = r;
-        sl->cap = n;
+        ref->slot = sl;
+        sl->cap = need;
     }
-    if (sl->kv_cap < ev->next) {
-        struct trace_kv *kv = rmq_realloc(sl->kv, ev->next * sizeof *kv);
-        if (!kv)
-            return;
-        sl->kv = kv;
-        sl->kv_cap = ev->next;
-    }
-    sl->dec = sl->raw + sl->cap;
-    memcpy(sl->raw, line + off, n);
-    memcpy(sl->dec, p + off, n);
-    sl->dec[n] = '\0'; /* what buf_terminate put after the line */
-    uintptr_t base = (uintptr_t)p, lo = base + off, hi = base + len + 1;
-    struct trace_event c = *ev;
-    const void *o;
-    bool ok = rebase(ev->peer, base, lo, hi, sl->dec, &o) && (c.peer = o, true) &&
-              rebase(ev->body, base, lo, hi, sl->dec, &o) && (c.body = o, true);
-    for (size_t i = 0; ok && i < ev->next; i++) {
-        ok = rebase(ev->ext[i].key, base, lo, hi, sl->dec, &o) && (sl->kv[i].key = o, true) &&
-             rebase(ev->ext[i].val, base, lo, hi, sl->dec, &o) && (sl->kv[i].val = o, true);
-    }
-    if (!ok)
-        return;
-    c.ext = sl->kv;
-    c.tag = ev->tag = atomic_fetch_add(&last_tag, 1) + 1;
-    sl->ev = c;
-    k[w].hash = h;
-    k[w].len = (uint32_t)n;
+    struct trace_line_slot *sl = ref->slot;
+    struct trace_kv *kv = (struct trace_kv *)(void *)(sl + 1);
+    sl->tail = (unsigned char *)sl + head;
+    memcpy(sl->tail, line + off, n);
+    r.strings = sl->tail + n;
+    r.used = 0;
+    relocate(&r, ev, &sl->ev, kv);
+    if (ev->body)
+        sl->ev.body = sl->tail + (body - tail);
+    sl->ev.tag = ev->tag = atomic_fetch_add(&last_tag, 1) + 1;
+    ref->hash = h;
+    ref->len = (uint32_t)n;
 }
 
 int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, size_t lineno,

@@ -87,16 +87,15 @@ struct trace_event {
  * byte-identical heartbeats, so most request lines equal an earlier line of
  * theirs but for the leading "ts". Such a line decodes to the earlier event
  * with the new ts, which costs one memcmp instead of the strict scan (see
- * line_hit in trace_fmt.c for why that is exact). Bounded: TRACE_FMT_LINE_SLOTS
- * lines (sets of TRACE_FMT_LINE_WAYS picked by the bytes after ts, which name
- * the connection first), each at most TRACE_FMT_LINE_CACHE_MAX bytes, twice
+ * trace_fmt.c for why that is exact). Bounded: TRACE_FMT_LINE_SLOTS lines
+ * (sets of TRACE_FMT_LINE_WAYS picked by the bytes after ts, which name the
+ * connection first), each at most TRACE_FMT_LINE_CACHE_MAX bytes,
  * TRACE_FMT_LINE_CACHE_BUDGET bytes in all. */
 #define TRACE_FMT_LINE_SLOTS 8192
 #define TRACE_FMT_LINE_WAYS 4
 #define TRACE_FMT_LINE_CACHE_MAX ((size_t)16 << 10)
 #define TRACE_FMT_LINE_CACHE_BUDGET ((size_t)32 << 20)
-struct trace_line_slot;
-struct trace_line_key;
+struct trace_line_ref;
 
 struct trace_decoder {
     struct buf line;     /* private copy of the current line, unescaped in place */
@@ -106,13 +105,12 @@ struct trace_decoder {
     size_t nbrokers, brokers_cap;
     uint8_t *body64; /* owned: decoded bodyBase64 */
     size_t body64_cap;
-    struct trace_line_slot *lines;    /* owned, TRACE_FMT_LINE_SLOTS of them, allocated at first use */
-    struct trace_line_key *line_keys; /* owned, one per slot */
-    unsigned line_evict;              /* round robin within a full set */
-    size_t line_bytes;                /* allocated for cached lines */
-    bool line_cache_off;              /* set after init: decode every line in full (tests, benchmarks) */
-    uint64_t line_hits;               /* lines decoded from the cache */
-    char error[256];                  /* why the last decode failed: "line N: ..." */
+    struct trace_line_ref *lines; /* owned, TRACE_FMT_LINE_SLOTS of them, allocated at first use */
+    unsigned line_evict;          /* round robin within a full set */
+    size_t line_bytes;            /* allocated for cached lines */
+    bool line_cache_off;          /* set after init: decode every line in full (tests, benchmarks) */
+    uint64_t line_hits;           /* lines decoded from the cache */
+    char error[256];              /* why the last decode failed: "line N: ..." */
 };
 
 void trace_decoder_init(struct trace_decoder *d);

@@ -226,17 +226,65 @@ static int write_out(struct replay *rp)
     return rc;
 }
 
-/* Reads every line of path; with notify_only, decodes just the notify lines
- * into rp's deaf-client notion, else feeds every event. 0, or 1 after an
- * error already printed. */
-static int pass(struct cli *c, struct replay *rp, bool notify_only)
+/* How a pass reads the file. */
+enum pass_mode {
+    PASS_NOTIFY,       /* the pre-pass: lines that mention "notify" into rp's deaf-client notion */
+    PASS_NOTIFY_QUIET, /* the same, printing nothing */
+    PASS_FEED,         /* every event into rp, output written as it grows */
+    PASS_SPECULATE,    /* PASS_FEED as if the pre-pass had found nothing; see run_offline */
+};
+
+struct pass_state {
+    struct buf held;   /* PASS_SPECULATE: output not written yet */
+    bool notify_seen;  /* a line the pre-pass would record (PASS_NOTIFY*, PASS_SPECULATE) */
+    bool held_checked; /* PASS_SPECULATE: a quiet pre-pass found nothing; write as PASS_FEED does */
+    bool early;        /* stopped at --to, before the end of the file */
+    char note[600];    /* a message PASS_SPECULATE did not print */
+};
+
+/* Output held while speculating; past it, the speculation is checked. */
+#define HOLD_MAX ((size_t)64 << 20)
+
+static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pass_state *ps);
+
+/* What PASS_FEED does with output at this point: written; while speculating
+ * unchecked, held (past HOLD_MAX: checked first, then written). */
+static int flush_out(struct cli *c, struct replay *rp, enum pass_mode mode, struct pass_state *ps)
 {
+    if (mode != PASS_SPECULATE || ps->held_checked)
+        return write_out(rp);
+    struct buf *o = replay_output(rp);
+    if (buf_append(&ps->held, buf_head(o), buf_live(o)) != 0)
+        return RMQ_ENOMEM;
+    buf_reset(o);
+    if (buf_live(&ps->held) <= HOLD_MAX)
+        return RMQ_OK;
+    struct pass_state check = {.notify_seen = false};
+    if (pass(c, rp, PASS_NOTIFY_QUIET, &check) != 0 || check.notify_seen) {
+        ps->notify_seen = true; /* the speculation is off */
+        return RMQ_OK;
+    }
+    size_t n = buf_live(&ps->held);
+    int rc = fwrite(buf_head(&ps->held), 1, n, stdout) != n ? RMQ_EIO : RMQ_OK;
+    buf_free(&ps->held);
+    ps->held_checked = true;
+    return rc;
+}
+
+/* Reads every line of path as mode says. 0, or 1 after an error (printed
+ * unless the mode is quiet: PASS_NOTIFY_QUIET, PASS_SPECULATE). */
+static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pass_state *ps)
+{
+    bool notify_only = mode == PASS_NOTIFY || mode == PASS_NOTIFY_QUIET;
+    /* Speculating quietly until a check confirms it; from then on it is PASS_FEED. */
+#define QUIET (mode == PASS_NOTIFY_QUIET || (mode == PASS_SPECULATE && !ps->held_checked))
     struct replay_reader r;
     struct trace_decoder d;
     trace_decoder_init(&d);
     int rc = replay_reader_open(&r, c->path), n = 0;
     if (rc == RMQ_EIO) {
-        fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, strerror(errno));
+        if (!QUIET)
+            fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, strerror(errno));
         rc = RMQ_EPROTO; /* reported */
     }
     const char *line;
@@ -248,34 +296,56 @@ static int pass(struct cli *c, struct replay *rp, bool notify_only)
         struct trace_event ev;
         rc = trace_decode_line(&d, line, len, r.lineno, &ev);
         if (rc != 0 && !complete) {
-            if (!notify_only)
+            if (!notify_only && QUIET) /* printed if the speculation stands */
+                snprintf(ps->note, sizeof ps->note,
+                         "rmqcoord replay: %s: %s (a truncated last line: ignored)\n", c->path, d.error);
+            else if (!notify_only)
                 fprintf(stderr, "rmqcoord replay: %s: %s (a truncated last line: ignored)\n", c->path,
                         d.error);
             rc = 0;
             break;
         }
-        if (rc != 0)
-            fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, d.error);
-        else if (notify_only)
+        if (rc != 0) {
+            if (!QUIET)
+                fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, d.error);
+        } else if (notify_only) {
+            ps->notify_seen = ps->notify_seen || ev.kind == TRACE_NOTIFY;
             rc = ev.kind == TRACE_NOTIFY ? replay_note_recorded_notify(rp, ev.conn) : 0;
-        else if ((rc = replay_feed(rp, &ev)) == 1)
+        } else if (mode == PASS_SPECULATE && ev.kind == TRACE_NOTIFY && !ps->held_checked &&
+                   trace_find(line, len, "\"notify\"", 8)) {
+            ps->notify_seen = true; /* the pre-pass would have recorded this one */
+        } else if ((rc = replay_feed(rp, &ev)) == 1) {
             rc = 0, n = 0; /* past --to */
+            ps->early = true;
+        }
         if (rc == 0 && !notify_only && buf_live(replay_output(rp)) > REPLAY_IO_CHUNK)
-            rc = write_out(rp);
-        if (n == 0)
+            rc = flush_out(c, rp, mode, ps);
+        if (n == 0 || (mode == PASS_SPECULATE && ps->notify_seen))
             break;
     }
     if (rc == 0 && n < 0)
         rc = n;
-    if (rc != 0 && rc != RMQ_EPROTO)
+    if (rc != 0 && rc != RMQ_EPROTO && !QUIET)
         fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, rmq_strerror(rc));
-    size_t lines = r.lineno;
+#undef QUIET
     replay_reader_close(&r);
     trace_decoder_free(&d);
-    (void)lines;
     return rc ? 1 : 0;
 }
 
+/* With --notify-source auto the file is read twice: the pre-pass finds the
+ * connections the trace shows receiving a NOTIFY, then every event is fed.
+ * Most traces without notify lines (generated or hand-written ones) would
+ * pay a whole pass for nothing, so replay first feeds every event as if the
+ * pre-pass had found nothing, holding the output back and printing nothing.
+ * That run stands when the assumption held: it fed the whole file without
+ * meeting a line the pre-pass would record (one that mentions "notify" and
+ * decodes as a notify event), or a quiet pre-pass confirms it (stopped
+ * early by --to, or too much output to hold). Then the state, output and
+ * messages are those of the two-pass run: the pre-pass recorded nothing and
+ * hit no error (a line it decodes is decoded by the feed too, and any feed
+ * error sends replay back to the two-pass run). Otherwise everything is
+ * dropped and the file is read the usual way, from the start. */
 static int run_offline(struct cli *c)
 {
     char err[256];
@@ -284,11 +354,55 @@ static int run_offline(struct cli *c)
         fprintf(stderr, "rmqcoord replay: %s\n", err);
         return 2;
     }
-    double t0 = now_s();
-    int rc = c->opt.notify_source == REPLAY_NOTIFY_AUTO ? pass(c, rp, true) : 0;
-    double t1 = now_s();
-    if (rc == 0)
-        rc = pass(c, rp, false);
+    double t0 = now_s(), t_pre = 0;
+    int rc = 1;
+    struct pass_state ps = {.notify_seen = false};
+    buf_init(&ps.held, 0);
+    /* RMQCOORD_REPLAY_TWO_PASS=1 keeps to the two-pass run (tests compare both ways). */
+    const char *two = getenv("RMQCOORD_REPLAY_TWO_PASS");
+    bool speculate = !(two && !strcmp(two, "1"));
+    if (c->opt.notify_source == REPLAY_NOTIFY_AUTO && !speculate) {
+        double t = now_s();
+        rc = pass(c, rp, PASS_NOTIFY, &ps);
+        t_pre = now_s() - t;
+        if (rc == 0)
+            rc = pass(c, rp, PASS_FEED, &ps);
+    } else if (c->opt.notify_source == REPLAY_NOTIFY_AUTO) {
+        rc = pass(c, rp, PASS_SPECULATE, &ps);
+        if (!ps.held_checked && rc == 0 && !ps.notify_seen && ps.early) {
+            double t = now_s();
+            struct pass_state check = {.notify_seen = false};
+            rc = pass(c, rp, PASS_NOTIFY_QUIET, &check);
+            ps.notify_seen = check.notify_seen;
+            t_pre = now_s() - t;
+        }
+        if (ps.held_checked) {
+            /* checked and written out mid-way: from there on it was the two-pass run's feed */
+        } else if (rc == 0 && !ps.notify_seen) {
+            size_t n = buf_live(&ps.held);
+            fputs(ps.note, stderr);
+            if (n && fwrite(buf_head(&ps.held), 1, n, stdout) != n)
+                rc = 1;
+        } else {
+            replay_free(rp); /* back to the two-pass run */
+            rp = NULL;
+            if (replay_new(&c->opt, &rp, err, sizeof err) != 0) {
+                fprintf(stderr, "rmqcoord replay: %s\n", err);
+                buf_free(&ps.held);
+                return 2;
+            }
+            double t = now_s();
+            struct pass_state pre = {.notify_seen = false};
+            rc = pass(c, rp, PASS_NOTIFY, &pre);
+            t_pre = now_s() - t;
+            struct pass_state feed = {.notify_seen = false};
+            if (rc == 0)
+                rc = pass(c, rp, PASS_FEED, &feed);
+        }
+    } else {
+        rc = pass(c, rp, PASS_FEED, &ps);
+    }
+    buf_free(&ps.held);
     if (rc == 0 && (replay_finish(rp) != 0 || write_out(rp) != 0))
         rc = 1;
     double t2 = now_s();
@@ -296,8 +410,7 @@ static int run_offline(struct cli *c)
     fflush(stdout);
     if (rc == 0)
         fprintf(stderr, "rmqcoord replay: %llu events in %.3f s (%.0f events/s; notify pre-pass %.3f s)\n",
-                (unsigned long long)events, t2 - t0, (t2 - t0) > 0 ? (double)events / (t2 - t0) : 0.0,
-                t1 - t0);
+                (unsigned long long)events, t2 - t0, (t2 - t0) > 0 ? (double)events / (t2 - t0) : 0.0, t_pre);
     replay_free(rp);
     return rc;
 }

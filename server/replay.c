@@ -78,43 +78,26 @@ struct rp_action rp_pop_action(struct replay *rp)
     return top;
 }
 
-int rp_push_deadline(struct replay *rp, struct rp_client *c)
+void rp_heartbeat_seen(struct replay *rp, struct rp_client *c)
 {
-    if (rp->ndl == rp->dl_cap) {
-        size_t cap = rp->dl_cap ? rp->dl_cap * 2 : 256;
-        struct rp_deadline *p = rmq_realloc(rp->dl, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        rp->dl = p;
-        rp->dl_cap = cap;
+    c->last_hb = rp->now;
+    if (c->in_hb_order) {
+        if (rp->hb_last == c)
+            return;
+        if (c->hb_prev)
+            c->hb_prev->hb_next = c->hb_next;
+        else
+            rp->hb_first = c->hb_next;
+        c->hb_next->hb_prev = c->hb_prev; /* not the last, so it has a next */
     }
-    size_t i = rp->ndl++;
-    struct rp_deadline d = {c->last_hb, c->hb_gen, c};
-    while (i > 0 && d.last_hb < rp->dl[(i - 1) / 2].last_hb) {
-        rp->dl[i] = rp->dl[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    rp->dl[i] = d;
-    return RMQ_OK;
-}
-
-/* Puts d at heap index i and moves it down to its place. */
-static void sift_deadline(struct replay *rp, size_t i, struct rp_deadline d)
-{
-    size_t n = rp->ndl;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        int64_t best = d.last_hb;
-        if (l < n && rp->dl[l].last_hb < best)
-            m = l, best = rp->dl[l].last_hb;
-        if (l + 1 < n && rp->dl[l + 1].last_hb < best)
-            m = l + 1;
-        if (m == i)
-            break;
-        rp->dl[i] = rp->dl[m];
-        i = m;
-    }
-    rp->dl[i] = d;
+    c->hb_prev = rp->hb_last;
+    c->hb_next = NULL;
+    if (rp->hb_last)
+        rp->hb_last->hb_next = c;
+    else
+        rp->hb_first = c;
+    rp->hb_last = c;
+    c->in_hb_order = true;
 }
 
 /* The first expiry-scan tick that will remove someone, or INT64_MAX. Only
@@ -122,25 +105,22 @@ static void sift_deadline(struct replay *rp, size_t i, struct rp_deadline d)
  * it keeps virtual time cheap without changing the result. */
 int64_t rp_next_scan(struct replay *rp)
 {
-    /* One entry per client, keyed by a heartbeat time no later than its
-     * latest (time only moves forward): an outdated top is brought up to
-     * date and sifted down, a dead client's dropped, until the top is
-     * current, and then it is the earliest latest heartbeat of all. */
-    while (rp->ndl > 0) {
-        struct rp_client *c = rp->dl[0].c;
-        if (!c->alive) {
-            struct rp_deadline last = rp->dl[--rp->ndl];
-            if (rp->ndl > 0)
-                sift_deadline(rp, 0, last);
-        } else if (rp->dl[0].gen != c->hb_gen) {
-            sift_deadline(rp, 0, (struct rp_deadline){c->last_hb, c->hb_gen, c});
-        } else {
-            break;
-        }
+    /* Heartbeats are appended at the virtual now, which never goes back, so
+     * the list is in last-heartbeat order; clients that left are dropped
+     * from its head. */
+    struct rp_client *c;
+    while ((c = rp->hb_first) != NULL && !c->alive) {
+        rp->hb_first = c->hb_next;
+        if (rp->hb_first)
+            rp->hb_first->hb_prev = NULL;
+        else
+            rp->hb_last = NULL;
+        c->hb_next = c->hb_prev = NULL;
+        c->in_hb_order = false;
     }
-    if (rp->ndl == 0)
+    if (!c)
         return INT64_MAX;
-    int64_t d = rp->dl[0].last_hb + rp->opt.expiry_ms, s = rp->opt.scan_ms;
+    int64_t d = c->last_hb + rp->opt.expiry_ms, s = rp->opt.scan_ms;
     int64_t k = d >= rp->scan_base ? (d - rp->scan_base) / s + 1 : 1;
     return rp->scan_base + k * s; /* PROTOCOL: §3.5 — removed when now - last > expiry */
 }
@@ -530,7 +510,6 @@ void replay_free(struct replay *rp)
     hashmap_free(&rp->gviews, free_gview);
     hashmap_free(&rp->notified, NULL);
     rmq_free(rp->heap);
-    rmq_free(rp->dl);
     buf_free(&rp->out);
     buf_free(&rp->explain);
     rmq_free(rp);

@@ -147,13 +147,7 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
         struct rp_client *cl = conn_client(rp, c, cd->group);
         if (!cl)
             continue;
-        cl->last_hb = rp->now;
-        cl->hb_gen++;
-        if (!cl->in_deadlines) { /* later heartbeats update its entry when it comes up (rp_next_scan) */
-            if ((rc = rp_push_deadline(rp, cl)) != 0)
-                return rc;
-            cl->in_deadlines = true;
-        }
+        rp_heartbeat_seen(rp, cl);
         if (full && cl->topics_seq != c->parse_seq) { /* same parse, same topics: skip the sort */
             if ((rc = rp_client_set_topics(rp, cl, cd)) != 0)
                 return rc;

@@ -60,10 +60,10 @@ struct rp_client {
     char *group, *client_id; /* owned */
     bool alive, deaf;
     int64_t joined_ms, left_ms, last_hb;
-    const char *left_why; /* static */
-    int64_t tick_at;      /* scheduled timer tick, RP_NO_TIME when none */
-    uint64_t hb_gen;
-    bool in_deadlines;   /* has its entry in replay.dl */
+    const char *left_why;                /* static */
+    int64_t tick_at;                     /* scheduled timer tick, RP_NO_TIME when none */
+    struct rp_client *hb_prev, *hb_next; /* replay.hb_first's list */
+    bool in_hb_order;
     uint64_t topics_seq; /* the conn's parse_seq its topics came from */
     char **topics;       /* owned, sorted: its own subscriptions */
     size_t ntopics;
@@ -143,12 +143,6 @@ struct rp_action {
     struct rp_client *c;
 };
 
-struct rp_deadline {
-    int64_t last_hb;
-    uint64_t gen;
-    struct rp_client *c;
-};
-
 struct replay {
     struct replay_options opt;
     struct buf out, explain;
@@ -163,8 +157,8 @@ struct replay {
     size_t nall, all_cap;
     struct rp_action *heap;
     size_t nheap, heap_cap;
-    struct rp_deadline *dl;
-    size_t ndl, dl_cap;
+    /* Clients by last heartbeat, earliest first (rp_next_scan). */
+    struct rp_client *hb_first, *hb_last;
     uint64_t seq, route_version, mark;
     int64_t now, start_ms, scan_base, from_abs, to_abs, end_ms;
     bool started, any_recorded_notify, restarting, finished;
@@ -173,7 +167,8 @@ struct replay {
 /* replay.c */
 int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c);
 struct rp_action rp_pop_action(struct replay *rp);
-int rp_push_deadline(struct replay *rp, struct rp_client *c);
+/* c heartbeats now: last_hb, and its place in the heartbeat order. */
+void rp_heartbeat_seen(struct replay *rp, struct rp_client *c);
 int64_t rp_next_scan(struct replay *rp);
 struct rp_client *rp_find_client(struct replay *rp, uint64_t conn, const char *group);
 struct rp_conn *rp_find_conn(struct replay *rp, uint64_t id);
