@@ -5,8 +5,10 @@
  * Offline, the file is read twice when the notify source is "auto": a
  * cheap first pass collects the connections the trace shows receiving a
  * NOTIFY (only lines mentioning "notify" are decoded), the second feeds
- * every event. The report goes to stdout, byte-identical for the same input
- * and flags; the throughput measurement goes to stderr because it is not.
+ * every event. A trace without notify lines is read once, with the same
+ * result (run_offline says how). The report goes to stdout, byte-identical
+ * for the same input and flags; the throughput measurement goes to stderr
+ * because it is not.
  */
 #include "commands.h"
 #include "err.h"

@@ -55,19 +55,19 @@ static int run_child(const char *const argv[], const char *out_path, char *err, 
         return -1;
     pid_t pid = fork();
     if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
+        (void)close(pfd[0]);
+        (void)close(pfd[1]);
         return -1;
     }
     if (pid == 0) {
         int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (out < 0 || dup2(out, 1) < 0 || dup2(pfd[1], 2) < 0)
             _exit(126);
-        close(pfd[0]);
+        (void)close(pfd[0]);
         execv(argv[0], (char *const *)(const void *)argv); /* execv does not write them */
         _exit(127);
     }
-    close(pfd[1]);
+    (void)close(pfd[1]);
     size_t n = 0;
     double deadline = now_s() + timeout_s;
     bool killed = false;
@@ -93,7 +93,7 @@ static int run_child(const char *const argv[], const char *out_path, char *err, 
         n += take;
     }
     err[n] = '\0';
-    close(pfd[0]);
+    (void)close(pfd[0]);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
@@ -152,7 +152,7 @@ static double ceiling_once(const char *path, unsigned long long *lines)
         }
     }
     double t = now_s() - t0;
-    close(fd);
+    (void)close(fd);
     *lines = n;
     return k < 0 ? -1 : t;
 }
@@ -213,7 +213,7 @@ static struct result measure(const char *rmq, const char *name, const char *path
     printf("%-34s %12s %-12s (%s %s, %s) [target >= 1000000 events/s: %s]\n", name, value, "events/s",
            "read+memchr ceiling", base, ratio, r.rate >= TARGET_EVENTS_PER_S ? "met" : "NOT MET");
     printf("# %s: %llu events, median of %d runs (events/s each: %s)\n", name, events, n, runs);
-    fflush(stdout);
+    (void)fflush(stdout);
     return r;
 }
 
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
     } else {
         printf("# replay_offline_1m, replay_linearity: skipped (--quick)\n");
     }
-    unlink(p100k);
-    unlink(p1m);
+    (void)unlink(p100k); /* best effort: they are in a scratch directory */
+    (void)unlink(p1m);
     return rc;
 }
