@@ -11,7 +11,8 @@
  * The decoder is a hand-written strict scanner rather than jansson because
  * replay must read >= 1M lines/s: it copies the line once into its own
  * buffer, unescapes strings in place and hands out borrowed pointers valid
- * until the next decode. It rejects anything malformed with a one-line reason
+ * until the next decode (a request line seen before but for its ts is
+ * answered from the line cache below instead). It rejects anything malformed with a one-line reason
  * naming the line number and never reads outside the line, whatever the
  * input. Pure; one thread per decoder.
  */
