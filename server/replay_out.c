@@ -45,22 +45,45 @@ static void put_list(struct buf *o, const char *const *v, size_t n, bool quoted)
 }
 
 /* Queues as "broker-a:0-3,broker-b:1" (sorted input), or a JSON array of "broker:q". */
+/* printf's "%lld" without printf: the report prints many small numbers. */
+static void put_int(struct buf *o, long long v)
+{
+    char tmp[24], *p = tmp + sizeof tmp;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        *--p = '-';
+    buf_append(o, p, (size_t)(tmp + sizeof tmp - p));
+}
+
 static void put_queues(struct buf *o, struct rp_queue *const *q, size_t n, bool as_json)
 {
     buf_append_u8(o, '[');
     for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_append_u8(o, ',');
         if (as_json) {
-            buf_appendf(o, "%s\"%s:%d\"", i ? "," : "", q[i]->broker, (int)q[i]->qid);
+            buf_append_u8(o, '"');
+            buf_append_str(o, q[i]->broker);
+            buf_append_u8(o, ':');
+            put_int(o, q[i]->qid);
+            buf_append_u8(o, '"');
             continue;
         }
         size_t j = i;
         while (j + 1 < n && q[j + 1]->qid == q[j]->qid + 1 && !strcmp(q[j + 1]->broker, q[i]->broker))
             j++;
-        bool same_broker = i > 0 && !strcmp(q[i - 1]->broker, q[i]->broker);
-        buf_appendf(o, "%s", i ? "," : "");
-        if (!same_broker)
-            buf_appendf(o, "%s:", q[i]->broker);
-        buf_appendf(o, j > i ? "%d-%d" : "%d", (int)q[i]->qid, (int)q[j]->qid);
+        if (!(i > 0 && !strcmp(q[i - 1]->broker, q[i]->broker))) {
+            buf_append_str(o, q[i]->broker);
+            buf_append_u8(o, ':');
+        }
+        put_int(o, q[i]->qid);
+        if (j > i) {
+            buf_append_u8(o, '-');
+            put_int(o, q[j]->qid);
+        }
         i = j;
     }
     buf_append_u8(o, ']');
@@ -76,8 +99,15 @@ static void put_prefix(struct replay *rp, const char *type, const struct rp_view
         buf_append_str(o, ",\"group\":");
         rmq_json_append_string(o, group);
     } else {
-        buf_appendf(o, "+%lld %s%s%s%s", rel(rp, rp->now), v && v->name[0] ? "@" : "", v ? v->name : "",
-                    v && v->name[0] ? " " : "", group);
+        buf_append_u8(o, '+');
+        put_int(o, rel(rp, rp->now));
+        buf_append_u8(o, ' ');
+        if (v && v->name[0]) {
+            buf_append_u8(o, '@');
+            buf_append_str(o, v->name);
+            buf_append_u8(o, ' ');
+        }
+        buf_append_str(o, group);
     }
 }
 
