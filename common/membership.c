@@ -47,6 +47,20 @@ static size_t idx_slot(uint64_t key, size_t cap)
     return (size_t)key & (cap - 1);
 }
 
+/* Position of the member with join_seq seq (members are in seq order). */
+static long seq_position(const struct mship_group *g, uint32_t seq)
+{
+    size_t lo = 0, hi = g->nmembers;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->members[mid].join_seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->nmembers && g->members[lo].join_seq == seq ? (long)lo : -1;
+}
+
 long mship_find(const struct mship_group *g, uint64_t channel_id)
 {
     if (g->idx_cap == 0)
@@ -55,18 +69,18 @@ long mship_find(const struct mship_group *g, uint64_t channel_id)
         if (g->idx_vals[i] == 0)
             return -1;
         if (g->idx_keys[i] == channel_id)
-            return (long)g->idx_vals[i] - 1;
+            return seq_position(g, g->idx_vals[i]);
     }
 }
 
-/* Sets key -> index, overwriting an existing key. The table has room. */
-static void idx_set(struct mship_group *g, uint64_t key, size_t index)
+/* Sets key -> seq, overwriting an existing key. The table has room. */
+static void idx_set(struct mship_group *g, uint64_t key, uint32_t seq)
 {
     size_t i = idx_slot(key, g->idx_cap);
     while (g->idx_vals[i] != 0 && g->idx_keys[i] != key)
         i = (i + 1) & (g->idx_cap - 1);
     g->idx_keys[i] = key;
-    g->idx_vals[i] = (uint32_t)(index + 1);
+    g->idx_vals[i] = seq;
 }
 
 /* Keeps the table at most half full; 0 or RMQ_ENOMEM (table unchanged). */
@@ -90,7 +104,7 @@ static int idx_reserve(struct mship_group *g, size_t members)
     g->idx_vals = vals;
     g->idx_cap = cap;
     for (size_t m = 0; m < g->nmembers; m++)
-        idx_set(g, g->members[m].channel_id, m);
+        idx_set(g, g->members[m].channel_id, g->members[m].join_seq);
     return RMQ_OK;
 }
 
@@ -114,12 +128,22 @@ static void idx_remove(struct mship_group *g, uint64_t key)
     g->idx_vals[i] = 0;
 }
 
-/* Points the index at member i (after an insert or a shift). */
+/* Gives the new last member i its join_seq and indexes it. When the seqs
+ * run out (2^32 - 1 joins into one group) they are dealt again from 1, in
+ * the same order. */
 static int index_member(struct mship_group *g, size_t i)
 {
     if (idx_reserve(g, i + 1) != 0)
         return RMQ_ENOMEM;
-    idx_set(g, g->members[i].channel_id, i);
+    if (g->next_join_seq == UINT32_MAX) {
+        for (size_t m = 0; m < i; m++) {
+            g->members[m].join_seq = (uint32_t)(m + 1);
+            idx_set(g, g->members[m].channel_id, g->members[m].join_seq);
+        }
+        g->next_join_seq = (uint32_t)i;
+    }
+    g->members[i].join_seq = ++g->next_join_seq;
+    idx_set(g, g->members[i].channel_id, g->members[i].join_seq);
     return RMQ_OK;
 }
 
@@ -292,11 +316,9 @@ int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mshi
     else
         rmq_free(g->members[i].client_id);
     idx_remove(g, channel_id);
+    /* The members after it keep their seqs, so their index slots stay right. */
     memmove(&g->members[i], &g->members[i + 1], (g->nmembers - (size_t)i - 1) * sizeof g->members[0]);
     g->nmembers--;
-    /* Shifted members move down one slot (their keys exist: no allocation). */
-    for (size_t k = (size_t)i; k < g->nmembers; k++)
-        idx_set(g, g->members[k].channel_id, k);
     if (index_out)
         *index_out = (size_t)i;
     return 1;

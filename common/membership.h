@@ -32,6 +32,7 @@ struct mship_member {
     int64_t joined_ms;
     int64_t last_hb_ms;
     int64_t stored_hb_ms; /* for the owner: when last_hb_ms was last persisted */
+    uint32_t join_seq;    /* increasing in join order within the group (the index's value) */
 };
 
 struct mship_group {
@@ -49,12 +50,15 @@ struct mship_group {
      * subscription table, consume type, model, from-where): a repeat of a
      * heartbeat applied at the same version would change nothing. */
     uint64_t state_version;
-    /* channel id -> member index: open addressing, linear probing, at most
-     * half full (a slot costs 12 bytes; a membership is one per group per
-     * connection, so this is sized for 10^5-10^6 of them). */
-    uint64_t *idx_keys; /* owned */
-    uint32_t *idx_vals; /* owned: member index + 1, 0 = empty slot */
-    size_t idx_cap;     /* power of two, or 0 */
+    /* channel id -> the member's join_seq: open addressing, linear
+     * probing, at most half full (a slot costs 12 bytes). Members stay in
+     * join order, so the seq finds the position by binary search; storing
+     * the position itself made every removal rewrite the slots of all the
+     * members after it (O(n^2) for a mass disconnect). */
+    uint64_t *idx_keys;     /* owned */
+    uint32_t *idx_vals;     /* owned: join_seq, 0 = empty slot */
+    size_t idx_cap;         /* power of two, or 0 */
+    uint32_t next_join_seq; /* the last seq handed out (0 = none yet) */
 };
 
 enum mship_flags {

@@ -224,14 +224,18 @@ static void test_out_of_memory_leaves_group_consistent(void **state)
 }
 
 /* The channel index against a model, through growth and backward-shift deletes. */
-static void test_channel_index_random(void **state)
+/* Random joins and removals; every few steps each channel must be found
+ * exactly where it is, and members must stay in join order. first_seq
+ * starts the join sequence near its end, so it wraps mid-test. */
+static void channel_index_random(uint32_t first_seq)
 {
-    (void)state;
     struct mship_group g;
     assert_int_equal(mship_group_init(&g, "G"), 0);
+    g.next_join_seq = first_seq;
     struct rmq_subscription s[] = {sub("T", 1)};
     enum { N = 600 };
     static bool present[N];
+    memset(present, 0, sizeof present);
     unsigned seed = 12345;
     for (int step = 0; step < 5000; step++) {
         seed = seed * 1103515245u + 12345u;
@@ -259,9 +263,23 @@ static void test_channel_index_random(void **state)
                 }
             }
             assert_int_equal(n, g.nmembers);
+            for (size_t i = 1; i < g.nmembers; i++)
+                assert_true(g.members[i - 1].join_seq < g.members[i].join_seq);
         }
     }
     mship_group_clear(&g);
+}
+
+static void test_channel_index_random(void **state)
+{
+    (void)state;
+    channel_index_random(0);
+}
+
+static void test_channel_index_join_seq_wraps(void **state)
+{
+    (void)state;
+    channel_index_random(UINT32_MAX - 1000);
 }
 
 int main(void)
@@ -276,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_broadcast_does_not_notify),
         cmocka_unit_test(test_out_of_memory_leaves_group_consistent),
         cmocka_unit_test(test_channel_index_random),
+        cmocka_unit_test(test_channel_index_join_seq_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
