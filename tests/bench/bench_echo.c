@@ -9,6 +9,10 @@
  * With --fanout, the first frame on a connection (what a join is for the
  * daemon) makes it queue one fixed NOTIFY frame to every connection,
  * coalesced to one per loop iteration as the daemon coalesces per group.
+ * --fanout-min-conns N fans out only while at least N connections are open:
+ * with the members' own joins fanning out too, echo (fast enough to take
+ * the joins one per iteration) queued ~1,000,000 NOTIFYs during setup and
+ * was still sending them when the measured repeats began.
  * Like the daemon, it reads every ready socket, then writes every queued
  * output before sleeping, arming EPOLLOUT only where the socket is full.
  * Prints "READY remoting=127.0.0.1:PORT http=off" once bound; exits on
@@ -51,6 +55,7 @@ static int g_epfd = -1;
 static struct buf g_reply, g_small_reply, g_notify;
 static size_t g_small_below = 256;
 static bool g_fanout;
+static size_t g_fanout_min_conns;
 static struct econn **g_all;
 static size_t g_nall, g_all_cap;
 static struct econn *g_dirty;
@@ -153,7 +158,7 @@ static int answer_frames(struct econn *c, const uint8_t *p, size_t *len)
         if (buf_append(&c->out, buf_head(r), buf_live(r)) != 0)
             return RMQ_ENOMEM;
         off += total;
-        if (!c->seen_frame && g_fanout)
+        if (!c->seen_frame && g_fanout && g_nall >= g_fanout_min_conns)
             fan = 1;
         c->seen_frame = true;
         mark_dirty(c);
@@ -378,11 +383,13 @@ int main(int argc, char **argv)
         }
         if (!v) {
             fprintf(stderr, "usage: bench_echo [--port N] [--reply-bytes N] [--small-reply-bytes N]\n"
-                            "       [--small-below N] [--fanout] [--max-seconds S]\n");
+                            "       [--small-below N] [--fanout] [--fanout-min-conns N] [--max-seconds S]\n");
             return 2;
         }
         if (!strcmp(argv[i], "--port"))
             port = atoi(v);
+        else if (!strcmp(argv[i], "--fanout-min-conns"))
+            g_fanout_min_conns = (size_t)strtoul(v, NULL, 10);
         else if (!strcmp(argv[i], "--reply-bytes"))
             reply_bytes = (size_t)atol(v);
         else if (!strcmp(argv[i], "--small-reply-bytes"))
