@@ -12,6 +12,7 @@
 #include "allocate.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,25 +492,16 @@ static void test_queue_order_and_names(void **state)
 
 /* ---- properties over seeded random groups ------------------------------ */
 
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
-
 /* Random names from pieces that include non-BMP and high-BMP characters,
  * so the UTF-16 order differs from byte order. */
 static void rnd_name(char *buf, size_t len, const char *suffix)
 {
     static const char *pieces[] = {
         "a", "b", "z", "0", "9", ".", "@", "\xc3\xa9", "\xef\xbd\xa6", "\xf0\x9f\x98\x80"};
-    size_t n = 0, k = 1 + rnd(4);
+    size_t n = 0, k = 1 + test_rnd(4);
     buf[0] = 0;
     for (size_t i = 0; i < k; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s", pieces[rnd(10)]);
+        n += (size_t)snprintf(buf + n, len - n, "%s", pieces[test_rnd(10)]);
     snprintf(buf + n, len - n, "%s", suffix);
 }
 
@@ -526,37 +518,38 @@ struct rgroup {
 static void rgroup_make(struct rgroup *g, int allow_dups)
 {
     static const char *rooms[] = {"-R1", "-R2", "-R3", "-R4"};
-    size_t nb = 1 + rnd(5);
-    g->nq = 1 + rnd(64);
-    g->nc = 1 + rnd(40);
+    size_t nb = 1 + test_rnd(5);
+    g->nq = 1 + test_rnd(64);
+    g->nc = 1 + test_rnd(40);
     for (size_t b = 0; b < nb; b++) {
-        if (rnd(2))
-            snprintf(g->qnames[b], sizeof g->qnames[b], "%s@x%zu%s", rooms[rnd(4)] + 1, b, rooms[rnd(4)]);
+        if (test_rnd(2))
+            snprintf(g->qnames[b], sizeof g->qnames[b], "%s@x%zu%s", rooms[test_rnd(4)] + 1, b,
+                     rooms[test_rnd(4)]);
         else
-            rnd_name(g->qnames[b], sizeof g->qnames[b], rooms[rnd(4)]);
+            rnd_name(g->qnames[b], sizeof g->qnames[b], rooms[test_rnd(4)]);
     }
     for (size_t i = 0; i < g->nq; i++)
-        g->q[i] = (struct allocate_queue){rnd(4) ? "T" : "\xf0\x9f\x98\x80T", g->qnames[rnd((uint32_t)nb)],
-                                          (int32_t)rnd(16)};
+        g->q[i] = (struct allocate_queue){test_rnd(4) ? "T" : "\xf0\x9f\x98\x80T",
+                                          g->qnames[test_rnd((uint32_t)nb)], (int32_t)test_rnd(16)};
     for (size_t j = 0; j < g->nc; j++) {
         char sfx[32];
-        snprintf(sfx, sizeof sfx, "@%zu%s", j, rooms[rnd(4)]);
+        snprintf(sfx, sizeof sfx, "@%zu%s", j, rooms[test_rnd(4)]);
         rnd_name(g->cnames[j], sizeof g->cnames[j], sfx);
-        g->c[j] = allow_dups && j && !rnd(5) ? g->c[rnd((uint32_t)j)] : g->cnames[j];
+        g->c[j] = allow_dups && j && !test_rnd(5) ? g->c[test_rnd((uint32_t)j)] : g->cnames[j];
     }
     g->idcs[0] = "R1", g->idcs[1] = "R3", g->idcs[2] = "";
     for (size_t k = 0; k < 4; k++) /* CONFIG's own list, partly foreign */
-        g->cfg[k] = k < 2 ? g->q[rnd((uint32_t)g->nq)] : (struct allocate_queue){"X", "y", (int32_t)k};
+        g->cfg[k] = k < 2 ? g->q[test_rnd((uint32_t)g->nq)] : (struct allocate_queue){"X", "y", (int32_t)k};
 }
 
 static void rgroup_options(struct allocate_options *o, enum allocate_strategy s, const struct rgroup *g)
 {
     allocate_options_init(o, s);
-    o->virtual_nodes = 1 + rnd(20);
-    o->inner = rnd(2) ? ALLOCATE_AVG : ALLOCATE_AVG_BY_CIRCLE;
+    o->virtual_nodes = 1 + test_rnd(20);
+    o->inner = test_rnd(2) ? ALLOCATE_AVG : ALLOCATE_AVG_BY_CIRCLE;
     o->rooms_by_rule = 1;
-    o->idcs = g->idcs, o->n_idcs = rnd(4);
-    o->config = g->cfg, o->n_config = rnd(5);
+    o->idcs = g->idcs, o->n_idcs = test_rnd(4);
+    o->config = g->cfg, o->n_config = test_rnd(5);
 }
 
 /* Random queue duplicates would break "exactly once" trivially; drop them. */
@@ -578,7 +571,7 @@ static void test_property_coverage(void **state)
     (void)state;
     static const enum allocate_strategy covering[] = {ALLOCATE_AVG, ALLOCATE_AVG_BY_CIRCLE,
                                                       ALLOCATE_MACHINE_ROOM_NEARBY, ALLOCATE_CONSISTENT_HASH};
-    rng_state = 0x9e3779b97f4a7c15ull;
+    test_rng_state = 0x9e3779b97f4a7c15ull;
     for (int iter = 0; iter < 400; iter++) {
         struct rgroup g;
         rgroup_make(&g, 0);
@@ -604,12 +597,12 @@ static void test_property_coverage(void **state)
 static void rgroup_shuffle(struct rgroup *g)
 {
     for (size_t i = g->nq; i > 1; i--) {
-        size_t j = rnd((uint32_t)i);
+        size_t j = test_rnd((uint32_t)i);
         struct allocate_queue t = g->q[i - 1];
         g->q[i - 1] = g->q[j], g->q[j] = t;
     }
     for (size_t i = g->nc; i > 1; i--) {
-        size_t j = rnd((uint32_t)i);
+        size_t j = test_rnd((uint32_t)i);
         const char *t = g->c[i - 1];
         g->c[i - 1] = g->c[j], g->c[j] = t;
     }
@@ -632,7 +625,7 @@ static void assert_same_result(const struct allocate_result *a, const struct all
 static void test_property_group_equals_one(void **state)
 {
     (void)state;
-    rng_state = 0x243f6a8885a308d3ull;
+    test_rng_state = 0x243f6a8885a308d3ull;
     for (int iter = 0; iter < 300; iter++) {
         struct rgroup g;
         rgroup_make(&g, 1);
@@ -673,7 +666,7 @@ static void test_property_group_equals_one(void **state)
 static void test_one_oom(void **state)
 {
     (void)state;
-    rng_state = 7;
+    test_rng_state = 7;
     struct rgroup g;
     rgroup_make(&g, 1);
     for (int s = 0; s < ALLOCATE_STRATEGY_COUNT; s++) {

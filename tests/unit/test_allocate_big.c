@@ -20,19 +20,11 @@
 #include "err.h"
 #include "hash_ring.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
 
 /* A big group. Strings live in one pool owned by the group. */
 struct big {
@@ -63,21 +55,24 @@ static const char *pool_add(struct big *g, const char *s)
 static void rnd_id(char *buf, size_t len, enum id_kind kind, size_t j)
 {
     static const char *pieces[] = {"a", "b", "\xc3\xa9", "\xef\xbd\xa6", "\xf0\x9f\x98\x80", "@", "0"};
-    if (kind == IDS_UNICODE && rnd(2)) {
-        size_t n = 0, k = 1 + rnd(6);
+    if (kind == IDS_UNICODE && test_rnd(2)) {
+        size_t n = 0, k = 1 + test_rnd(6);
         buf[0] = 0;
         for (size_t i = 0; i < k; i++)
-            n += (size_t)snprintf(buf + n, len - n, "%s", pieces[rnd(7)]);
+            n += (size_t)snprintf(buf + n, len - n, "%s", pieces[test_rnd(7)]);
         snprintf(buf + n, len - n, "%zu", j % 50);
         return;
     }
-    switch (rnd(4)) {
+    switch (test_rnd(4)) {
     case 0: /* short ids, many of them prefixes of longer ones */
-        snprintf(buf, len, "10.0.%u", rnd(40));
+        snprintf(buf, len, "10.0.%u", test_rnd(40));
         break;
-    case 1: snprintf(buf, len, "10.0.%u.%u@%u", rnd(40), rnd(256), rnd(100000)); break;
-    case 2: snprintf(buf, len, "10.0.%u.%u@%u#%u-hz", rnd(40), rnd(256), rnd(100000), rnd(1000000)); break;
-    default: snprintf(buf, len, "%u", rnd(1000)); break;
+    case 1: snprintf(buf, len, "10.0.%u.%u@%u", test_rnd(40), test_rnd(256), test_rnd(100000)); break;
+    case 2:
+        snprintf(buf, len, "10.0.%u.%u@%u#%u-hz", test_rnd(40), test_rnd(256), test_rnd(100000),
+                 test_rnd(1000000));
+        break;
+    default: snprintf(buf, len, "%u", test_rnd(1000)); break;
     }
 }
 
@@ -112,19 +107,20 @@ static void big_make(struct big *g, size_t nc, size_t nq, enum id_kind kind, siz
     }
     const char *topics[2] = {pool_add(g, "TopicBig"), pool_add(g, "TopicBig\xef\xbd\xa6")};
     for (size_t i = 0; i < nq; i++) {
-        const char *br = brokers[rnd((uint32_t)n_brokers)];
+        const char *br = brokers[test_rnd((uint32_t)n_brokers)];
         if (fresh_strings)
             br = pool_add(g, br);
-        int32_t id = spread_ids ? (int32_t)((int64_t)rnd(UINT32_MAX) - INT32_MAX) : (int32_t)rnd(4096);
+        int32_t id =
+            spread_ids ? (int32_t)((int64_t)test_rnd(UINT32_MAX) - INT32_MAX) : (int32_t)test_rnd(4096);
         if (spread_ids && i < 2)
             id = i ? INT32_MAX : INT32_MIN;
-        g->q[i] = (struct allocate_queue){topics[rnd(8) == 0], br, id};
+        g->q[i] = (struct allocate_queue){topics[test_rnd(8) == 0], br, id};
     }
     for (size_t j = 0; j < nc; j++) {
         char id[64], full[96];
         rnd_id(id, sizeof id, kind, j);
         snprintf(full, sizeof full, "%s-%s", id, j % 3 == 0 ? "hz" : j % 3 == 1 ? "sh" : "bj");
-        g->c[j] = j && !rnd(20) ? g->c[rnd((uint32_t)j)] : pool_add(g, full);
+        g->c[j] = j && !test_rnd(20) ? g->c[test_rnd((uint32_t)j)] : pool_add(g, full);
     }
     rmq_free(brokers);
 }
@@ -263,7 +259,7 @@ static void run_group(const struct big *g, size_t slice_step_cheap, size_t slice
 static void test_big_ascii(void **state)
 {
     (void)state;
-    rng_state = 0x853c49e6748fea9bull;
+    test_rng_state = 0x853c49e6748fea9bull;
     struct big g;
     big_make(&g, 3000, 40000, IDS_ASCII, 24, 0, 0);
     run_group(&g, 7, 97);
@@ -273,7 +269,7 @@ static void test_big_ascii(void **state)
 static void test_big_unicode_fresh_strings(void **state)
 {
     (void)state;
-    rng_state = 0xda3e39cb94b95bdbull;
+    test_rng_state = 0xda3e39cb94b95bdbull;
     struct big g;
     big_make(&g, 2000, 20000, IDS_UNICODE, 40, 0, 1);
     run_group(&g, 5, 61);
@@ -285,7 +281,7 @@ static void test_big_unicode_fresh_strings(void **state)
 static void test_big_wide_key(void **state)
 {
     (void)state;
-    rng_state = 0x9e3779b97f4a7c15ull;
+    test_rng_state = 0x9e3779b97f4a7c15ull;
     struct big g;
     big_make(&g, 500, 70000, IDS_ASCII, 300, 1, 0);
     run_group(&g, 7, 101);
@@ -296,11 +292,11 @@ static void test_big_wide_key(void **state)
 static void test_many_small(void **state)
 {
     (void)state;
-    rng_state = 0x1234567887654321ull;
+    test_rng_state = 0x1234567887654321ull;
     for (int iter = 0; iter < 200; iter++) {
         struct big g;
-        big_make(&g, 1 + rnd(40), 1 + rnd(200), iter % 2 ? IDS_UNICODE : IDS_ASCII, 1 + rnd(6), iter % 3 == 0,
-                 iter % 5 == 0);
+        big_make(&g, 1 + test_rnd(40), 1 + test_rnd(200), iter % 2 ? IDS_UNICODE : IDS_ASCII, 1 + test_rnd(6),
+                 iter % 3 == 0, iter % 5 == 0);
         run_group(&g, 1, 1);
         big_free(&g);
     }

@@ -81,3 +81,13 @@ uint8_t *test_hex_decode(const char *hex, size_t *len)
     *len = n / 2;
     return out;
 }
+
+uint64_t test_rng_state = 88172645463325252ull;
+
+uint32_t test_rnd(uint32_t n)
+{
+    test_rng_state ^= test_rng_state << 13;
+    test_rng_state ^= test_rng_state >> 7;
+    test_rng_state ^= test_rng_state << 17;
+    return (uint32_t)(test_rng_state % n);
+}

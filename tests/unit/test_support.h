@@ -13,5 +13,9 @@ char *test_read_file(const char *path, size_t *len);
 const char *test_tmpdir(void);
 /* Decodes hex text into a new malloc'd buffer; NULL on bad hex. */
 uint8_t *test_hex_decode(const char *hex, size_t *len);
+/* Seeded xorshift64 for the property tests: set test_rng_state (non-zero),
+ * then test_rnd(n) draws from 0..n-1. */
+extern uint64_t test_rng_state;
+uint32_t test_rnd(uint32_t n);
 
 #endif
