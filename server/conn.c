@@ -128,6 +128,7 @@ static void dispatch_frames(struct conn *c)
             return;
         }
         c->last_frame_ms = loop_now_ms(s->loop);
+        c->frames_in_event++;
         s->opt.on_frame(s->opt.ctx, c, &cmd);
         rmq_cmd_clear(&cmd);
     }
@@ -146,8 +147,29 @@ static int feed(void *ctx, const uint8_t *p, size_t n)
     return c->closing ? RMQ_ESTATE : 0;
 }
 
+/* A connection that sends several frames per readable event pipelines
+ * (a load generator, a bulk client); one that sends one at a time waits
+ * for each answer. The first kind goes to the loop's bulk set, so the
+ * second is never stuck behind a whole cycle of the first. Back after
+ * CONN_CALM_EVENTS single-frame events in a row. */
+#define CONN_CALM_EVENTS 8
+
+static void classify(struct conn *c)
+{
+    bool bulk = c->bulk;
+    if (c->frames_in_event > 1) {
+        bulk = true;
+        c->calm_events = 0;
+    } else if (bulk && c->frames_in_event == 1 && ++c->calm_events >= CONN_CALM_EVENTS) {
+        bulk = false;
+    }
+    if (bulk != c->bulk && loop_set_bulk(c->set->loop, c->fd, bulk) == 0)
+        c->bulk = bulk;
+}
+
 static void on_readable(struct conn *c)
 {
+    c->frames_in_event = 0;
     int rc = net_read_into(c->fd, READ_BUDGET, feed, c);
     if (rc == 1) {
         dispatch_frames(c);
@@ -207,6 +229,8 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
          * kept waiting behind a burst of heartbeats on other sockets. */
         if (!c->closing && !c->write_armed && !c->hold_output && buf_live(&c->out) > 0)
             set_write_interest(c, write_out(c) == RMQ_EAGAIN);
+        if (!c->closing)
+            classify(c);
     }
 }
 

@@ -34,6 +34,8 @@ struct conn {
     bool write_armed;
     bool in_flush_list;
     bool hold_output; /* set by the owner: output waits for conn_set_flush */
+    bool bulk;        /* in the loop's bulk set (it pipelines; conn.c classify) */
+    uint32_t frames_in_event, calm_events;
     char close_reason[200];
     void *user; /* the owner's per-connection state (borrowed) */
     struct conn_set *set;

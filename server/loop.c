@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -15,6 +16,8 @@ struct watch {
     int fd;
     loop_fd_cb cb;
     void *ctx;
+    uint32_t events; /* the epoll mask it is registered with */
+    bool bulk;       /* in the bulk set (loop_set_bulk) */
     int dead;
     struct watch *next_dead;
 };
@@ -29,6 +32,8 @@ struct timer {
 
 struct loop {
     int epfd;
+    int bulk_epfd; /* the bulk set; itself watched by epfd (bulk_marker) */
+    char bulk_marker;
     struct watch **by_fd; /* index = fd */
     int by_fd_cap;
     struct watch *dead; /* freed after the current event batch */
@@ -53,8 +58,14 @@ int loop_new(struct loop **out)
     if (!l)
         return RMQ_ENOMEM;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (l->epfd < 0) {
+    l->bulk_epfd = l->epfd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event bev = {.events = EPOLLIN, .data.ptr = &l->bulk_marker};
+    if (l->bulk_epfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->bulk_epfd, &bev) != 0) {
         int e = -errno;
+        if (l->bulk_epfd >= 0)
+            close(l->bulk_epfd);
+        if (l->epfd >= 0)
+            close(l->epfd);
         rmq_free(l);
         return e;
     }
@@ -82,6 +93,7 @@ void loop_free(struct loop *l)
     free_dead(l);
     rmq_free(l->by_fd);
     rmq_free(l->timers);
+    close(l->bulk_epfd);
     close(l->epfd);
     rmq_free(l);
 }
@@ -114,7 +126,8 @@ int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ct
     w->fd = fd;
     w->cb = cb;
     w->ctx = ctx;
-    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
+    w->events = to_epoll(events);
+    struct epoll_event ev = {.events = w->events, .data.ptr = w};
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         int e = -errno;
         rmq_free(w);
@@ -128,8 +141,29 @@ int loop_mod_fd(struct loop *l, int fd, uint32_t events)
 {
     if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
         return RMQ_ENOTFOUND;
-    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = l->by_fd[fd]};
-    return epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) == 0 ? RMQ_OK : -errno;
+    struct watch *w = l->by_fd[fd];
+    struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
+    if (epoll_ctl(w->bulk ? l->bulk_epfd : l->epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+        return -errno;
+    w->events = ev.events;
+    return RMQ_OK;
+}
+
+int loop_set_bulk(struct loop *l, int fd, bool bulk)
+{
+    if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
+        return RMQ_ENOTFOUND;
+    struct watch *w = l->by_fd[fd];
+    if (w->bulk == bulk)
+        return RMQ_OK;
+    struct epoll_event ev = {.events = w->events, .data.ptr = w};
+    int from = w->bulk ? l->bulk_epfd : l->epfd, to = bulk ? l->bulk_epfd : l->epfd;
+    if (epoll_ctl(to, EPOLL_CTL_ADD, fd, &ev) != 0)
+        return -errno;
+    /* Cannot fail: fd is in from (it was added there and not removed). */
+    (void)epoll_ctl(from, EPOLL_CTL_DEL, fd, NULL);
+    w->bulk = bulk;
+    return RMQ_OK;
 }
 
 void loop_del_fd(struct loop *l, int fd)
@@ -138,7 +172,7 @@ void loop_del_fd(struct loop *l, int fd)
         return;
     struct watch *w = l->by_fd[fd];
     /* Failure only means the fd is already gone from the set; nothing to undo. */
-    (void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+    (void)epoll_ctl(w->bulk ? l->bulk_epfd : l->epfd, EPOLL_CTL_DEL, fd, NULL);
     l->by_fd[fd] = NULL;
     /* Events for it may still sit in the batch being processed: defer the free. */
     w->dead = 1;
@@ -253,6 +287,31 @@ static int next_timeout(const struct loop *l)
  * iterations cost little. */
 #define LOOP_MAX_EVENTS 64
 
+/* Runs the callbacks of n fetched events (skipping fds removed meanwhile);
+ * true if one of them was the bulk set's marker. */
+static bool dispatch_events(struct loop *l, const struct epoll_event *events, int n)
+{
+    bool bulk_ready = false;
+    for (int i = 0; i < n; i++) {
+        if (events[i].data.ptr == &l->bulk_marker) {
+            bulk_ready = true;
+            continue;
+        }
+        struct watch *w = events[i].data.ptr;
+        if (w->dead)
+            continue;
+        uint32_t e = events[i].events, out = 0;
+        if (e & (EPOLLIN | EPOLLRDHUP))
+            out |= LOOP_READ;
+        if (e & EPOLLOUT)
+            out |= LOOP_WRITE;
+        if (e & (EPOLLERR | EPOLLHUP))
+            out |= LOOP_ERROR | LOOP_READ;
+        w->cb(l, w->fd, out, w->ctx);
+    }
+    return bulk_ready;
+}
+
 int loop_run(struct loop *l)
 {
     struct epoll_event events[LOOP_MAX_EVENTS];
@@ -268,18 +327,11 @@ int loop_run(struct loop *l)
             return -errno;
         }
         l->now = loop_clock_ms();
-        for (int i = 0; i < n; i++) {
-            struct watch *w = events[i].data.ptr;
-            if (w->dead)
-                continue;
-            uint32_t e = events[i].events, out = 0;
-            if (e & (EPOLLIN | EPOLLRDHUP))
-                out |= LOOP_READ;
-            if (e & EPOLLOUT)
-                out |= LOOP_WRITE;
-            if (e & (EPOLLERR | EPOLLHUP))
-                out |= LOOP_ERROR | LOOP_READ;
-            w->cb(l, w->fd, out, w->ctx);
+        if (dispatch_events(l, events, n)) {
+            /* Level-triggered: what is left stays ready for the next turn. */
+            int m = epoll_wait(l->bulk_epfd, events, LOOP_BULK_SLICE, 0);
+            if (m > 0)
+                (void)dispatch_events(l, events, m);
         }
         free_dead(l);
         run_timers(l);

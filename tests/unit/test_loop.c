@@ -7,8 +7,10 @@
 
 #include <cmocka.h>
 
+#include "err.h"
 #include "loop.h"
 
+#include <string.h>
 #include <unistd.h>
 
 struct ctx {
@@ -107,11 +109,93 @@ static void test_cancel_and_rearm(void **state)
     loop_free(c.l);
 }
 
+/* Bulk fds that are always readable get at most LOOP_BULK_SLICE callbacks
+ * per iteration, round robin, and a main-set fd made ready is served in the
+ * very next iteration however many bulk fds wait; moving an fd back works,
+ * and a bulk fd can be removed. */
+enum { NBULK = 3 * LOOP_BULK_SLICE };
+struct fair {
+    struct loop *l;
+    int pipes[NBULK + 1][2];
+    int bulk_calls, main_calls, iterations, main_at, max_bulk_per_iter, bulk_this_iter;
+    int served[NBULK];
+};
+
+static void on_bulk(struct loop *l, int fd, uint32_t ev, void *p)
+{
+    (void)l;
+    (void)ev;
+    struct fair *f = p;
+    f->bulk_calls++;
+    f->bulk_this_iter++;
+    for (int i = 0; i < NBULK; i++)
+        if (f->pipes[i][0] == fd)
+            f->served[i]++;
+    /* Leave the byte unread: the fd stays ready, like a pipelining client. */
+}
+
+static void on_main(struct loop *l, int fd, uint32_t ev, void *p)
+{
+    (void)l;
+    (void)ev;
+    struct fair *f = p;
+    char b[8];
+    (void)!read(fd, b, sizeof b);
+    f->main_calls++;
+    f->main_at = f->iterations;
+}
+
+static void fair_sleep(struct loop *l, void *p)
+{
+    struct fair *f = p;
+    if (f->bulk_this_iter > f->max_bulk_per_iter)
+        f->max_bulk_per_iter = f->bulk_this_iter;
+    f->bulk_this_iter = 0;
+    if (++f->iterations == 2)
+        assert_int_equal(write(f->pipes[NBULK][1], "q", 1), 1); /* the query arrives */
+    if (f->iterations == 12)
+        loop_stop(l);
+}
+
+static void test_bulk_set_is_sliced(void **state)
+{
+    (void)state;
+    static struct fair f;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(loop_new(&f.l), 0);
+    for (int i = 0; i <= NBULK; i++)
+        assert_int_equal(pipe(f.pipes[i]), 0);
+    for (int i = 0; i < NBULK; i++) {
+        assert_int_equal(loop_add_fd(f.l, f.pipes[i][0], LOOP_READ, on_bulk, &f), 0);
+        assert_int_equal(loop_set_bulk(f.l, f.pipes[i][0], true), 0);
+        assert_int_equal(loop_set_bulk(f.l, f.pipes[i][0], true), 0); /* no-op */
+        assert_int_equal(write(f.pipes[i][1], "x", 1), 1);
+    }
+    assert_int_equal(loop_add_fd(f.l, f.pipes[NBULK][0], LOOP_READ, on_main, &f), 0);
+    assert_int_equal(loop_set_bulk(f.l, 12345, true), RMQ_ENOTFOUND);
+    loop_set_before_sleep(f.l, fair_sleep, &f);
+    assert_int_equal(loop_run(f.l), 0);
+    assert_int_equal(f.max_bulk_per_iter, LOOP_BULK_SLICE);
+    assert_int_equal(f.main_calls, 1);
+    assert_int_equal(f.main_at, 2); /* the iteration right after it was written */
+    for (int i = 0; i < NBULK; i++)
+        assert_true(f.served[i] >= 2); /* round robin: nobody starves */
+    /* back to the main set: served every iteration from now on */
+    loop_del_fd(f.l, f.pipes[0][0]);
+    assert_int_equal(loop_set_bulk(f.l, f.pipes[1][0], false), 0);
+    for (int i = 0; i <= NBULK; i++) {
+        close(f.pipes[i][0]);
+        close(f.pipes[i][1]);
+    }
+    loop_free(f.l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_events_timers_and_removal),
         cmocka_unit_test(test_cancel_and_rearm),
+        cmocka_unit_test(test_bulk_set_is_sliced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
