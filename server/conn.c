@@ -147,17 +147,21 @@ static int feed(void *ctx, const uint8_t *p, size_t n)
     return c->closing ? RMQ_ESTATE : 0;
 }
 
-/* A connection that sends several frames per readable event pipelines
- * (a load generator, a bulk client); one that sends one at a time waits
- * for each answer. The first kind goes to the loop's bulk set, so the
- * second is never stuck behind a whole cycle of the first. Back after
- * CONN_CALM_EVENTS single-frame events in a row. */
+/* A connection whose readable event carried several frames, all of a kind
+ * the owner marked bulk (c->bulk_frames_in_event: heartbeats), goes to the
+ * loop's bulk set, so a connection asking one query at a time is never
+ * stuck behind a whole cycle of them. Any other frame brings it back at
+ * once; so do CONN_CALM_EVENTS single-frame events in a row. Classifying by
+ * frame count alone misfired: a query client whose requests queued up
+ * while it waited looked like a bulk sender and was then served last. */
 #define CONN_CALM_EVENTS 8
 
 static void classify(struct conn *c)
 {
     bool bulk = c->bulk;
-    if (c->frames_in_event > 1) {
+    if (c->bulk_frames_in_event < c->frames_in_event) {
+        bulk = false;
+    } else if (c->frames_in_event > 1) {
         bulk = true;
         c->calm_events = 0;
     } else if (bulk && c->frames_in_event == 1 && ++c->calm_events >= CONN_CALM_EVENTS) {
@@ -169,7 +173,7 @@ static void classify(struct conn *c)
 
 static void on_readable(struct conn *c)
 {
-    c->frames_in_event = 0;
+    c->frames_in_event = c->bulk_frames_in_event = 0;
     int rc = net_read_into(c->fd, READ_BUDGET, feed, c);
     if (rc == 1) {
         dispatch_frames(c);

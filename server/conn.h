@@ -34,8 +34,9 @@ struct conn {
     bool write_armed;
     bool in_flush_list;
     bool hold_output; /* set by the owner: output waits for conn_set_flush */
-    bool bulk;        /* in the loop's bulk set (it pipelines; conn.c classify) */
+    bool bulk;        /* in the loop's bulk set (conn.c classify) */
     uint32_t frames_in_event, calm_events;
+    uint32_t bulk_frames_in_event; /* counted by the owner's on_frame: frames of a bulk kind */
     char close_reason[200];
     void *user; /* the owner's per-connection state (borrowed) */
     struct conn_set *set;

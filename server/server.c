@@ -464,6 +464,8 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
         server_reply_code(s, c, cmd, RMQ_RESP_NO_PERMISSION, why);
         return;
     }
+    if (cmd->code == RMQ_REQ_HEART_BEAT)
+        c->bulk_frames_in_event++; /* a heartbeat flood is served in slices (conn.c classify) */
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
         trace_record_request(s->trace, server_now_ms(s), c->id, c->peer, cmd);
     uint64_t t0 = stats_clock_us();

@@ -68,7 +68,8 @@ struct opts {
     uint16_t port;
     int conns, window, groups, topics, members, repeats, span;
     double duration, warmup, setup_timeout;
-    double rate; /* > 0: open loop, total requests per second */
+    double rate;  /* > 0: open loop, total requests per second */
+    double pause; /* > 0: closed loop, a connection sends at most once per pause seconds */
     long max_requests;
     const char *group_prefix, *list_group, *id_prefix;
 };
@@ -82,6 +83,7 @@ struct lconn {
     unsigned next_topic;
     bool write_armed, notified;
     double notify_ts;
+    double next_send_at; /* with -P: not before this time */
 };
 
 struct stats {
@@ -238,7 +240,7 @@ static const struct buf *next_request(struct lconn *c)
 /* Queues requests until the window is full (while sending is on). */
 static int fill_window(struct lconn *c, double now)
 {
-    while (g_sending && c->outstanding < g_opt.window) {
+    while (g_sending && c->outstanding < g_opt.window && !(g_opt.pause > 0 && now < c->next_send_at)) {
         if (g_opt.max_requests > 0 &&
             (long)(g_st.completed + (uint64_t)c->outstanding) >= g_opt.max_requests) {
             g_sending = false;
@@ -250,6 +252,7 @@ static int fill_window(struct lconn *c, double now)
             return rc;
         c->sent[(c->head + c->outstanding) % MAX_WINDOW] = now;
         c->outstanding++;
+        c->next_send_at = now + g_opt.pause;
     }
     return 0;
 }
@@ -347,8 +350,7 @@ static int open_loop_tick(void)
         double at = g_ol_start + (double)g_ol_next / g_opt.rate;
         if (at > now)
             break;
-        if (at >= g_measure_to ||
-            (g_opt.max_requests > 0 && (long)g_ol_next >= g_opt.max_requests)) {
+        if (at >= g_measure_to || (g_opt.max_requests > 0 && (long)g_ol_next >= g_opt.max_requests)) {
             g_sending = false;
             break;
         }
@@ -427,7 +429,8 @@ static int run_loop(double until, bool (*done)(void))
     struct epoll_event evs[512];
     while (now_s() < until && !(done && done())) {
         int ms = (int)((until - now_s()) * 1000.0) + 1;
-        int n = epoll_wait(g_epfd, evs, 512, ms > 100 ? 100 : ms);
+        int cap = g_opt.pause > 0 ? (int)(g_opt.pause * 1000.0) + 1 : 100; /* wake for paced sends */
+        int n = epoll_wait(g_epfd, evs, 512, ms > cap ? cap : ms);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -447,6 +450,19 @@ static int run_loop(double until, bool (*done)(void))
                 rc = flush_out(c);
             if (rc != 0)
                 return rc;
+        }
+        if (g_opt.pause > 0 && g_opt.rate <= 0) {
+            double now = now_s();
+            for (int i = 0; i < g_nconns; i++) {
+                struct lconn *c = &g_conns[i];
+                if (c->fd < 0 || c->outstanding >= g_opt.window || now < c->next_send_at)
+                    continue;
+                int rc = fill_window(c, now);
+                if (rc == 0)
+                    rc = flush_out(c);
+                if (rc != 0)
+                    return rc;
+            }
         }
     }
     return 0;
@@ -782,9 +798,11 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench_load hb|route|list|hold|notify [-c conns] [-w window] [-d secs] [-W warmup]\n"
             "       [-n max_requests] [-g groups] [-G group_prefix] [-t topics] [-q group] [-m members]\n"
-            "       [-r repeats] [-i id_prefix] [-T setup_timeout] [-s group_sets] [-R rate] HOST:PORT\n"
+            "       [-r repeats] [-i id_prefix] [-T setup_timeout] [-s group_sets] [-R rate] [-P usec] "
+            "HOST:PORT\n"
             "  -R rate  open loop (hb|route|list): rate requests/s in total, round-robin over the\n"
-            "           connections on a timer regardless of replies (-w is then ignored)\n");
+            "           connections on a timer regardless of replies (-w is then ignored)\n"
+            "  -P usec  closed loop, paced: a connection sends at most once per usec microseconds\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -832,6 +850,7 @@ static int parse_args(int argc, char **argv)
         case 'T': g_opt.setup_timeout = atof(v); break;
         case 's': g_opt.span = atoi(v); break;
         case 'R': g_opt.rate = atof(v); break;
+        case 'P': g_opt.pause = atof(v) / 1e6; break;
         default: return RMQ_EINVAL;
         }
     }
@@ -848,7 +867,8 @@ static int parse_args(int argc, char **argv)
     if (g_opt.conns < 1 || g_opt.conns >= MAX_CONNS || g_opt.members < 1 || g_opt.members >= MAX_CONNS ||
         g_opt.window < 1 || g_opt.window > MAX_WINDOW || g_opt.topics < 1 || g_opt.duration <= 0 ||
         g_opt.duration > 600 || g_opt.groups < 0 || g_opt.repeats < 1 || g_opt.span < 1 || g_opt.rate < 0 ||
-        g_opt.rate > 1e7 || (g_opt.rate > 0 && (g_opt.mode == M_HOLD || g_opt.mode == M_NOTIFY)))
+        g_opt.pause < 0 || g_opt.pause > 10 || g_opt.rate > 1e7 ||
+        (g_opt.rate > 0 && (g_opt.mode == M_HOLD || g_opt.mode == M_NOTIFY)))
         return RMQ_EINVAL;
     return 0;
 }
