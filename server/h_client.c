@@ -32,10 +32,13 @@ static void refresh_client_row(struct server *s, struct conn *c, const struct rm
     struct reg_channel *ch = registry_channel(&s->reg, c->id);
     if (!ch || !ch->client_id || (ch->client_stored_ms != 0 && ch->last_hb_ms - ch->client_stored_ms < 1000))
         return;
+    /* The first row is a fact (first seen); later ones only refresh times. */
+    store_soft_writes(s->store, ch->client_stored_ms != 0);
     ch->client_stored_ms = ch->last_hb_ms;
     if (store_put_client(s->store, ch->client_id, rmq_language_name(req->language), req->version,
                          ch->last_hb_ms) != 0)
         log_error("store: recording client %s failed: %s", ch->client_id, store_errmsg(s->store));
+    store_soft_writes(s->store, false);
 }
 
 void h_heartbeat(struct server *s, struct conn *c, struct rmq_cmd *req)

@@ -395,14 +395,20 @@ static void hook_heartbeat(void *ctx, struct reg_group *g, const struct mship_me
         mm->stored_hb_ms = m->last_hb_ms; /* the join row carries it */
     } else if (m->last_hb_ms - m->stored_hb_ms >= HEARTBEAT_STORE_MS) {
         mm->stored_hb_ms = m->last_hb_ms;
+        store_soft_writes(s->store, true); /* a refreshed time: nobody waits for it */
         check_store(s, store_member_heartbeat(s->store, g->g.name, (int64_t)m->channel_id, m->last_hb_ms),
                     "recording a heartbeat", g->g.name);
+        store_soft_writes(s->store, false);
     }
     if ((flags & MSHIP_SUB_REPLACED) && !(flags & (MSHIP_SUB_ADDED | MSHIP_SUB_REMOVED)))
         save_subscriptions(s, g);
     /* PROTOCOL: §3.2 — the broker creates %RETRY%<group> (1 queue) at the first heartbeat. */
     char retry[300];
-    snprintf(retry, sizeof retry, "%%RETRY%%%s", g->g.name);
+    size_t n = strlen(g->g.name);
+    if (n > sizeof retry - sizeof "%RETRY%")
+        return; /* no valid topic name is that long */
+    memcpy(retry, "%RETRY%", sizeof "%RETRY%" - 1);
+    memcpy(retry + sizeof "%RETRY%" - 1, g->g.name, n + 1);
     if (!topics_get(&s->topics, retry) && topics_name_ok(retry))
         server_create_topic(s, retry, 1);
 }
@@ -536,9 +542,21 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
 
 /* ---- loop hooks ---- */
 
+/* Soft writes alone (refreshed heartbeat times) are committed at most this
+ * often: committing them every iteration cost a WAL append per few
+ * heartbeats once the loop iterated in small slices. */
+#define SOFT_COMMIT_MS 10
+
+/* Whether the open batch must be committed now: a held reply, a connection
+ * holding its output, or anything but soft writes waits for it. */
+static bool commit_due(struct server *s, struct loop *l)
+{
+    return s->nacks > 0 || store_write_count(s->store) != s->writes_at_commit ||
+           loop_now_ms(l) - s->last_commit_ms >= SOFT_COMMIT_MS;
+}
+
 static void before_sleep(struct loop *l, void *ctx)
 {
-    (void)l;
     struct server *s = ctx;
     /* Closing connections can schedule NOTIFYs, and writing can close
      * connections: repeat a few times so nothing waits for the next event. */
@@ -547,7 +565,9 @@ static void before_sleep(struct loop *l, void *ctx)
         conn_set_reap(s->conns);
         notify_flush(s);
         bool durable_ok = true;
-        if (store_in_batch(s->store)) {
+        if (store_in_batch(s->store) && commit_due(s, l)) {
+            s->writes_at_commit = store_write_count(s->store);
+            s->last_commit_ms = loop_now_ms(l);
             uint64_t t0 = stats_clock_us();
             /* Only a batch an acknowledgement depends on waits for fsync. */
             int rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);

@@ -69,7 +69,9 @@ struct server {
     struct hashmap locks;     /* "group\0topic\0broker\0qid" -> struct queue_lock* (owned) */
     struct held_pull *pulls;  /* owned */
     size_t npulls, pulls_cap;
-    struct held_ack *acks; /* owned */
+    struct held_ack *acks;     /* owned */
+    uint64_t writes_at_commit; /* store_write_count at the last commit */
+    int64_t last_commit_ms;    /* loop clock of the last commit */
     size_t nacks, acks_cap;
     struct outbound_pending *outbound; /* owned: requests sent to clients awaiting a reply */
     size_t noutbound, outbound_cap;

@@ -158,7 +158,8 @@ struct store {
     int64_t run_id;
     bool in_batch;               /* BEGIN has run and COMMIT has not */
     bool batch_lost;             /* SQLite rolled an open batch back; the next store_commit reports it */
-    uint64_t writes;             /* write calls so far (store_write_count) */
+    uint64_t writes;             /* write calls so far, soft ones excepted (store_write_count) */
+    bool soft;                   /* store_soft_writes: writes do not count */
     struct store_syncer *syncer; /* lazy commits on: the thread that fsyncs them; owned */
     char errbuf[256];
 };
@@ -269,7 +270,8 @@ static int exec_st(struct store *s, enum stmt_id id, int *changes, const char *f
  * commit). Returns 0 or an RMQ_E* code. */
 static int batch_begin(struct store *s)
 {
-    s->writes++;
+    if (!s->soft)
+        s->writes++;
     if (s->in_batch)
         return 0;
     int err = exec_st(s, ST_BEGIN, NULL, "");
@@ -548,6 +550,11 @@ int64_t store_run_id(const struct store *s)
 uint64_t store_write_count(const struct store *s)
 {
     return s->writes;
+}
+
+void store_soft_writes(struct store *s, bool on)
+{
+    s->soft = on;
 }
 
 bool store_in_batch(const struct store *s)

@@ -119,5 +119,8 @@ bool store_in_batch(const struct store *s);
 /* Counts write calls (each joins the open batch): a caller compares two
  * readings to learn whether something it did is waiting for a commit. */
 uint64_t store_write_count(const struct store *s);
+/* While on, writes are soft: refreshed times nobody waits for, left out of
+ * store_write_count so the loop may answer at once and commit them later. */
+void store_soft_writes(struct store *s, bool on);
 
 #endif

@@ -692,6 +692,28 @@ static void test_killed_process_keeps_lazy_commits(void **state)
     assert_int_equal(q_int(fx->path, "SELECT count(*) FROM events"), 1);
 }
 
+/* Soft writes join the batch like any other but leave store_write_count
+ * alone, which is how the loop tells a refreshed time from a fact. */
+static void test_soft_writes_are_not_counted(void **state)
+{
+    struct fx *fx = *state;
+    struct store *s = open_ok(fx->path);
+    uint64_t w0 = store_write_count(s);
+    assert_int_equal(store_put_client(s, "c1", "JAVA", 409, 1), 0);
+    uint64_t w1 = store_write_count(s);
+    assert_true(w1 > w0);
+    store_soft_writes(s, true);
+    assert_int_equal(store_put_client(s, "c1", "JAVA", 409, 2), 0);
+    store_soft_writes(s, false);
+    assert_int_equal(store_write_count(s), w1);
+    assert_true(store_in_batch(s));
+    assert_int_equal(store_commit(s), 0);
+    assert_int_equal(q_int(fx->path, "SELECT last_heartbeat_ms FROM clients WHERE client_id = 'c1'"), 2);
+    assert_int_equal(store_put_client(s, "c1", "JAVA", 409, 3), 0);
+    assert_true(store_write_count(s) > w1);
+    store_close(s);
+}
+
 static void test_future_version_refused(void **state)
 {
     struct fx *fx = *state;
@@ -853,6 +875,7 @@ int main(void)
         T(test_lazy_commit_visible_and_checkpointed),
         T(test_lazy_sync_takes_checkpoints_off_the_writer),
         T(test_killed_process_keeps_lazy_commits),
+        T(test_soft_writes_are_not_counted),
         T(test_future_version_refused),
         T(test_bad_paths_fail_cleanly),
         T(test_open_and_load_oom),
