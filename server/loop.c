@@ -103,6 +103,12 @@ static uint32_t to_epoll(uint32_t events)
     return ((events & LOOP_READ) ? EPOLLIN | EPOLLRDHUP : 0) | ((events & LOOP_WRITE) ? EPOLLOUT : 0);
 }
 
+/* The epoll set w is registered in. */
+static int set_of(const struct loop *l, const struct watch *w)
+{
+    return w->bulk ? l->bulk_epfd : l->epfd;
+}
+
 int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ctx)
 {
     if (fd < 0)
@@ -143,7 +149,7 @@ int loop_mod_fd(struct loop *l, int fd, uint32_t events)
         return RMQ_ENOTFOUND;
     struct watch *w = l->by_fd[fd];
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
-    if (epoll_ctl(w->bulk ? l->bulk_epfd : l->epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+    if (epoll_ctl(set_of(l, w), EPOLL_CTL_MOD, fd, &ev) != 0)
         return -errno;
     w->events = ev.events;
     return RMQ_OK;
@@ -157,11 +163,10 @@ int loop_set_bulk(struct loop *l, int fd, bool bulk)
     if (w->bulk == bulk)
         return RMQ_OK;
     struct epoll_event ev = {.events = w->events, .data.ptr = w};
-    int from = w->bulk ? l->bulk_epfd : l->epfd, to = bulk ? l->bulk_epfd : l->epfd;
-    if (epoll_ctl(to, EPOLL_CTL_ADD, fd, &ev) != 0)
+    if (epoll_ctl(bulk ? l->bulk_epfd : l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
         return -errno;
-    /* Cannot fail: fd is in from (it was added there and not removed). */
-    (void)epoll_ctl(from, EPOLL_CTL_DEL, fd, NULL);
+    /* Cannot fail: fd is in its current set (added there, not removed). */
+    (void)epoll_ctl(set_of(l, w), EPOLL_CTL_DEL, fd, NULL);
     w->bulk = bulk;
     return RMQ_OK;
 }
@@ -172,7 +177,7 @@ void loop_del_fd(struct loop *l, int fd)
         return;
     struct watch *w = l->by_fd[fd];
     /* Failure only means the fd is already gone from the set; nothing to undo. */
-    (void)epoll_ctl(w->bulk ? l->bulk_epfd : l->epfd, EPOLL_CTL_DEL, fd, NULL);
+    (void)epoll_ctl(set_of(l, w), EPOLL_CTL_DEL, fd, NULL);
     l->by_fd[fd] = NULL;
     /* Events for it may still sit in the batch being processed: defer the free. */
     w->dead = 1;

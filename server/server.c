@@ -225,24 +225,15 @@ static void events_need_snapshots(struct server *s)
         ((struct reg_group *)e->val)->events_since_full = UINT32_MAX;
 }
 
-/* Records a membership event: store row, one info log line. before_extra /
- * before_skip describe how the member list looked before the change:
- * before_skip >= 0, a join at that position; before_extra, a member that
- * was at before_at; neither (before_skip -2), an unchanged list. */
-static void record_event(struct server *s, struct reg_group *g, const char *kind, const char *client_id,
-                         uint64_t channel_id, const char *before_extra, size_t before_at, long before_skip)
+/* The member lists of an event, as JSON array text, into before and after
+ * (see record_event for before_extra / before_at / before_skip). */
+static int event_lists(const struct mship_group *g, const char *before_extra, size_t before_at,
+                       long before_skip, struct buf *before, struct buf *after)
 {
-    size_t n = g->g.nmembers;
-    bool full = n <= EVENT_FULL_MEMBERS || g->events_since_full >= event_snapshot_every(n);
-    struct buf after, before;
-    buf_init(&after, 0);
-    buf_init(&before, 0);
-    int rc = full ? members_json(&g->g, NULL, 0, &after) : 0;
-    if (!full) {
-        /* the lists stay empty: the event is a delta */
-    } else if (rc == 0 && before_skip >= 0) {
+    int rc = members_json(g, NULL, 0, after);
+    if (rc == 0 && before_skip >= 0) {
         /* A join: the list before is the list after without the new member. */
-        struct mship_group tmp = g->g;
+        struct mship_group tmp = *g;
         struct mship_member *copy = NULL;
         if (tmp.nmembers > 0) {
             copy = rmq_malloc(tmp.nmembers * sizeof *copy);
@@ -257,11 +248,27 @@ static void record_event(struct server *s, struct reg_group *g, const char *kind
             }
         }
         if (rc == 0)
-            rc = members_json(&tmp, NULL, 0, &before);
+            rc = members_json(&tmp, NULL, 0, before);
         rmq_free(copy);
     } else if (rc == 0) {
-        rc = members_json(&g->g, before_extra, before_at, &before);
+        rc = members_json(g, before_extra, before_at, before);
     }
+    return rc;
+}
+
+/* Records a membership event: store row, one info log line. before_extra /
+ * before_skip describe how the member list looked before the change:
+ * before_skip >= 0, a join at that position; before_extra, a member that
+ * was at before_at; neither (before_skip -2), an unchanged list. */
+static void record_event(struct server *s, struct reg_group *g, const char *kind, const char *client_id,
+                         uint64_t channel_id, const char *before_extra, size_t before_at, long before_skip)
+{
+    size_t n = g->g.nmembers;
+    bool full = n <= EVENT_FULL_MEMBERS || g->events_since_full >= event_snapshot_every(n);
+    struct buf after, before;
+    buf_init(&after, 0);
+    buf_init(&before, 0);
+    int rc = full ? event_lists(&g->g, before_extra, before_at, before_skip, &before, &after) : 0;
     int64_t delta_index = before_skip >= 0 ? before_skip : before_extra ? (int64_t)before_at : -1;
     if (rc != 0) {
         log_error("event %s for group %s not recorded: out of memory", kind, g->g.name);
