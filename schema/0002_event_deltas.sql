@@ -8,6 +8,6 @@
 -- close, unregister or expire, the position it was taken out of; -1 when
 -- the list did not change (a subscription change). The lists are rebuilt
 -- on read from the group's latest full row before the event and the deltas
--- after it (server/store_read.c). Without this a mass join or expiry of n
+-- after it (server/store/store_read.c). Without this a mass join or expiry of n
 -- members stored O(n^2) bytes.
 ALTER TABLE events ADD COLUMN list_delta INTEGER CHECK (list_delta IS NULL OR list_delta >= -1);

@@ -1,5 +1,5 @@
 /* bench_sqlite.c — the SQLite ceiling for the heartbeat benchmark: the rows
- * a re-heartbeat writes, upserted through server/store.h into the same
+ * a re-heartbeat writes, upserted through server/store/store.h into the same
  * schema in a tight loop, with no sockets, parsing or registry.
  *
  * Per heartbeat the daemon calls store_member_heartbeat once per group it

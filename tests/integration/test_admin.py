@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from rmqclient import Daemon, DaemonCase, heartbeat_body  # noqa: E402
 
 HB, UNREG, NOTIFY = 34, 35, 40
-ROUTES_C = os.path.join(os.path.dirname(__file__), "..", "..", "server", "api_routes.c")
+ROUTES_C = os.path.join(os.path.dirname(__file__), "..", "..", "server", "http", "api_routes.c")
 
 
 def http(d, method, path, body=None, headers=None, raw=False, timeout=10):

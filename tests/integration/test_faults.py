@@ -30,7 +30,7 @@ class KillNine(unittest.TestCase):
             for rnd in range(KILL_ROUNDS):
                 c = d.connect()
                 self.assertEqual(c.request(HB, body=heartbeat_body("c1", {"G": ["T"]})).code, 0)
-                # PROTOCOL: a restart must find every acknowledged offset.
+                # PROTOCOL (README, "Acknowledged means stored"): a restart must find every acknowledged offset.
                 for q in range(QUEUES):
                     r = c.request(QUERY_OFF, {"topic": "T", "consumerGroup": "G", "queueId": q})
                     self.assertIsNotNone(r, "round %d: no answer after restart" % rnd)

@@ -88,7 +88,7 @@ class Sim:
 
 
 def avg_split(n_queues, cids):
-    """PROTOCOL.md §5.3 over one broker: {cid: [queueIds]} for sorted cids."""
+    """docs/protocol.md §11.3 over one broker: {cid: [queueIds]} for sorted cids."""
     cids = sorted(cids)
     c, out = len(cids), {}
     for i, cid in enumerate(cids):

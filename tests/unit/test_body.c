@@ -136,7 +136,7 @@ static void test_ali_ons(void **state)
     rmq_heartbeat_clear(&hb);
 }
 
-/* PROTOCOL: C++ sends enum ordinals, subVersion as a string, leaves out
+/* PROTOCOL (docs/protocol.md §3.1): C++ sends enum ordinals, subVersion as a string, leaves out
  * empty arrays and unitMode, and ends the body with "\n". */
 static void test_cpp(void **state)
 {
@@ -370,7 +370,7 @@ static void test_route_encode_exact(void **state)
             "\"writeQueueNums\":4},{\"brokerName\":\"broker-b\",\"perm\":4,\"readQueueNums\":8,"
             "\"topicSysFlag\":1,\"writeQueueNums\":2}]}");
     buf_reset(&b);
-    /* Both arrays are present even when empty (PROTOCOL: §2.4.1). */
+    /* Both arrays are present even when empty (PROTOCOL: docs/protocol.md §3.4). */
     assert_int_equal(rmq_route_encode(NULL, 0, NULL, 0, true, &b), RMQ_OK);
     assert_buf_str(&b, "{\"brokerDatas\":[],\"filterServerTable\":{},\"queueDatas\":[]}");
     buf_free(&b);

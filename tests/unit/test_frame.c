@@ -102,7 +102,7 @@ static void test_round_trip_rocketmq(void **state)
     round_trip(RMQ_SERIALIZE_ROCKETMQ);
 }
 
-/* PROTOCOL: §1.1 worked example: the JSON GET_ROUTEINFO_BY_TOPIC frame. */
+/* PROTOCOL: docs/protocol.md §1.1 worked example: the JSON GET_ROUTEINFO_BY_TOPIC frame. */
 static void test_encode_matches_protocol_example(void **state)
 {
     (void)state;

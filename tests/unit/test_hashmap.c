@@ -1,4 +1,4 @@
-/* test_hashmap.c — common/hashmap.c against a reference model. */
+/* test_hashmap.c — common/base/hashmap.c against a reference model. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

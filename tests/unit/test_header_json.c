@@ -76,7 +76,7 @@ static void test_java_headers_decode_and_reencode_exactly(void **state)
     rmq_cmd_clear(&c);
 }
 
-/* PROTOCOL: ali-ons keeps JS types in extFields, orders keys its own way
+/* PROTOCOL (docs/protocol.md §1.2): ali-ons keeps JS types in extFields, orders keys its own way
  * and sends no serializeTypeCurrentRPC. */
 static void test_ali_ons_typed_ext_fields(void **state)
 {

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* PROTOCOL: §1.3 example (GET_ROUTEINFO_BY_TOPIC topic "T", opaque 1). */
+/* PROTOCOL: docs/protocol.md §1.3 example (GET_ROUTEINFO_BY_TOPIC topic "T", opaque 1). */
 static const char protocol_example[] = "00000025"
                                        "01000021"
                                        "0069"

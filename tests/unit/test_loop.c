@@ -1,4 +1,4 @@
-/* test_loop.c — server/loop.c: fd events, timers, before-sleep, removal of
+/* test_loop.c — server/core/loop.c: fd events, timers, before-sleep, removal of
  * an fd whose event is still in the current batch. */
 #include <setjmp.h>
 #include <stdarg.h>

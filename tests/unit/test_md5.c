@@ -1,5 +1,5 @@
 /* test_md5.c — MD5 against the RFC 1321 appendix A.5 test suite, streamed
- * in every split, plus the values shared/protocol.md §5.8 quotes. */
+ * in every split, plus the values docs/protocol.md §11.8 quotes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_membership.c — the broker's change-detection rules (common/membership.c). */
+/* test_membership.c — the broker's change-detection rules (common/broker/membership.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,7 +96,8 @@ static void test_topic_added_and_removed_are_changes(void **state)
     assert_true(o.flags & MSHIP_SUB_REMOVED);
     assert_int_equal(g.nsubs, 1);
     assert_null(mship_find_sub(&g, "U"));
-    /* PROTOCOL: the table is per group: another member listing other topics flips it */
+    /* PROTOCOL (docs/protocol.md §4.1): the table is per group: another member listing other topics flips it
+     */
     struct rmq_subscription s3[] = {sub("V", 1)};
     o = beat(&g, 2, "b", s3, 1, 3);
     assert_true(o.flags & MSHIP_SUB_REMOVED);

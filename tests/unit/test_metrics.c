@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "metrics_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* test_registry.c — server/registry.c: hooks fire once per real change,
+/* test_registry.c — server/model/registry.c: hooks fire once per real change,
  * channels and groups stay consistent through close, unregister and expiry. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -26,7 +26,8 @@ static void test_mq_all_read_permission(void **state)
     struct allocate_queue *q;
     size_t n;
     assert_int_equal(sim_rebalance_mq_all(&r, "T", &q, &n), RMQ_OK);
-    assert_int_equal(n, 3); /* PROTOCOL: §4.3 perm & 4 only; write-only broker-w contributes nothing */
+    assert_int_equal(
+        n, 3); /* PROTOCOL: docs/protocol.md §8.2 perm & 4 only; write-only broker-w contributes nothing */
     assert_string_equal(q[0].broker_name, "broker-a"); /* sorted: broker, then queue id */
     assert_int_equal(q[1].queue_id, 1);
     assert_string_equal(q[2].broker_name, "broker-b");
@@ -70,7 +71,7 @@ static void test_allocate_worked_examples(void **state)
     (void)state;
     const char *cids[] = {"c2", "c0", "c1"};
     char got[128];
-    /* PROTOCOL: §5.3 and java.md: 2 brokers x 4 queues, 3 consumers. */
+    /* PROTOCOL: docs/protocol.md §11.3 and java.md: 2 brokers x 4 queues, 3 consumers. */
     alloc_for(ALLOCATE_AVG, "c0", cids, 3, got, sizeof got);
     assert_string_equal(got, "a0,a1,a2");
     alloc_for(ALLOCATE_AVG, "c1", cids, 3, got, sizeof got);
@@ -79,7 +80,8 @@ static void test_allocate_worked_examples(void **state)
     assert_string_equal(got, "b2,b3");
     alloc_for(ALLOCATE_AVG_BY_CIRCLE, "c0", cids, 2, got, sizeof got); /* cids {c2, c0} */
     assert_string_equal(got, "a0,a2,b0,b2");
-    alloc_for(ALLOCATE_AVG, "zz", cids, 3, got, sizeof got); /* PROTOCOL: §5.2 not in cidAll: nothing */
+    alloc_for(ALLOCATE_AVG, "zz", cids, 3, got,
+              sizeof got); /* PROTOCOL: docs/protocol.md §11.2 not in cidAll: nothing */
     assert_string_equal(got, "");
     assert_string_equal(cids[0], "c2"); /* the caller's id list is not reordered */
 }

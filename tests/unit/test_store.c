@@ -1,4 +1,4 @@
-/* test_store.c — the SQLite writer (server/store.c) on real files.
+/* test_store.c — the SQLite writer (server/store/store.c) on real files.
  *
  * Every test gets its own temporary directory (test_tmpdir) holding a real
  * database file, and checks what store.c wrote with a separate raw SQLite

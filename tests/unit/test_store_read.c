@@ -1,4 +1,4 @@
-/* test_store_read.c — the read-only connection (server/store_read.c).
+/* test_store_read.c — the read-only connection (server/store/store_read.c).
  *
  * A real database in a temporary directory is written through store.c and
  * read back through store_reader_events: paging by since/limit, the group

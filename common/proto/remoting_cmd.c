@@ -1,0 +1,242 @@
+/* remoting_cmd.c — struct rmq_cmd: lifetime, extFields map, response and
+ * request constructors, and the language-name table.
+ *
+ * extFields is a small array searched linearly: real headers carry at most a
+ * dozen keys, so a hash table would cost more than it saves. Pure; owned by
+ * whichever thread owns the command.
+ */
+#include "remoting_cmd.h"
+
+#include "err.h"
+#include "mem.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* PROTOCOL: docs/protocol.md §1.6 language byte codes; the index is the byte. */
+static const char *const language_names[] = {
+    "JAVA",  "CPP",  "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY",
+    "OTHER", "HTTP", "GO",     "PHP",    "OMS",    "RUST",   "NODE_JS",
+};
+#define LANGUAGE_COUNT (sizeof language_names / sizeof language_names[0])
+
+void rmq_cmd_init(struct rmq_cmd *c)
+{
+    memset(c, 0, sizeof *c);
+    c->language = RMQ_LANG_JAVA;
+    c->serialize_type = RMQ_SERIALIZE_JSON;
+}
+
+void rmq_cmd_clear(struct rmq_cmd *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->ext_len; i++) {
+        rmq_free(c->ext[i].key);
+        rmq_free(c->ext[i].val);
+    }
+    rmq_free(c->ext);
+    rmq_free(c->remark);
+    rmq_free(c->body);
+    rmq_cmd_init(c);
+}
+
+static struct rmq_ext *ext_find(const struct rmq_cmd *c, const char *key)
+{
+    for (size_t i = 0; i < c->ext_len; i++)
+        if (strcmp(c->ext[i].key, key) == 0)
+            return &c->ext[i];
+    return NULL;
+}
+
+/* Both copies are made before the map changes, so a failed allocation leaves
+ * the command exactly as it was. */
+int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val)
+{
+    if (!key || !val)
+        return RMQ_EINVAL;
+    char *v = rmq_strdup(val);
+    if (!v)
+        return RMQ_ENOMEM;
+    struct rmq_ext *e = ext_find(c, key);
+    if (e) {
+        rmq_free(e->val);
+        e->val = v;
+        return RMQ_OK;
+    }
+    char *k = rmq_strdup(key);
+    if (!k)
+        goto fail_val;
+    if (c->ext_len == c->ext_cap) {
+        size_t ncap = c->ext_cap ? c->ext_cap * 2 : 8;
+        struct rmq_ext *n = rmq_realloc(c->ext, ncap * sizeof *n);
+        if (!n)
+            goto fail_key;
+        c->ext = n;
+        c->ext_cap = ncap;
+    }
+    c->ext[c->ext_len].key = k;
+    c->ext[c->ext_len].val = v;
+    c->ext_len++;
+    return RMQ_OK;
+fail_key:
+    rmq_free(k);
+fail_val:
+    rmq_free(v);
+    return RMQ_ENOMEM;
+}
+
+int rmq_cmd_ext_set_i64(struct rmq_cmd *c, const char *key, int64_t val)
+{
+    /* By hand: snprintf was a visible share of a heartbeat reply's cost. */
+    char tmp[24], *p = tmp + sizeof tmp;
+    uint64_t u = val < 0 ? 0 - (uint64_t)val : (uint64_t)val;
+    *--p = 0;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (val < 0)
+        *--p = '-';
+    return rmq_cmd_ext_set(c, key, p);
+}
+
+const char *rmq_cmd_ext_get(const struct rmq_cmd *c, const char *key)
+{
+    const struct rmq_ext *e = ext_find(c, key);
+    return e ? e->val : NULL;
+}
+
+/* Accepts what Java's Long.parseLong accepts, so values a Java peer would
+ * reject are rejected here too. */
+int rmq_parse_i64(const char *s, int64_t *out)
+{
+    bool neg = false;
+    if (*s == '-' || *s == '+')
+        neg = *s++ == '-';
+    if (!*s)
+        return RMQ_EINVAL;
+    /* Accumulate as a negative number so INT64_MIN is representable. */
+    int64_t acc = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return RMQ_EINVAL;
+        int d = *s - '0';
+        if (acc < (INT64_MIN + d) / 10)
+            return RMQ_EINVAL;
+        acc = acc * 10 - d;
+    }
+    if (!neg && acc == INT64_MIN)
+        return RMQ_EINVAL;
+    *out = neg ? acc : -acc;
+    return RMQ_OK;
+}
+
+int rmq_cmd_ext_get_i64(const struct rmq_cmd *c, const char *key, int64_t *out)
+{
+    const char *s = rmq_cmd_ext_get(c, key);
+    return s ? rmq_parse_i64(s, out) : RMQ_ENOTFOUND;
+}
+
+static bool ascii_ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = (*a >= 'A' && *a <= 'Z') ? (char)(*a - 'A' + 'a') : *a;
+        if (x != *b)
+            return false;
+    }
+    return *a == *b;
+}
+
+int rmq_cmd_ext_get_bool(const struct rmq_cmd *c, const char *key, bool *out)
+{
+    const char *s = rmq_cmd_ext_get(c, key);
+    if (!s)
+        return RMQ_ENOTFOUND;
+    if (ascii_ieq(s, "true"))
+        *out = true;
+    else if (ascii_ieq(s, "false"))
+        *out = false;
+    else
+        return RMQ_EINVAL;
+    return RMQ_OK;
+}
+
+int rmq_cmd_set_remark(struct rmq_cmd *c, const char *remark)
+{
+    char *r = NULL;
+    if (remark && !(r = rmq_strdup(remark)))
+        return RMQ_ENOMEM;
+    rmq_free(c->remark);
+    c->remark = r;
+    return RMQ_OK;
+}
+
+int rmq_cmd_set_body_copy(struct rmq_cmd *c, const void *p, size_t n)
+{
+    uint8_t *b = NULL;
+    if (n) {
+        b = rmq_malloc(n);
+        if (!b)
+            return RMQ_ENOMEM;
+        memcpy(b, p, n);
+    }
+    rmq_cmd_set_body_take(c, b, n);
+    return RMQ_OK;
+}
+
+void rmq_cmd_set_body_take(struct rmq_cmd *c, uint8_t *p, size_t n)
+{
+    rmq_free(c->body);
+    if (n == 0) {
+        rmq_free(p);
+        p = NULL;
+    }
+    c->body = p;
+    c->body_len = n;
+}
+
+int rmq_cmd_init_response(struct rmq_cmd *resp, const struct rmq_cmd *req, int32_t code, const char *remark)
+{
+    rmq_cmd_init(resp);
+    resp->code = code;
+    resp->opaque = req->opaque;
+    resp->flag = RMQ_FLAG_RESPONSE;
+    resp->serialize_type =
+        req->serialize_type; /* PROTOCOL (docs/protocol.md §1.4): reply in the request's type */
+    resp->language = RMQ_LANG_JAVA;
+    resp->version = RMQ_SERVER_VERSION;
+    return rmq_cmd_set_remark(resp, remark);
+}
+
+void rmq_cmd_init_request(struct rmq_cmd *c, int32_t code, int32_t opaque, int32_t flag)
+{
+    rmq_cmd_init(c);
+    c->code = code;
+    c->opaque = opaque;
+    c->flag = flag;
+    c->serialize_type =
+        RMQ_SERIALIZE_JSON; /* PROTOCOL (docs/protocol.md §1.4): server-initiated requests are JSON */
+    c->language = RMQ_LANG_JAVA;
+    c->version = RMQ_SERVER_VERSION;
+}
+
+const char *rmq_language_name(int32_t code)
+{
+    if (code < 0 || (size_t)code >= LANGUAGE_COUNT)
+        return "OTHER";
+    return language_names[code];
+}
+
+int32_t rmq_language_from_name(const char *name)
+{
+    if (!name)
+        return RMQ_LANG_OTHER;
+    for (size_t i = 0; i < LANGUAGE_COUNT; i++)
+        if (strcmp(language_names[i], name) == 0)
+            return (int32_t)i;
+    return RMQ_LANG_OTHER;
+}

@@ -1,0 +1,439 @@
+/* admin_holdings.c — what clients really hold, checked against what they
+ * should hold. The loop asks each member with GET_CONSUMER_RUNNING_INFO
+ * (307) over its own channel (outbound.c: matched by opaque, with a timeout,
+ * never blocking), parses the queues from each reply (running_info.c), and
+ * answers the deferred HTTP request once every member has answered or timed
+ * out:
+ *   running-info  one client's holdings as it reports them;
+ *   consistency   every client's holdings vs the expected allocation
+ *                 (admin_alloc.c), with overlaps, gaps and unresponsive clients;
+ *   converged     consistency, repeated every 100 ms until it holds or
+ *                 timeout_ms passes — so tests wait for convergence instead
+ *                 of sleeping.
+ * Loop thread only. */
+#include "admin_holdings.h"
+#include "admin_allocation.h"
+#include "broker.h"
+#include "conn.h"
+#include "err.h"
+#include "log.h"
+#include "loop.h"
+#include "mailbox.h"
+#include "mem.h"
+#include "outbound.h"
+#include "request_codes.h"
+#include "running_info.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ASK_TIMEOUT_MS 3000
+#define CONVERGE_POLL_MS 100
+#define CONVERGE_MAX_MS 60000
+
+enum holding_state { HOLDING_PENDING, HOLDING_ANSWERED, HOLDING_SILENT };
+
+struct holding {
+    struct holdings_round *round;
+    uint64_t channel_id;
+    char *client_id; /* owned */
+    char peer[64];
+    enum holding_state state;
+    int32_t code;
+    char *remark; /* owned */
+    struct rmq_running_info ri;
+};
+
+struct holdings_round {
+    struct broker *s; /* borrowed: timers carry only the round */
+    struct mailbox_msg *msg;
+    char *group;       /* owned */
+    char *client_id;   /* owned: running-info target, else NULL */
+    struct holding *h; /* owned */
+    size_t n, pending;
+    int64_t started_ms, deadline_ms; /* loop clock */
+    int timer_id;
+    unsigned rounds;
+    struct holdings_round *next;
+};
+
+static json_t *error_json(int *status, int code, const char *error, const char *detail)
+{
+    *status = code;
+    return json_pack("{s:s,s:s}", "error", error, "detail", detail);
+}
+
+static void clear_holdings(struct holdings_round *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        rmq_free(r->h[i].client_id);
+        rmq_free(r->h[i].remark);
+        rmq_running_info_clear(&r->h[i].ri);
+    }
+    rmq_free(r->h);
+    r->h = NULL;
+    r->n = r->pending = 0;
+}
+
+static void unlink_round(struct broker *s, struct holdings_round *r)
+{
+    struct holdings_round **pp = &s->rounds;
+    while (*pp && *pp != r)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = r->next;
+}
+
+/* Hands the reply to the HTTP side and frees the round. */
+static void complete(struct broker *s, struct holdings_round *r, int status, json_t *reply)
+{
+    unlink_round(s, r);
+    if (r->timer_id)
+        loop_timer_cancel(s->loop, r->timer_id);
+    if (!reply)
+        reply = error_json(&status, 500, "internal error", "out of memory building the reply");
+    r->msg->status = status;
+    r->msg->reply = reply;
+    mailbox_complete(r->msg);
+    clear_holdings(r);
+    rmq_free(r->group);
+    rmq_free(r->client_id);
+    rmq_free(r);
+}
+
+static json_t *mq_json(const char *topic, const char *broker, int32_t qid)
+{
+    return json_pack("{s:s,s:s,s:i}", "topic", topic, "brokerName", broker, "queueId", (int)qid);
+}
+
+static json_t *holding_json(const struct holding *h, const char *topic)
+{
+    json_t *queues = json_array();
+    for (size_t i = 0; queues && i < h->ri.nmqs; i++)
+        if (!topic || !strcmp(h->ri.mqs[i].topic, topic))
+            json_array_append_new(
+                queues, mq_json(h->ri.mqs[i].topic, h->ri.mqs[i].broker_name, h->ri.mqs[i].queue_id));
+    json_t *o =
+        json_pack("{s:s,s:s,s:I,s:b,s:o}", "clientId", h->client_id, "remoteAddr", h->peer, "channelId",
+                  (json_int_t)h->channel_id, "answered", h->state == HOLDING_ANSWERED, "queues", queues);
+    if (o && h->state == HOLDING_ANSWERED) {
+        json_object_set_new(o, "code", json_integer(h->code));
+        if (h->remark)
+            json_object_set_new(o, "remark", json_string(h->remark));
+        if (h->ri.strategy)
+            json_object_set_new(o, "strategy", json_string(h->ri.strategy));
+        if (h->ri.client_version)
+            json_object_set_new(o, "clientVersion", json_string(h->ri.client_version));
+    }
+    return o;
+}
+
+static bool holds(const struct holding *h, const struct allocate_queue *q)
+{
+    for (size_t i = 0; i < h->ri.nmqs; i++)
+        if (h->ri.mqs[i].queue_id == q->queue_id && !strcmp(h->ri.mqs[i].topic, q->topic) &&
+            !strcmp(h->ri.mqs[i].broker_name, q->broker_name))
+            return true;
+    return false;
+}
+
+static size_t held_count(const struct holding *h, const char *topic)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->ri.nmqs; i++)
+        n += !strcmp(h->ri.mqs[i].topic, topic);
+    return n;
+}
+
+/* Whether queue q is expected for a client that did not answer. */
+static bool expected_for_silent(const struct holdings_round *r, const struct allocate_result *res, size_t q)
+{
+    for (size_t k = res->owner_start[q]; k < res->owner_start[q + 1]; k++)
+        for (size_t i = 0; i < r->n; i++)
+            if (r->h[i].state != HOLDING_ANSWERED &&
+                !strcmp(r->h[i].client_id, res->consumers[res->owners[k]]))
+                return true;
+    return false;
+}
+
+/* Compares holdings with the expected allocation; *converged says whether
+ * every answering client holds exactly its queues with no overlap or gap. */
+static json_t *evaluate(struct holdings_round *r, const struct alloc_view *v, bool *converged)
+{
+    const struct allocate_result *res = v->result;
+    json_t *clients = json_array(), *overlaps = json_array(), *gaps = json_array(), *silent = json_array();
+    bool ok = true;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct holding *h = &r->h[i];
+        json_t *o = holding_json(h, v->topic), *expected = json_array();
+        size_t idx, nexp = 0;
+        bool matches = h->state == HOLDING_ANSWERED && h->code == 0;
+        if (res && allocate_result_find(res, h->client_id, &idx) == 0) {
+            const struct allocate_assignment *as = allocate_result_queues_of(res, idx);
+            nexp = allocate_result_count_of(res, idx);
+            for (size_t k = 0; k < nexp; k++) {
+                json_array_append_new(
+                    expected, mq_json(as[k].queue.topic, as[k].queue.broker_name, as[k].queue.queue_id));
+                matches = matches && holds(h, &as[k].queue);
+            }
+        }
+        matches = matches && held_count(h, v->topic) == nexp;
+        json_object_set_new(o, "expected", expected);
+        json_object_set_new(o, "matches", json_boolean(matches));
+        json_array_append_new(clients, o);
+        if (h->state != HOLDING_ANSWERED)
+            json_array_append_new(silent, json_string(h->client_id));
+        else
+            ok = ok && matches;
+    }
+    for (size_t q = 0; res && q < res->n_queues; q++) {
+        json_t *who = json_array();
+        for (size_t i = 0; i < r->n; i++)
+            if (r->h[i].state == HOLDING_ANSWERED && holds(&r->h[i], &res->queues[q]))
+                json_array_append_new(who, json_string(r->h[i].client_id));
+        const struct allocate_queue *mq = &res->queues[q];
+        if (json_array_size(who) > 1)
+            json_array_append_new(overlaps, json_pack("{s:o,s:O}", "queue",
+                                                      mq_json(mq->topic, mq->broker_name, mq->queue_id),
+                                                      "holders", who));
+        else if (json_array_size(who) == 0 && !expected_for_silent(r, res, q))
+            json_array_append_new(gaps, mq_json(mq->topic, mq->broker_name, mq->queue_id));
+        json_decref(who);
+    }
+    ok = ok && json_array_size(overlaps) == 0 && json_array_size(gaps) == 0;
+    *converged = ok;
+    return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:b}", "topic", v->topic, "strategy",
+                     allocate_strategy_name(v->opt.strategy), "clients", clients, "overlaps", overlaps,
+                     "gaps", gaps, "unresponsive", silent, "consistent", ok);
+}
+
+static int ask_all(struct holdings_round *r);
+
+static void ignore_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
+{
+    (void)s;
+    (void)ctx;
+    (void)resp;
+}
+
+static void converge_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    struct holdings_round *r = ctx;
+    r->timer_id = 0;
+    if (ask_all(r) != 0)
+        complete(r->s, r, 500, NULL);
+}
+
+static json_t *running_info_reply(struct holdings_round *r, int *status)
+{
+    json_t *channels = json_array();
+    bool any = false;
+    for (size_t i = 0; i < r->n; i++) {
+        json_array_append_new(channels, holding_json(&r->h[i], NULL));
+        any = any || r->h[i].state == HOLDING_ANSWERED;
+    }
+    *status = any ? 200 : 504;
+    return json_pack("{s:s,s:s,s:o,s:b}", "group", r->group, "clientId", r->client_id, "channels", channels,
+                     "answered", any);
+}
+
+/* Every member has answered or timed out: reply, or (converged) try again later. */
+static void finish(struct holdings_round *r)
+{
+    struct broker *s = r->s;
+    int status = 200;
+    if (r->msg->op == ADMIN_OP_CLIENT_RUNNING_INFO) {
+        json_t *out = running_info_reply(r, &status);
+        complete(s, r, status, out);
+        return;
+    }
+    struct alloc_view *v;
+    json_t *error;
+    if (admin_alloc_view_new(s, r->group, r->msg->query, &v, &status, &error) != 0) {
+        complete(s, r, status, error);
+        return;
+    }
+    bool converged = false;
+    json_t *out = evaluate(r, v, &converged);
+    admin_alloc_view_free(v);
+    int64_t now = loop_now_ms(s->loop);
+    if (r->msg->op == ADMIN_OP_GROUP_CONVERGED) {
+        if (!converged && now + CONVERGE_POLL_MS < r->deadline_ms &&
+            loop_add_timer(s->loop, CONVERGE_POLL_MS, 0, converge_timer, r, &r->timer_id) == 0) {
+            json_decref(out);
+            clear_holdings(r);
+            return;
+        }
+        if (out) {
+            json_object_set_new(out, "converged", json_boolean(converged));
+            json_object_set_new(out, "elapsedMs", json_integer(now - r->started_ms));
+            json_object_set_new(out, "checks", json_integer(r->rounds));
+        }
+        status = converged ? 200 : 408;
+    }
+    complete(s, r, status, out);
+}
+
+static void on_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
+{
+    (void)s;
+    struct holding *h = ctx;
+    struct holdings_round *r = h->round;
+    if (resp) {
+        h->state = HOLDING_ANSWERED;
+        h->code = resp->code;
+        h->remark = resp->remark ? rmq_strdup(resp->remark) : NULL;
+        char err[160];
+        if (resp->code == 0 &&
+            rmq_running_info_parse(resp->body, resp->body_len, &h->ri, err, sizeof err) != 0) {
+            log_warn("running info from %s (%s) not understood: %s", h->client_id, h->peer, err);
+            h->code = -1;
+        }
+    } else {
+        h->state = HOLDING_SILENT;
+    }
+    if (--r->pending == 0)
+        finish(r);
+}
+
+/* Adds one target; the caller sends later so the array never moves under a callback. */
+static int add_target(struct holdings_round *r, size_t *cap, const struct mship_member *m, const char *peer)
+{
+    if (r->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        struct holding *p = rmq_realloc(r->h, nc * sizeof *p);
+        if (!p)
+            return RMQ_ENOMEM;
+        r->h = p;
+        *cap = nc;
+    }
+    struct holding *h = &r->h[r->n];
+    memset(h, 0, sizeof *h);
+    h->round = r;
+    h->channel_id = m->channel_id;
+    h->client_id = rmq_strdup(m->client_id);
+    snprintf(h->peer, sizeof h->peer, "%s", peer);
+    if (!h->client_id)
+        return RMQ_ENOMEM;
+    r->n++;
+    return RMQ_OK;
+}
+
+static int send_ask(struct holdings_round *r, struct holding *h, struct conn *c)
+{
+    struct rmq_cmd req;
+    rmq_cmd_init_request(&req, RMQ_REQ_GET_CONSUMER_RUNNING_INFO, 0, 0);
+    int rc = rmq_cmd_ext_set(&req, "consumerGroup", r->group);
+    if (rc == 0)
+        rc = rmq_cmd_ext_set(&req, "clientId", h->client_id);
+    if (rc == 0)
+        rc = rmq_cmd_ext_set(&req, "jstackEnable", "false");
+    if (rc == 0)
+        rc = outbound_send(r->s, c, &req, ASK_TIMEOUT_MS, on_reply, h);
+    rmq_cmd_clear(&req);
+    return rc;
+}
+
+/* Asks every (targeted) member of the group; finishes at once when none. */
+static int ask_all(struct holdings_round *r)
+{
+    struct broker *s = r->s;
+    clear_holdings(r);
+    r->rounds++;
+    const struct reg_group *g = registry_group(&s->reg, r->group);
+    size_t cap = 0;
+    for (size_t i = 0; g && i < g->g.nmembers; i++) {
+        const struct mship_member *m = &g->g.members[i];
+        if (r->client_id && strcmp(m->client_id, r->client_id))
+            continue;
+        const struct reg_channel *ch = registry_channel(&s->reg, m->channel_id);
+        if (add_target(r, &cap, m, ch ? ch->peer : "") != 0)
+            return RMQ_ENOMEM;
+    }
+    r->pending = r->n + 1; /* held until every ask is out, so no callback finishes early */
+    for (size_t i = 0; i < r->n; i++) {
+        const struct reg_channel *ch = registry_channel(&s->reg, r->h[i].channel_id);
+        if (!ch || !ch->conn || send_ask(r, &r->h[i], ch->conn) != 0) {
+            r->h[i].state = HOLDING_SILENT;
+            r->pending--;
+        }
+    }
+    if (--r->pending == 0)
+        finish(r);
+    return RMQ_OK;
+}
+
+static int64_t parse_timeout(const json_t *query, int *bad)
+{
+    const char *t = json_string_value(json_object_get(query, "timeout_ms"));
+    *bad = 0;
+    if (!t)
+        return 10000;
+    char *end;
+    errno = 0;
+    long long v = strtoll(t, &end, 10);
+    if (errno || *end || !*t || v < 0 || v > CONVERGE_MAX_MS) {
+        *bad = 1;
+        return 0;
+    }
+    return v;
+}
+
+bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
+{
+    const char *group = msg->arg ? msg->arg : "";
+    const char *client = json_string_value(json_object_get(msg->query, "clientId"));
+    const struct reg_group *g = registry_group(&s->reg, group);
+    int bad = 0;
+    int64_t timeout = parse_timeout(msg->query, &bad);
+    if (bad) {
+        msg->reply = error_json(&msg->status, 400, "bad parameter", "timeout_ms must be 0 to 60000");
+        return false;
+    }
+    if (!g) {
+        msg->reply = error_json(&msg->status, 404, "group not found", "the group has no live member");
+        return false;
+    }
+    if (msg->op == ADMIN_OP_CLIENT_RUNNING_INFO && (!client || mship_find_client(&g->g, client) < 0)) {
+        msg->reply =
+            error_json(&msg->status, 404, "client not found", "no live member of the group has this id");
+        return false;
+    }
+    struct holdings_round *r = rmq_calloc(1, sizeof *r);
+    if (!r || !(r->group = rmq_strdup(group)) || (client && !(r->client_id = rmq_strdup(client)))) {
+        if (r)
+            rmq_free(r->group);
+        rmq_free(r);
+        msg->reply = NULL;
+        msg->status = 500;
+        return false;
+    }
+    r->s = s;
+    r->msg = msg;
+    r->started_ms = loop_now_ms(s->loop);
+    r->deadline_ms = r->started_ms + timeout;
+    r->next = s->rounds;
+    s->rounds = r;
+    msg->status = MAILBOX_DEFERRED;
+    if (msg->op != ADMIN_OP_CLIENT_RUNNING_INFO)
+        r->client_id = NULL;
+    if (ask_all(r) != 0)
+        complete(s, r, 500, NULL);
+    return true;
+}
+
+void admin_holdings_abort_all(struct broker *s)
+{
+    while (s->rounds) {
+        struct holdings_round *r = s->rounds;
+        /* Outstanding asks point into r: make their callbacks harmless first. */
+        for (size_t i = 0; i < s->noutbound; i++)
+            if (s->outbound[i].cb == on_reply && ((struct holding *)s->outbound[i].ctx)->round == r)
+                s->outbound[i].cb = ignore_reply;
+        int status;
+        complete(s, r, 503, error_json(&status, 503, "shutting down", "the daemon is stopping"));
+    }
+}

@@ -1,0 +1,409 @@
+/* namesrv_table.c — the name-server side of cluster mode (--role namesrv):
+ * brokers registered with REGISTER_BROKER, their topic configs, expiry, and
+ * GET_ROUTEINFO_BY_TOPIC built from them (see cluster.h, docs/cluster.md).
+ *
+ * The table is small (one entry per broker name) and kept as an array
+ * sorted by broker name, so routes list brokers in name order as the Java
+ * name server's sorted output does. Loop thread only.
+ */
+#include "cluster.h"
+
+#include "broker.h"
+#include "buf.h"
+#include "cluster_info.h"
+#include "config.h"
+#include "conn.h"
+#include "crc32.h"
+#include "err.h"
+#include "log.h"
+#include "mem.h"
+#include "namesrv_table.h"
+#include "reply.h"
+#include "request_codes.h"
+#include "rmq_body.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_MAX_BROKERS 256
+#define NS_MAX_TOPICS_PER_BROKER 65536
+
+struct ns_topic {
+    char *name; /* owned */
+    int read_queue_nums, write_queue_nums, perm, topic_sys_flag;
+};
+
+struct ns_broker {
+    char *broker_name, *cluster, *addr, *ha_addr, *http_addr; /* owned; http_addr may be NULL */
+    uint64_t conn_id;                                         /* the connection it registered over */
+    int64_t first_ms, last_ms; /* broker_now_ms of the first and the latest registration */
+    int64_t timeout_ms;        /* heartbeatTimeoutMillis if sent, else --broker-expiry-ms */
+    int64_t dv_counter, dv_timestamp;
+    int64_t registrations;
+    struct ns_topic *topics; /* owned, sorted by name */
+    size_t ntopics;
+};
+
+struct namesrv_table {
+    struct ns_broker *b; /* owned, sorted by broker_name */
+    size_t n;
+};
+
+int namesrv_table_new(struct namesrv_table **out)
+{
+    struct namesrv_table *t = rmq_calloc(1, sizeof *t);
+    if (!t)
+        return RMQ_ENOMEM;
+    t->b = rmq_calloc(NS_MAX_BROKERS, sizeof *t->b);
+    if (!t->b) {
+        rmq_free(t);
+        return RMQ_ENOMEM;
+    }
+    *out = t;
+    return 0;
+}
+
+static void topics_clear(struct ns_topic *tp, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rmq_free(tp[i].name);
+    rmq_free(tp);
+}
+
+static void broker_clear(struct ns_broker *b)
+{
+    rmq_free(b->broker_name);
+    rmq_free(b->cluster);
+    rmq_free(b->addr);
+    rmq_free(b->ha_addr);
+    rmq_free(b->http_addr);
+    topics_clear(b->topics, b->ntopics);
+    memset(b, 0, sizeof *b);
+}
+
+void namesrv_table_free(struct namesrv_table *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        broker_clear(&t->b[i]);
+    rmq_free(t->b);
+    rmq_free(t);
+}
+
+static void remove_at(struct namesrv_table *t, size_t i, const char *why)
+{
+    log_info("namesrv: broker %s at %s removed (%s)", t->b[i].broker_name, t->b[i].addr, why);
+    broker_clear(&t->b[i]);
+    memmove(&t->b[i], &t->b[i + 1], (t->n - i - 1) * sizeof *t->b);
+    t->n--;
+    memset(&t->b[t->n], 0, sizeof *t->b);
+}
+
+static struct ns_broker *find(struct namesrv_table *t, const char *name, size_t *at)
+{
+    size_t i = 0;
+    while (i < t->n && strcmp(t->b[i].broker_name, name) < 0)
+        i++;
+    *at = i;
+    return i < t->n && !strcmp(t->b[i].broker_name, name) ? &t->b[i] : NULL;
+}
+
+static int cmp_topic(const void *a, const void *b)
+{
+    return strcmp(((const struct ns_topic *)a)->name, ((const struct ns_topic *)b)->name);
+}
+
+static int json_int_field(const json_t *o, const char *key, int def)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (int)json_integer_value(v) : def;
+}
+
+/* Parses topicConfigSerializeWrapper.topicConfigTable into a new sorted
+ * array (*out, owned by the caller). 0, RMQ_EINVAL (bad shape, with why) or
+ * RMQ_ENOMEM. An absent table is an empty one. */
+static int parse_topics(const json_t *wrapper, struct ns_topic **out, size_t *nout, int64_t *dvc,
+                        int64_t *dvt, const char **why)
+{
+    const json_t *table = json_object_get(wrapper, "topicConfigTable");
+    const json_t *dv = json_object_get(wrapper, "dataVersion");
+    *dvc = json_integer_value(json_object_get(dv, "counter"));
+    *dvt = json_integer_value(json_object_get(dv, "timestamp"));
+    *out = NULL;
+    *nout = 0;
+    if (!table)
+        return 0;
+    if (!json_is_object(table) || json_object_size(table) > NS_MAX_TOPICS_PER_BROKER) {
+        *why = "topicConfigTable must be an object (at most 65536 topics)";
+        return RMQ_EINVAL;
+    }
+    size_t cap = json_object_size(table), n = 0;
+    struct ns_topic *tp = rmq_calloc(cap ? cap : 1, sizeof *tp);
+    if (!tp)
+        return RMQ_ENOMEM;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)table, key, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "topicName"));
+        if (!name)
+            name = key;
+        int r = json_int_field(v, "readQueueNums", -1), w = json_int_field(v, "writeQueueNums", -1);
+        if (!json_is_object(v) || !topics_name_ok(name) || r < 0 || w < 0 || r > TOPIC_MAX_QUEUES ||
+            w > TOPIC_MAX_QUEUES) {
+            topics_clear(tp, n);
+            *why = "a topicConfigTable entry needs topicName, readQueueNums and writeQueueNums (0..1024)";
+            return RMQ_EINVAL;
+        }
+        tp[n] = (struct ns_topic){rmq_strdup(name), r, w, json_int_field(v, "perm", TOPIC_PERM_RW),
+                                  json_int_field(v, "topicSysFlag", 0)};
+        if (!tp[n++].name) {
+            topics_clear(tp, n);
+            return RMQ_ENOMEM;
+        }
+    }
+    qsort(tp, n, sizeof *tp, cmp_topic);
+    *out = tp;
+    *nout = n;
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s && *s ? rmq_strdup(s) : NULL;
+}
+
+/* Installs the registration into the table (a new entry, or the existing
+ * one of that broker name replaced in place). Takes topics. */
+static int install(struct broker *s, const struct rmq_cmd *req, const char *name, const char *addr,
+                   const char *cluster, struct ns_topic *topics, size_t ntopics, uint64_t conn_id)
+{
+    struct namesrv_table *t = s->ns;
+    size_t at;
+    struct ns_broker *b = find(t, name, &at);
+    bool fresh = !b;
+    if (fresh && t->n == NS_MAX_BROKERS) {
+        topics_clear(topics, ntopics);
+        return RMQ_E2BIG;
+    }
+    struct ns_broker nb = {0};
+    nb.broker_name = rmq_strdup(name);
+    nb.cluster = rmq_strdup(cluster);
+    nb.addr = rmq_strdup(addr);
+    nb.ha_addr = dup_or_null(rmq_cmd_ext_get(req, "haServerAddr"));
+    nb.http_addr = dup_or_null(rmq_cmd_ext_get(req, CLUSTER_EXT_HTTP));
+    nb.topics = topics;
+    nb.ntopics = ntopics;
+    if (!nb.broker_name || !nb.cluster || !nb.addr) {
+        broker_clear(&nb);
+        return RMQ_ENOMEM;
+    }
+    int64_t now = broker_now_ms(s), hb = 0;
+    nb.conn_id = conn_id;
+    nb.last_ms = now;
+    nb.first_ms = fresh || strcmp(b->addr, addr) ? now : b->first_ms;
+    nb.registrations = fresh ? 1 : b->registrations + 1;
+    /* PROTOCOL (docs/protocol.md §8.4): 5.x brokers may send heartbeatTimeoutMillis; otherwise the name
+     * server's own expiry. */
+    nb.timeout_ms = rmq_cmd_ext_get_i64(req, "heartbeatTimeoutMillis", &hb) == 0 && hb > 0
+                        ? hb
+                        : s->cfg->broker_expiry_ms;
+    if (fresh) {
+        memmove(&t->b[at + 1], &t->b[at], (t->n - at) * sizeof *t->b);
+        t->n++;
+        log_info("namesrv: broker %s registered from %s (cluster %s, %zu topic(s))", name, addr, cluster,
+                 ntopics);
+    } else {
+        if (strcmp(b->addr, addr))
+            log_info("namesrv: broker %s moved from %s to %s", name, b->addr, addr);
+        broker_clear(b);
+    }
+    t->b[at] = nb;
+    return 0;
+}
+
+void namesrv_register(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *name, *addr, *cluster;
+    if (reply_require_str(s, c, req, "brokerName", &name) != 0 ||
+        reply_require_str(s, c, req, "brokerAddr", &addr) != 0 ||
+        reply_require_str(s, c, req, "clusterName", &cluster) != 0)
+        return;
+    int64_t id = 0;
+    if (rmq_cmd_ext_get(req, "brokerId") && reply_require_i64(s, c, req, "brokerId", &id) != 0)
+        return;
+    bool compressed = false;
+    rmq_cmd_ext_get_bool(req, "compressed", &compressed);
+    if (compressed) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR,
+                   "compressed RegisterBrokerBody is not supported by rmqcoord; register uncompressed");
+        return;
+    }
+    int64_t crc = 0;
+    /* PROTOCOL (docs/protocol.md §8.4): a non-zero bodyCrc32 must match the body (the name server's checksum
+     * step). */
+    if (rmq_cmd_ext_get_i64(req, "bodyCrc32", &crc) == 0 && crc != 0 &&
+        (int32_t)crc != crc32_rocketmq(req->body, req->body_len)) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "crc32 not match");
+        return;
+    }
+    if (id != 0) {
+        /* Only masters serve consumers in rmqcoord routes; a slave is acknowledged and ignored. */
+        log_info("namesrv: broker %s id %lld at %s ignored (only id 0 is routed)", name, (long long)id, addr);
+        reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+        return;
+    }
+    struct ns_topic *topics = NULL;
+    size_t ntopics = 0;
+    int64_t dvc = 0, dvt = 0;
+    const char *why = "RegisterBrokerBody is not a JSON object";
+    int rc = 0;
+    if (req->body_len > 0) {
+        json_t *body = NULL;
+        char err[160];
+        rc = rmq_json_load_object(req->body, req->body_len, "RegisterBrokerBody", &body, err, sizeof err);
+        if (rc == 0)
+            rc = parse_topics(json_object_get(body, "topicConfigSerializeWrapper"), &topics, &ntopics, &dvc,
+                              &dvt, &why);
+        json_decref(body);
+    }
+    if (rc == 0)
+        rc = install(s, req, name, addr, cluster, topics, ntopics, c->id);
+    if (rc != 0) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR,
+                   rc == RMQ_ENOMEM  ? "out of memory"
+                   : rc == RMQ_E2BIG ? "too many brokers"
+                                     : why);
+        return;
+    }
+    size_t at;
+    struct ns_broker *b = find(s->ns, name, &at);
+    b->dv_counter = dvc;
+    b->dv_timestamp = dvt;
+    /* Reply: RegisterBrokerResponseHeader (haServerAddr, masterAddr: unset for a master) and the
+     * ORDER_TOPIC_CONFIG KV table as body (none here). */
+    reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+void namesrv_unregister(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *name, *addr;
+    if (reply_require_str(s, c, req, "brokerName", &name) != 0 ||
+        reply_require_str(s, c, req, "brokerAddr", &addr) != 0)
+        return;
+    size_t at;
+    struct ns_broker *b = find(s->ns, name, &at);
+    if (b && !strcmp(b->addr, addr))
+        remove_at(s->ns, at, "UNREGISTER_BROKER");
+    reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+static const struct ns_topic *broker_topic(const struct ns_broker *b, const char *topic)
+{
+    struct ns_topic key = {(char *)topic, 0, 0, 0, 0};
+    return bsearch(&key, b->topics, b->ntopics, sizeof key, cmp_topic);
+}
+
+static bool wants_quoted(const struct rmq_cmd *req)
+{
+    bool std_only = false;
+    if (rmq_cmd_ext_get_bool(req, "acceptStandardJsonOnly", &std_only) == 0 && std_only)
+        return true;
+    return req->version >= 401; /* PROTOCOL: docs/protocol.md §3.4 */
+}
+
+void namesrv_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *topic;
+    if (reply_require_str(s, c, req, "topic", &topic) != 0)
+        return;
+    struct namesrv_table *t = s->ns;
+    struct rmq_route_broker *rb = rmq_calloc(t->n ? t->n : 1, sizeof *rb);
+    struct rmq_route_queue *rq = rmq_calloc(t->n ? t->n : 1, sizeof *rq);
+    size_t n = 0;
+    for (size_t i = 0; rb && rq && i < t->n; i++) {
+        const struct ns_topic *tp = broker_topic(&t->b[i], topic);
+        if (!tp)
+            continue;
+        rb[n] = (struct rmq_route_broker){t->b[i].broker_name, t->b[i].cluster, t->b[i].addr};
+        rq[n++] = (struct rmq_route_queue){t->b[i].broker_name, tp->read_queue_nums, tp->write_queue_nums,
+                                           tp->perm, tp->topic_sys_flag};
+    }
+    if (rb && rq && n == 0) {
+        /* PROTOCOL: docs/protocol.md §8.1 — no live broker has it: 17, and a pure name server never
+         * auto-creates. */
+        char remark[400];
+        snprintf(remark, sizeof remark, "No topic route info in name server for the topic: %s", topic);
+        reply_code(s, c, req, RMQ_RESP_TOPIC_NOT_EXIST, remark);
+    } else {
+        struct buf body;
+        buf_init(&body, 0);
+        int rc = rb && rq ? rmq_route_encode(rb, n, rq, n, wants_quoted(req), &body) : RMQ_ENOMEM;
+        reply_body(s, c, req, rc, &body, false);
+    }
+    rmq_free(rb);
+    rmq_free(rq);
+}
+
+void namesrv_expire(struct broker *s)
+{
+    int64_t now = broker_now_ms(s);
+    for (size_t i = s->ns->n; i-- > 0;)
+        if (now - s->ns->b[i].last_ms > s->ns->b[i].timeout_ms)
+            remove_at(s->ns, i, "expired: no registration within the broker expiry");
+}
+
+void namesrv_forget_conn(struct broker *s, uint64_t conn_id)
+{
+    /* PROTOCOL (docs/protocol.md §8.4): the name server drops a broker when its channel closes
+     * (onChannelDestroy). */
+    for (size_t i = s->ns->n; i-- > 0;)
+        if (s->ns->b[i].conn_id == conn_id)
+            remove_at(s->ns, i, "its connection closed");
+}
+
+json_t *namesrv_admin_json(struct broker *s)
+{
+    json_t *arr = json_array();
+    int64_t now = broker_now_ms(s);
+    for (size_t i = 0; arr && i < s->ns->n; i++) {
+        const struct ns_broker *b = &s->ns->b[i];
+        json_t *topics = json_array();
+        for (size_t k = 0; topics && k < b->ntopics; k++)
+            json_array_append_new(topics,
+                                  json_pack("{s:s,s:i,s:i,s:i}", "topic", b->topics[k].name, "readQueueNums",
+                                            b->topics[k].read_queue_nums, "writeQueueNums",
+                                            b->topics[k].write_queue_nums, "perm", b->topics[k].perm));
+        json_t *o = json_pack(
+            "{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:o}", "brokerName", b->broker_name, "brokerAddr",
+            b->addr, "cluster", b->cluster, "firstRegisteredMs", (json_int_t)b->first_ms, "lastRegisteredMs",
+            (json_int_t)b->last_ms, "ageMs", (json_int_t)(now - b->last_ms), "expiresInMs",
+            (json_int_t)(b->timeout_ms - (now - b->last_ms)), "registrations", (json_int_t)b->registrations,
+            "dataVersion", "counter", (json_int_t)b->dv_counter, "timestamp", (json_int_t)b->dv_timestamp,
+            "topics", topics ? topics : json_array());
+        if (o && b->http_addr)
+            json_object_set_new(o, "httpAddr", json_string(b->http_addr));
+        if (!o || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+void namesrv_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    struct namesrv_table *t = s->ns;
+    struct cluster_info_broker *list = rmq_malloc((t->n ? t->n : 1) * sizeof *list);
+    struct buf body;
+    buf_init(&body, 0);
+    int rc = list ? 0 : RMQ_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < t->n; i++)
+        list[i] = (struct cluster_info_broker){t->b[i].broker_name, t->b[i].cluster, t->b[i].addr};
+    if (rc == 0)
+        rc = cluster_info_encode(list, t->n, &body);
+    rmq_free(list);
+    reply_body(s, c, req, rc, &body, false);
+}

@@ -1,0 +1,441 @@
+/* config.c — see config.h. */
+#include "config.h"
+#include "rmq_version.h"
+
+#include "err.h"
+#include "log.h"
+#include "remoting_frame.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_LISTEN = 256,
+    OPT_ADVERTISE,
+    OPT_HTTP,
+    OPT_STORE,
+    OPT_EXPIRY,
+    OPT_EXPIRY_SCAN,
+    OPT_SYNC_INTERVAL,
+    OPT_NOTIFY_EXPIRY,
+    OPT_AUTO_CREATE,
+    OPT_MAX_FRAME,
+    OPT_MAX_OUTPUT,
+    OPT_PULL_HOLD,
+    OPT_LOCK_EXPIRY,
+    OPT_BROKER_NAME,
+    OPT_CLUSTER,
+    OPT_TOPIC,
+    OPT_LOG_LEVEL,
+    OPT_RECORD,
+    OPT_ADMIN_TOKEN,
+    OPT_CLOCK,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_GROUPS,
+    OPT_MAX_SUBS,
+    OPT_MAX_CLIENT_ID,
+    OPT_RATE,
+    OPT_IDLE,
+    OPT_ACL,
+    OPT_ROLE,
+    OPT_NAMESRV,
+    OPT_REGISTER_INTERVAL,
+    OPT_BROKER_EXPIRY,
+    OPT_HELP,
+    OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"http", required_argument, NULL, OPT_HTTP},
+    {"store", required_argument, NULL, OPT_STORE},
+    {"channel-expiry-ms", required_argument, NULL, OPT_EXPIRY},
+    {"expiry-scan-ms", required_argument, NULL, OPT_EXPIRY_SCAN},
+    {"sync-interval-ms", required_argument, NULL, OPT_SYNC_INTERVAL},
+    {"notify-on-expiry", required_argument, NULL, OPT_NOTIFY_EXPIRY},
+    {"auto-create-queues", required_argument, NULL, OPT_AUTO_CREATE},
+    {"max-frame-bytes", required_argument, NULL, OPT_MAX_FRAME},
+    {"max-pending-output", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"pull-hold-max-ms", required_argument, NULL, OPT_PULL_HOLD},
+    {"lock-expiry-ms", required_argument, NULL, OPT_LOCK_EXPIRY},
+    {"broker-name", required_argument, NULL, OPT_BROKER_NAME},
+    {"cluster", required_argument, NULL, OPT_CLUSTER},
+    {"topic", required_argument, NULL, OPT_TOPIC},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"record", required_argument, NULL, OPT_RECORD},
+    {"admin-token", required_argument, NULL, OPT_ADMIN_TOKEN},
+    {"clock", required_argument, NULL, OPT_CLOCK},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-groups-per-client", required_argument, NULL, OPT_MAX_GROUPS},
+    {"max-subscriptions", required_argument, NULL, OPT_MAX_SUBS},
+    {"max-client-id-bytes", required_argument, NULL, OPT_MAX_CLIENT_ID},
+    {"max-requests-per-sec", required_argument, NULL, OPT_RATE},
+    {"idle-timeout-ms", required_argument, NULL, OPT_IDLE},
+    {"acl", required_argument, NULL, OPT_ACL},
+    {"role", required_argument, NULL, OPT_ROLE},
+    {"namesrv", required_argument, NULL, OPT_NAMESRV},
+    {"register-interval-ms", required_argument, NULL, OPT_REGISTER_INTERVAL},
+    {"broker-expiry-ms", required_argument, NULL, OPT_BROKER_EXPIRY},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+void config_print_help(void)
+{
+    fputs(
+        "usage: rmqcoord serve [options]\n"
+        "\n"
+        "Runs the RocketMQ name server + broker consumer-group coordinator.\n"
+        "\n"
+        "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks "
+        "one)\n"
+        "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
+        "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080)\n"
+        "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
+        "  --sync-interval-ms N       history and heartbeat times are fsynced in the background at least\n"
+        "                             every N ms; acknowledged facts always before the reply (default\n"
+        "                             1000; 0 = fsync every commit on the loop)\n"
+        "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms (default "
+        "120000)\n"
+        "  --expiry-scan-ms N         how often expiry is checked (default 1000)\n"
+        "  --notify-on-expiry on|off  NOTIFY the group when a member expires (default on; the broker: off)\n"
+        "  --auto-create-queues N     queues of a topic created on first route query (default 8; 0 = off)\n"
+        "  --max-frame-bytes N        largest accepted frame (default 16777216)\n"
+        "  --max-pending-output N     bytes queued to one connection before it is dropped (default "
+        "67108864)\n"
+        "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held (default 15000)\n"
+        "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
+        "  --max-connections N        connections beyond N are closed at accept (default 10000)\n"
+        "  --max-groups-per-client N  consumer groups one heartbeat may carry (default 256)\n"
+        "  --max-subscriptions N      topics one consumer group may subscribe (default 256)\n"
+        "  --max-client-id-bytes N    longest client id accepted (default 255)\n"
+        "  --max-requests-per-sec N   per connection; above it requests get SYSTEM_BUSY (default 20000, 0 = "
+        "off)\n"
+        "  --idle-timeout-ms N        close a connection that sent nothing for N ms (default 120000, 0 = "
+        "off)\n"
+        "  --broker-name NAME         broker name of auto-created and retry topics (default broker-a)\n"
+        "  --cluster NAME             cluster name in routes (default DefaultCluster)\n"
+        "  --topic NAME[:QUEUES]      create a topic at start if missing (repeatable; default 8 queues)\n"
+        "  --log-level LEVEL          error, warn, info (default) or debug\n"
+        "  --record FILE              append a heartbeat trace (JSON Lines) for `rmqcoord replay`\n"
+        "  --admin-token TOKEN        mutating HTTP routes need 'Authorization: Bearer TOKEN'\n"
+        "                             (default: $RMQCOORD_ADMIN_TOKEN; unset = open)\n"
+        "  --acl FILE                 require RocketMQ ACL signatures (accounts as in plain_acl.yml)\n"
+        "  --clock real|virtual       virtual: time moves only by POST /api/clock/advance (tests)\n"
+        "  --role both|namesrv|broker cluster mode (default both: one process is name server and broker)\n"
+        "  --namesrv HOST:PORT        broker: name server to register with (repeatable)\n"
+        "  --register-interval-ms N   broker: REGISTER_BROKER period (default 30000)\n"
+        "  --broker-expiry-ms N       namesrv: drop a broker not registered for N ms (default 120000)\n"
+        "  --help, --version\n"
+        "\n"
+        "On start it prints one line to stdout once every listener is bound:\n"
+        "  READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off\n",
+        stdout);
+}
+
+int config_parse_addr(const char *s, struct config_addr *out)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s)
+        return RMQ_EINVAL;
+    const char *host = s;
+    size_t hlen = (size_t)(colon - s);
+    if (host[0] == '[') {
+        if (hlen < 3 || host[hlen - 1] != ']')
+            return RMQ_EINVAL;
+        host++;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof out->host)
+        return RMQ_EINVAL;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
+        return RMQ_EINVAL;
+    memcpy(out->host, host, hlen);
+    out->host[hlen] = 0;
+    out->port = (uint16_t)port;
+    return RMQ_OK;
+}
+
+/* Parses a non-negative integer within [min, max]; prints the error. */
+static int parse_num(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s || v < min || v > max) {
+        fprintf(stderr, "rmqcoord serve: --%s needs a whole number from %lld to %lld, got '%s'\n", flag,
+                (long long)min, (long long)max, s);
+        return RMQ_EINVAL;
+    }
+    *out = v;
+    return RMQ_OK;
+}
+
+static int parse_topic(struct config *cfg, const char *s)
+{
+    if (cfg->ntopics == CONFIG_MAX_TOPICS) {
+        fprintf(stderr, "rmqcoord serve: at most %d --topic flags\n", CONFIG_MAX_TOPICS);
+        return RMQ_EINVAL;
+    }
+    struct config_topic *t = &cfg->topics[cfg->ntopics];
+    const char *colon = strrchr(s, ':');
+    size_t nlen = colon ? (size_t)(colon - s) : strlen(s);
+    if (nlen == 0 || nlen >= sizeof t->name) {
+        fprintf(stderr, "rmqcoord serve: --topic needs NAME[:QUEUES] with a name of 1 to 255 bytes\n");
+        return RMQ_EINVAL;
+    }
+    int64_t q = 8;
+    if (colon && parse_num("topic", colon + 1, 1, 1024, &q) != 0)
+        return RMQ_EINVAL;
+    memcpy(t->name, s, nlen);
+    t->name[nlen] = 0;
+    t->queues = (int)q;
+    cfg->ntopics++;
+    return RMQ_OK;
+}
+
+static void set_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->http_enabled = true;
+    strcpy(cfg->http.host, "127.0.0.1");
+    cfg->http.port = 8080;
+    strcpy(cfg->store_path, "rmqcoord.db");
+    cfg->channel_expiry_ms = 120000;
+    cfg->expiry_scan_ms = 1000;
+    cfg->sync_interval_ms = 1000;
+    cfg->notify_on_expiry = true;
+    cfg->auto_create_queues = 8;
+    cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
+    cfg->max_pending_output = 64u * 1024u * 1024u;
+    cfg->pull_hold_max_ms = 15000;
+    cfg->lock_expiry_ms = 60000;
+    cfg->max_connections = 10000;
+    /* The same values as REGISTRY_LIMITS_DEFAULT, which replay applies. */
+    cfg->max_groups_per_client = 256;
+    cfg->max_subscriptions = 256;
+    cfg->max_client_id_bytes = 255;
+    cfg->max_requests_per_sec = 20000;
+    cfg->idle_timeout_ms = 120000;
+    strcpy(cfg->broker_name, "broker-a");
+    strcpy(cfg->cluster_name, "DefaultCluster");
+    cfg->log_level = LOG_INFO;
+    cfg->register_interval_ms = 30000;
+    cfg->broker_expiry_ms = 120000;
+    const char *token = getenv("RMQCOORD_ADMIN_TOKEN");
+    if (token && strlen(token) < sizeof cfg->admin_token)
+        strcpy(cfg->admin_token, token);
+}
+
+static int copy_name(const char *flag, const char *s, char *dst, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= cap) {
+        fprintf(stderr, "rmqcoord serve: --%s needs a value of 1 to %zu bytes\n", flag, cap - 1);
+        return RMQ_EINVAL;
+    }
+    memcpy(dst, s, n + 1);
+    return RMQ_OK;
+}
+
+/* Numeric flags: name, bounds and where the value goes. */
+struct num_flag {
+    int opt;
+    const char *name;
+    int64_t min, max;
+    size_t offset;
+    size_t size; /* sizeof the field: int, int64_t or size_t */
+};
+
+#define NUM_FLAG(o, n, lo, hi, field)                                                                        \
+    {                                                                                                        \
+        o, n, lo, hi, offsetof(struct config, field), sizeof(((struct config *)0)->field)                    \
+    }
+
+static const struct num_flag num_flags[] = {
+    NUM_FLAG(OPT_EXPIRY, "channel-expiry-ms", 1, INT64_C(1) << 40, channel_expiry_ms),
+    NUM_FLAG(OPT_EXPIRY_SCAN, "expiry-scan-ms", 1, 3600000, expiry_scan_ms),
+    NUM_FLAG(OPT_SYNC_INTERVAL, "sync-interval-ms", 0, 3600000, sync_interval_ms),
+    NUM_FLAG(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues),
+    NUM_FLAG(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes),
+    NUM_FLAG(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output),
+    NUM_FLAG(OPT_PULL_HOLD, "pull-hold-max-ms", 0, 60000, pull_hold_max_ms),
+    NUM_FLAG(OPT_LOCK_EXPIRY, "lock-expiry-ms", 1, INT64_C(1) << 40, lock_expiry_ms),
+    NUM_FLAG(OPT_MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections),
+    NUM_FLAG(OPT_MAX_GROUPS, "max-groups-per-client", 1, 100000, max_groups_per_client),
+    NUM_FLAG(OPT_MAX_SUBS, "max-subscriptions", 1, 100000, max_subscriptions),
+    NUM_FLAG(OPT_MAX_CLIENT_ID, "max-client-id-bytes", 1, 255, max_client_id_bytes),
+    NUM_FLAG(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec),
+    NUM_FLAG(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms),
+    NUM_FLAG(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms),
+    NUM_FLAG(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms),
+};
+
+_Static_assert(sizeof(size_t) == sizeof(int64_t), "numeric flags store size_t fields as 8 bytes");
+
+/* Parses and stores a numeric flag; RMQ_ENOTFOUND when opt is not one. */
+static int apply_num_flag(struct config *cfg, int opt, const char *arg)
+{
+    for (size_t i = 0; i < sizeof num_flags / sizeof num_flags[0]; i++) {
+        const struct num_flag *f = &num_flags[i];
+        if (f->opt != opt)
+            continue;
+        int64_t v;
+        if (parse_num(f->name, arg, f->min, f->max, &v) != 0)
+            return RMQ_EINVAL;
+        char *field = (char *)cfg + f->offset;
+        if (f->size == sizeof(int)) {
+            int x = (int)v;
+            memcpy(field, &x, sizeof x);
+        } else {
+            memcpy(field, &v, sizeof v); /* int64_t and size_t are both 8 bytes here */
+        }
+        return RMQ_OK;
+    }
+    return RMQ_ENOTFOUND;
+}
+
+/* Applies one option; 0, 1 (help/version printed) or RMQ_EINVAL. */
+static int apply_option(struct config *cfg, int opt, const char *arg)
+{
+    int rc = apply_num_flag(cfg, opt, arg);
+    if (rc != RMQ_ENOTFOUND)
+        return rc;
+    switch (opt) {
+    case OPT_LISTEN:
+        if (cfg->nlisten == CONFIG_MAX_LISTEN) {
+            fprintf(stderr, "rmqcoord serve: at most %d --listen flags\n", CONFIG_MAX_LISTEN);
+            return RMQ_EINVAL;
+        }
+        if (config_parse_addr(arg, &cfg->listen[cfg->nlisten]) != 0) {
+            fprintf(stderr, "rmqcoord serve: --listen needs HOST:PORT, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->nlisten++;
+        return RMQ_OK;
+    case OPT_ADVERTISE:
+        if (config_parse_addr(arg, &cfg->advertise) != 0 || cfg->advertise.port == 0) {
+            fprintf(stderr, "rmqcoord serve: --advertise needs HOST:PORT with a non-zero port, got '%s'\n",
+                    arg);
+            return RMQ_EINVAL;
+        }
+        cfg->advertise_set = true;
+        return RMQ_OK;
+    case OPT_HTTP:
+        if (!strcmp(arg, "off")) {
+            cfg->http_enabled = false;
+            return RMQ_OK;
+        }
+        if (config_parse_addr(arg, &cfg->http) != 0) {
+            fprintf(stderr, "rmqcoord serve: --http needs HOST:PORT or off, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->http_enabled = true;
+        return RMQ_OK;
+    case OPT_STORE: return copy_name("store", arg, cfg->store_path, sizeof cfg->store_path);
+    case OPT_NOTIFY_EXPIRY:
+        if (strcmp(arg, "on") && strcmp(arg, "off")) {
+            fprintf(stderr, "rmqcoord serve: --notify-on-expiry takes on or off, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->notify_on_expiry = !strcmp(arg, "on");
+        return RMQ_OK;
+    case OPT_BROKER_NAME: return copy_name("broker-name", arg, cfg->broker_name, sizeof cfg->broker_name);
+    case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
+    case OPT_TOPIC: return parse_topic(cfg, arg);
+    case OPT_RECORD: return copy_name("record", arg, cfg->record_path, sizeof cfg->record_path);
+    case OPT_ACL: return copy_name("acl", arg, cfg->acl_path, sizeof cfg->acl_path);
+    case OPT_ADMIN_TOKEN: return copy_name("admin-token", arg, cfg->admin_token, sizeof cfg->admin_token);
+    case OPT_ROLE:
+        if (!strcmp(arg, "both"))
+            cfg->role = CONFIG_ROLE_BOTH;
+        else if (!strcmp(arg, "namesrv"))
+            cfg->role = CONFIG_ROLE_NAMESRV;
+        else if (!strcmp(arg, "broker"))
+            cfg->role = CONFIG_ROLE_BROKER;
+        else {
+            fprintf(stderr, "rmqcoord serve: --role takes both, namesrv or broker, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        return RMQ_OK;
+    case OPT_NAMESRV:
+        if (cfg->nnamesrv == CONFIG_MAX_NAMESRV) {
+            fprintf(stderr, "rmqcoord serve: at most %d --namesrv flags\n", CONFIG_MAX_NAMESRV);
+            return RMQ_EINVAL;
+        }
+        if (config_parse_addr(arg, &cfg->namesrv[cfg->nnamesrv]) != 0 ||
+            cfg->namesrv[cfg->nnamesrv].port == 0) {
+            fprintf(stderr, "rmqcoord serve: --namesrv needs HOST:PORT with a non-zero port, got '%s'\n",
+                    arg);
+            return RMQ_EINVAL;
+        }
+        cfg->nnamesrv++;
+        return RMQ_OK;
+    case OPT_CLOCK:
+        if (strcmp(arg, "real") && strcmp(arg, "virtual")) {
+            fprintf(stderr, "rmqcoord serve: --clock takes real or virtual, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->virtual_clock = !strcmp(arg, "virtual");
+        return RMQ_OK;
+    case OPT_LOG_LEVEL: {
+        enum log_level lv;
+        if (log_level_parse(arg, &lv) != 0) {
+            fprintf(stderr, "rmqcoord serve: --log-level takes error, warn, info or debug, got '%s'\n", arg);
+            return RMQ_EINVAL;
+        }
+        cfg->log_level = (int)lv;
+        return RMQ_OK;
+    }
+    case OPT_HELP: config_print_help(); return 1;
+    case OPT_VERSION: printf("rmqcoord %s\n", RMQ_VERSION); return 1;
+    default: fputs("rmqcoord serve: unknown option (see rmqcoord serve --help)\n", stderr); return RMQ_EINVAL;
+    }
+}
+
+int config_parse(struct config *cfg, int argc, char **argv)
+{
+    set_defaults(cfg);
+    optind = 1;
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+        if (opt == '?' || opt == ':') {
+            const char *bad = argv[optind - 1];
+            fprintf(stderr, "rmqcoord serve: %s '%s' (see rmqcoord serve --help)\n",
+                    opt == ':' ? "missing value for" : "unknown option", bad);
+            return RMQ_EINVAL;
+        }
+        int rc = apply_option(cfg, opt, optarg);
+        if (rc != 0)
+            return rc;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rmqcoord serve: unexpected argument '%s' (see rmqcoord serve --help)\n",
+                argv[optind]);
+        return RMQ_EINVAL;
+    }
+    if (cfg->role == CONFIG_ROLE_BROKER && cfg->nnamesrv == 0) {
+        fputs("rmqcoord serve: --role broker needs at least one --namesrv HOST:PORT\n", stderr);
+        return RMQ_EINVAL;
+    }
+    if (cfg->nnamesrv > 0 && cfg->role != CONFIG_ROLE_BROKER) {
+        fputs("rmqcoord serve: --namesrv is only meaningful with --role broker\n", stderr);
+        return RMQ_EINVAL;
+    }
+    if (cfg->nlisten == 0) {
+        strcpy(cfg->listen[0].host, "127.0.0.1");
+        cfg->listen[0].port = 9876;
+        cfg->nlisten = 1;
+    }
+    return RMQ_OK;
+}

@@ -1,0 +1,81 @@
+/* metrics_text.c — the Prometheus text exposition format (0.0.4) helpers
+ * (see metrics_text.h). Pure: any thread. */
+#include "metrics_text.h"
+
+#include "err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int metrics_header(struct buf *b, const char *name, const char *type, const char *help)
+{
+    return buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Length of a valid UTF-8 sequence at p (1..4) or 0 (overlongs, surrogates
+ * and code points past U+10FFFF are invalid). */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0)))
+        return 0;
+    if (n == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+int metrics_label_value(struct buf *b, const char *v)
+{
+    const unsigned char *p = (const unsigned char *)v;
+    int rc = 0;
+    while (*p && rc == 0) {
+        if (*p == '\\' || *p == '"') {
+            rc = buf_append_u8(b, '\\');
+            if (rc == 0)
+                rc = buf_append_u8(b, *p);
+            p++;
+        } else if (*p == '\n') {
+            rc = buf_append_str(b, "\\n");
+            p++;
+        } else {
+            size_t n = utf8_len(p);
+            rc = n ? buf_append(b, p, n) : buf_append_u8(b, '?');
+            p += n ? n : 1;
+        }
+    }
+    return rc;
+}
+
+int metrics_sample(struct buf *b, const char *name, const char *labels, uint64_t value)
+{
+    if (labels && *labels)
+        return buf_appendf(b, "%s{%s} %llu\n", name, labels, (unsigned long long)value);
+    return buf_appendf(b, "%s %llu\n", name, (unsigned long long)value);
+}
+
+int metrics_histogram(struct buf *b, const char *name, const char *labels, const struct stats_histogram *h)
+{
+    const char *sep = labels && *labels ? "," : "";
+    const char *lab = labels ? labels : "";
+    uint64_t cum = 0;
+    int rc = 0;
+    for (size_t i = 0; i < STATS_BUCKETS && rc == 0; i++) {
+        cum += h->buckets[i];
+        if (i < STATS_BUCKETS - 1)
+            rc = buf_appendf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, lab, sep,
+                             (double)stats_bucket_bounds_us[i] / 1e6, (unsigned long long)cum);
+        else
+            rc = buf_appendf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, lab, sep, (unsigned long long)cum);
+    }
+    if (rc == 0)
+        rc = buf_appendf(b, "%s_sum%s%s%s %.6f\n", name, *lab ? "{" : "", lab, *lab ? "}" : "",
+                         (double)h->sum_us / 1e6);
+    if (rc == 0)
+        rc = buf_appendf(b, "%s_count%s%s%s %llu\n", name, *lab ? "{" : "", lab, *lab ? "}" : "",
+                         (unsigned long long)h->count);
+    return rc;
+}

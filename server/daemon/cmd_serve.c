@@ -1,0 +1,35 @@
+/* cmd_serve.c — `rmqcoord serve`: parse flags, run the daemon, shut down
+ * cleanly on SIGTERM/SIGINT. Main thread (which becomes the loop thread). */
+#include "cmd_serve.h"
+#include "config.h"
+#include "log.h"
+#include "mem.h"
+#include "server.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+int cmd_serve_main(int argc, char **argv)
+{
+    static struct config cfg;
+    int rc = config_parse(&cfg, argc, argv);
+    if (rc == 1)
+        return 0;
+    if (rc != 0)
+        return 2;
+    log_set_level((enum log_level)cfg.log_level);
+    /* Before any thread exists: jansson's allocator and hash seed are process-wide. */
+    rmq_mem_install_jansson();
+    json_object_seed(0);
+    static struct broker srv;
+    rc = server_init(&srv, &cfg);
+    if (rc == 0)
+        rc = server_run(&srv);
+    server_fini(&srv);
+    if (rc != 0) {
+        log_error("rmqcoord serve stopped with an error");
+        return 1;
+    }
+    log_info("rmqcoord stopped");
+    return 0;
+}

@@ -1,0 +1,509 @@
+/* server.c — wires the modules together and runs one loop iteration's
+ * bookkeeping (see server.h). Loop thread only, except server_init and
+ * server_fini which run on the main thread before and after the loop. */
+#include "broker.h"
+
+#include "acl.h"
+#include "admin_dispatch.h"
+#include "admin_holdings.h"
+#include "cluster.h"
+#include "conn.h"
+#include "err.h"
+#include "http_admin.h"
+#include "lock_requests.h"
+#include "log.h"
+#include "loop.h"
+#include "mailbox.h"
+#include "mem.h"
+#include "member_events.h"
+#include "net.h"
+#include "notify.h"
+#include "outbound.h"
+#include "pull_requests.h"
+#include "reply.h"
+#include "request_codes.h"
+#include "request_dispatch.h"
+#include "rmq_body.h"
+#include "server.h"
+#include "store.h"
+#include "trace_recorder.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* ---- connections ---- */
+
+/* Token bucket per connection (--max-requests-per-sec, burst of one second's
+ * worth): a flooding client gets SYSTEM_BUSY, the others keep their latency. */
+static bool within_rate(struct broker *s, struct conn *c)
+{
+    int64_t rate = s->cfg->max_requests_per_sec;
+    struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    if (rate <= 0 || !ch)
+        return true;
+    int64_t now = loop_now_ms(s->loop);
+    if (ch->rate_refill_ms == 0) {
+        ch->rate_tokens = (double)rate;
+    } else if (now > ch->rate_refill_ms) {
+        ch->rate_tokens += (double)(now - ch->rate_refill_ms) * (double)rate / 1000.0;
+        if (ch->rate_tokens > (double)rate)
+            ch->rate_tokens = (double)rate;
+    }
+    ch->rate_refill_ms = now;
+    if (ch->rate_tokens < 1.0)
+        return false;
+    ch->rate_tokens -= 1.0;
+    return true;
+}
+
+static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
+{
+    struct broker *s = ctx;
+    s->stats.requests++;
+    if (rmq_cmd_is_response(cmd)) {
+        /* PROTOCOL (docs/protocol.md §1.5): replies to our own requests are matched, never waited on. */
+        if (!outbound_on_response(s, c, cmd))
+            log_debug("response code %d opaque %d from %s matches nothing; dropped", cmd->code, cmd->opaque,
+                      c->peer);
+        return;
+    }
+    if (!within_rate(s, c)) {
+        s->stats.requests_throttled++;
+        char remark[128];
+        snprintf(remark, sizeof remark, "[OVERLOAD] more than %lld requests/s on this connection",
+                 (long long)s->cfg->max_requests_per_sec);
+        reply_code(s, c, cmd, RMQ_RESP_SYSTEM_BUSY, remark);
+        return;
+    }
+    const char *why;
+    if (s->acl && acl_check(s->acl, cmd, &why) != 0) {
+        s->stats.requests_denied++;
+        log_debug("%s from %s: %s", rmq_request_name(cmd->code), c->peer, why);
+        reply_code(s, c, cmd, RMQ_RESP_NO_PERMISSION, why);
+        return;
+    }
+    if (cmd->code == RMQ_REQ_HEART_BEAT)
+        c->bulk_frames_in_event++; /* a heartbeat flood is served in slices (conn.c classify) */
+    if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
+        trace_record_request(s->trace, broker_now_ms(s), c->id, c->peer, cmd);
+    uint64_t t0 = stats_clock_us();
+    uint64_t writes = store_write_count(s->store);
+    if (!cluster_dispatch(s, c, cmd))
+        dispatch_request(s, c, cmd);
+    /* What this request changed must be committed before its reply leaves
+     * (an admin reader or the client's next step may look); a request that
+     * wrote nothing may be answered at once. */
+    if (store_write_count(s->store) != writes)
+        c->hold_output = true;
+    stats_record_request(&s->stats, cmd->code, stats_clock_us() - t0);
+}
+
+static void on_close(void *ctx, struct conn *c)
+{
+    struct broker *s = ctx;
+    log_debug("connection %s closed: %s", c->peer, c->close_reason);
+    pull_drop_conn(s, c);
+    outbound_drop_conn(s, c);
+    cluster_conn_closed(s, c);
+    reply_forget_conn(s, c);
+    trace_record_close(s->trace, broker_now_ms(s), c->id, c->peer, c->close_reason);
+    registry_channel_close(&s->reg, c->id);
+    int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, broker_now_ms(s));
+    if (rc != 0 && rc != RMQ_ENOTFOUND)
+        log_error("store: closing channel of %s failed: %s", c->peer, store_errmsg(s->store));
+}
+
+static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)events;
+    struct broker *s = ctx;
+    for (int i = 0; i < 64; i++) {
+        char peer[64];
+        int cfd = net_accept(fd, peer, sizeof peer);
+        if (cfd == -EAGAIN)
+            return;
+        if (cfd < 0) {
+            log_warn("accept failed: %s", strerror(-cfd));
+            return;
+        }
+        if ((int64_t)conn_set_count(s->conns) >= s->cfg->max_connections) {
+            /* Refuse early: one more connection would push every other client's latency. */
+            log_warn("connection from %s refused: --max-connections %lld reached", peer,
+                     (long long)s->cfg->max_connections);
+            close(cfd);
+            s->stats.connections_refused++;
+            continue;
+        }
+        uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
+        struct conn *c;
+        if (conn_set_adopt(s->conns, cfd, id, peer, loop_now_ms(l), &c) != 0) {
+            log_warn("connection from %s refused: out of resources", peer);
+            continue;
+        }
+        if (registry_channel_open(&s->reg, id, c, peer, broker_now_ms(s)) != 0) {
+            conn_close_async(c, "out of memory");
+            continue;
+        }
+        if (store_open_channel(s->store, (int64_t)id, peer, broker_now_ms(s)) != 0)
+            log_error("store: recording channel of %s failed: %s", peer, store_errmsg(s->store));
+        s->stats.connections_accepted++;
+        trace_record_connect(s->trace, broker_now_ms(s), id, peer);
+        log_debug("connection %s accepted (channel %llu)", peer, (unsigned long long)id);
+    }
+}
+
+/* ---- loop hooks ---- */
+
+/* Soft writes alone (refreshed heartbeat times) are committed at most this
+ * often: committing them every iteration cost a WAL append per few
+ * heartbeats once the loop iterated in small slices. */
+#define SOFT_COMMIT_MS 10
+
+/* Whether the open batch must be committed now: a held reply, a connection
+ * holding its output, or anything but soft writes waits for it. */
+static bool commit_due(struct broker *s, struct loop *l)
+{
+    return s->nacks > 0 || store_write_count(s->store) != s->writes_at_commit ||
+           loop_now_ms(l) - s->last_commit_ms >= SOFT_COMMIT_MS;
+}
+
+static void before_sleep(struct loop *l, void *ctx)
+{
+    struct broker *s = ctx;
+    /* Closing connections can schedule NOTIFYs, and writing can close
+     * connections: repeat a few times so nothing waits for the next event. */
+    uint64_t fanout_t0 = stats_clock_us(), notified = s->stats.notifications_sent;
+    for (int round = 0; round < 4; round++) {
+        conn_set_reap(s->conns);
+        notify_flush(s);
+        bool durable_ok = true;
+        if (store_in_batch(s->store) && commit_due(s, l)) {
+            s->writes_at_commit = store_write_count(s->store);
+            s->last_commit_ms = loop_now_ms(l);
+            uint64_t t0 = stats_clock_us();
+            /* Only a batch an acknowledgement depends on waits for fsync. */
+            int rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
+            if (rc != 0) {
+                log_error("store: commit failed: %s", store_errmsg(s->store));
+                durable_ok = false;
+                member_events_need_snapshots(s);
+                s->stats.commit_failures++;
+            }
+            stats_histogram_add(&s->stats.commit, stats_clock_us() - t0);
+        }
+        reply_release_held(s, durable_ok);
+        conn_set_flush(s->conns);
+        cluster_before_sleep(s);
+        if (!s->reg.pending)
+            break;
+    }
+    if (s->stats.notifications_sent != notified)
+        stats_histogram_add(&s->stats.fanout, stats_clock_us() - fanout_t0);
+    conn_set_reap(s->conns);
+}
+
+static void expiry_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    broker_expire(ctx);
+}
+
+static void pull_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    pull_on_timer(ctx);
+    outbound_on_timer(ctx);
+}
+
+static void trace_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    struct broker *s = ctx;
+    trace_recorder_flush(s->trace);
+}
+
+static void on_mailbox(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)l;
+    (void)fd;
+    (void)events;
+    struct broker *s = ctx;
+    mailbox_drain(s->mailbox, admin_dispatch_handle, s);
+}
+
+static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+    (void)events;
+    struct broker *s = ctx;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        log_info("signal %u received, shutting down", si.ssi_signo);
+        s->stopping = true;
+        loop_stop(l);
+    }
+}
+
+/* ---- setup and teardown ---- */
+
+static int load_topic(void *ctx, const char *topic, const struct store_topic_broker *brokers, size_t n)
+{
+    struct broker *s = ctx;
+    struct topic_broker tb[TOPIC_MAX_BROKERS];
+    if (n > TOPIC_MAX_BROKERS)
+        n = TOPIC_MAX_BROKERS;
+    for (size_t i = 0; i < n; i++)
+        tb[i] = (struct topic_broker){(char *)brokers[i].broker_name, brokers[i].read_queue_nums,
+                                      brokers[i].write_queue_nums, brokers[i].perm};
+    if (topics_put(&s->topics, topic, tb, n) != 0)
+        log_warn("store: topic %s skipped (invalid definition)", topic);
+    if (!strncmp(topic, "%RETRY%", 7))
+        registry_mark_known(&s->reg, topic + 7);
+    return 0;
+}
+
+static int load_offset(void *ctx, const char *group, const char *topic, int queue_id, int64_t offset)
+{
+    struct broker *s = ctx;
+    registry_mark_known(&s->reg, group);
+    return offsets_put(&s->offsets, group, topic, queue_id, offset);
+}
+
+static int open_listeners(struct broker *s)
+{
+    const struct config *cfg = s->cfg;
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        int fd = net_listen(cfg->listen[i].host, cfg->listen[i].port);
+        if (fd < 0) {
+            log_error("cannot listen on %s:%u: %s", cfg->listen[i].host, cfg->listen[i].port, strerror(-fd));
+            return fd;
+        }
+        s->listen_fds[s->nlisten++] = fd;
+        uint16_t port = 0;
+        char bound[300];
+        if (net_local_addr(fd, bound, sizeof bound, &port) != 0)
+            snprintf(bound, sizeof bound, "%s:%u", cfg->listen[i].host, cfg->listen[i].port);
+        snprintf(s->listen_addrs[i], sizeof s->listen_addrs[i], "%s", bound);
+        int rc = loop_add_fd(s->loop, fd, LOOP_READ, on_accept, s);
+        if (rc != 0)
+            return rc;
+        if (i == 0 && !cfg->advertise_set) {
+            /* Clients connect to the advertised address: never advertise a wildcard. */
+            const char *host = cfg->listen[0].host;
+            if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !*host)
+                host = "127.0.0.1";
+            snprintf(s->advertise, sizeof s->advertise, "%s:%u", host, port);
+        }
+    }
+    if (cfg->advertise_set)
+        snprintf(s->advertise, sizeof s->advertise, "%s:%u", cfg->advertise.host, cfg->advertise.port);
+    return RMQ_OK;
+}
+
+static int setup_signals(struct broker *s)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return -errno;
+    s->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (s->signal_fd < 0)
+        return -errno;
+    signal(SIGPIPE, SIG_IGN);
+    /* A file-size limit must fail the write (SQLite reports it), not kill the daemon. */
+    signal(SIGXFSZ, SIG_IGN);
+    return loop_add_fd(s->loop, s->signal_fd, LOOP_READ, on_signal, s);
+}
+
+static int setup_store(struct broker *s)
+{
+    char err[256];
+    int rc = store_open(s->cfg->store_path, &s->store, err, sizeof err);
+    if (rc != 0) {
+        log_error("cannot open store %s: %s", s->cfg->store_path, err);
+        return rc;
+    }
+    s->run_id = store_run_id(s->store);
+    int groups = 0;
+    rc = store_recover(s->store, broker_now_ms(s), &groups);
+    if (rc != 0) {
+        log_error("store recovery failed: %s", store_errmsg(s->store));
+        return rc;
+    }
+    if (groups > 0)
+        log_info("store: %d group(s) had members when the previous run ended; marked gone", groups);
+    rc = store_load_topics(s->store, load_topic, s);
+    if (rc == 0)
+        rc = store_load_offsets(s->store, load_offset, s);
+    if (rc != 0) {
+        log_error("store: loading failed: %s", store_errmsg(s->store));
+        return rc;
+    }
+    for (size_t i = 0; i < s->cfg->ntopics; i++)
+        if (!topics_get(&s->topics, s->cfg->topics[i].name) &&
+            !broker_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))
+            return RMQ_EIO;
+    rc = store_commit(s->store);
+    if (rc == 0 && s->cfg->sync_interval_ms > 0 &&
+        (rc = store_lazy_sync(s->store, s->cfg->sync_interval_ms)) != 0)
+        log_error("store: cannot start the sync thread: %s", store_errmsg(s->store));
+    return rc;
+}
+
+/* Opens the trace and records every topic's route as the replay's starting point. */
+static int setup_trace(struct broker *s)
+{
+    if (!s->cfg->record_path[0])
+        return RMQ_OK;
+    char err[256];
+    int rc = trace_recorder_open(s->cfg->record_path, broker_now_ms(s), &s->trace, err, sizeof err);
+    if (rc != 0) {
+        log_error("cannot record to %s: %s", s->cfg->record_path, err);
+        return rc;
+    }
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&s->topics.map, &b); e;
+         e = hashmap_next(&s->topics.map, e, &b))
+        trace_record_route(s->trace, broker_now_ms(s), e->key, e->val);
+    return loop_add_timer(s->loop, 1000, 1000, trace_timer, s, NULL);
+}
+
+static int setup_acl(struct broker *s)
+{
+    if (!s->cfg->acl_path[0])
+        return RMQ_OK;
+    char err[256];
+    int rc = acl_load(s->cfg->acl_path, &s->acl, err, sizeof err);
+    if (rc != 0)
+        log_error("cannot load --acl %s: %s", s->cfg->acl_path, err);
+    else
+        log_info("ACL on: %zu account(s)", acl_accounts(s->acl));
+    return rc;
+}
+
+static int setup_http(struct broker *s)
+{
+    int rc = mailbox_new(&s->mailbox);
+    if (rc != 0)
+        return rc;
+    rc = loop_add_fd(s->loop, mailbox_fd(s->mailbox), LOOP_READ, on_mailbox, s);
+    if (rc != 0 || !s->cfg->http_enabled)
+        return rc;
+    struct http_admin_options opt = {
+        .host = s->cfg->http.host,
+        .port = s->cfg->http.port,
+        .store_path = s->cfg->store_path,
+        .mailbox = s->mailbox,
+        .admin_token = s->cfg->admin_token[0] ? s->cfg->admin_token : NULL,
+    };
+    char err[256];
+    rc = http_admin_start(&opt, &s->http, err, sizeof err);
+    if (rc != 0) {
+        log_error("cannot start HTTP admin on %s:%u: %s", s->cfg->http.host, s->cfg->http.port, err);
+        return rc;
+    }
+    s->http_port = http_admin_port(s->http);
+    return RMQ_OK;
+}
+
+int server_init(struct broker *s, const struct config *cfg)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->signal_fd = -1;
+    s->next_opaque = 1000000;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    s->wall_base_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    int rc = loop_new(&s->loop);
+    if (rc != 0)
+        return rc;
+    s->mono_base_ms = loop_now_ms(s->loop);
+    s->started_ms = s->wall_base_ms;
+    struct registry_hooks hooks;
+    member_events_hooks(s, &hooks);
+    registry_init(&s->reg, &hooks);
+    topics_init(&s->topics);
+    offsets_init(&s->offsets);
+    hashmap_init(&s->locks);
+    struct conn_set_options copt = {
+        .max_frame = cfg->max_frame_bytes,
+        .max_output = cfg->max_pending_output,
+        .on_frame = on_frame,
+        .on_close = on_close,
+        .ctx = s,
+    };
+    if ((rc = conn_set_new(s->loop, &copt, &s->conns)) != 0 || (rc = setup_store(s)) != 0 ||
+        (rc = setup_trace(s)) != 0 || (rc = setup_acl(s)) != 0 || (rc = setup_signals(s)) != 0 ||
+        (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0 || (rc = cluster_start(s)) != 0)
+        return rc;
+    int timer;
+    int64_t scan = cfg->expiry_scan_ms;
+    if ((rc = loop_add_timer(s->loop, scan, scan, expiry_timer, s, &timer)) != 0 ||
+        (rc = loop_add_timer(s->loop, 50, 50, pull_timer, s, &timer)) != 0)
+        return rc;
+    loop_set_before_sleep(s->loop, before_sleep, s);
+    return RMQ_OK;
+}
+
+int server_run(struct broker *s)
+{
+    printf("READY remoting=");
+    for (size_t i = 0; i < s->nlisten; i++)
+        printf("%s%s", i ? "," : "", s->listen_addrs[i]);
+    if (s->http)
+        printf(" http=%s:%u\n", s->cfg->http.host, s->http_port);
+    else
+        printf(" http=off\n");
+    fflush(stdout);
+    log_info("rmqcoord serving: remoting %s, advertised broker address %s, store %s", s->listen_addrs[0],
+             s->advertise, s->cfg->store_path);
+    return loop_run(s->loop);
+}
+
+void server_fini(struct broker *s)
+{
+    /* Answer every deferred admin request, then stop the HTTP thread: it
+     * must not post into a loop being torn down. */
+    if (s->loop) {
+        admin_holdings_abort_all(s);
+        outbound_free_all(s);
+    }
+    http_admin_stop(s->http);
+    s->http = NULL;
+    cluster_stop(s); /* a broker unregisters from its name servers here */
+    if (s->conns) {
+        pull_free_all(s);
+        conn_set_free(s->conns);
+        s->conns = NULL;
+    }
+    if (s->store && store_in_batch(s->store) && store_commit(s->store) != 0)
+        log_error("store: final commit failed: %s", store_errmsg(s->store));
+    reply_release_held(s, false);
+    rmq_free(s->acks);
+    store_close(s->store);
+    s->store = NULL;
+    trace_recorder_close(s->trace);
+    s->trace = NULL;
+    acl_free(s->acl);
+    s->acl = NULL;
+    mailbox_free(s->mailbox);
+    for (size_t i = 0; i < s->nlisten; i++)
+        close(s->listen_fds[i]);
+    if (s->signal_fd >= 0)
+        close(s->signal_fd);
+    lock_free_all(s);
+    registry_free(&s->reg);
+    topics_free(&s->topics);
+    offsets_free(&s->offsets);
+    loop_free(s->loop);
+}

@@ -1,0 +1,787 @@
+/* http_admin.c — the HTTP admin API (see http_admin.h).
+ *
+ * Design: one libmicrohttpd daemon with its own internal polling thread (the
+ * "HTTP thread"; epoll when available, else poll). Every access-handler call,
+ * router decision and store_read query happens on that thread. Requests for
+ * live state or mutations become a mailbox message for the loop thread: the
+ * handler suspends the MHD connection, posts, and returns; the loop runs the
+ * op and calls pending_done(), which resumes the connection; MHD then calls
+ * the handler again and we turn msg->status / msg->reply into the response.
+ * The route table and URL decoding are in api_routes.c, the router in
+ * api_dispatch.c, history in api_events.c, the event stream in api_stream.c;
+ * they share this file's reply helpers via http_admin_api.h. This file keeps
+ * what needs a lock or a thread: suspended requests, parked event streams and
+ * their poll ticker, and the per-route request counters for /metrics.
+ *
+ * Lifetime of a posted message (struct pending): two references, one for the
+ * request (dropped when its response is built or the connection completes)
+ * and one for the mailbox (dropped in pending_done, or at once when the post
+ * fails). Whoever drops the last one frees it, so a client that goes away, or
+ * a server stopped while the loop still holds the message, never leaves a
+ * dangling pointer on either side. All pending state is guarded by the file's
+ * one mutex. MHD forbids stopping a daemon with suspended connections, so
+ * http_admin_stop resumes every one still waiting first.
+ *
+ * Lock order: pending_lock may be held while calling MHD only on the HTTP
+ * thread (inside the access handler); other threads release it before they
+ * call MHD_resume_connection, so MHD's internal locks never wait on ours.
+ */
+#include "http_admin.h"
+
+#include "err.h"
+#include "http_admin_api.h"
+#include "mem.h"
+#include "metrics_text.h"
+#include "store_read.h"
+
+#include <assert.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define HTTP_ADMIN_BODY_MAX (1024u * 1024u) /* design rule 6: 413 beyond */
+#define HTTP_ADMIN_CONN_TIMEOUT_S 30u       /* idle connections; suspended ones never time out */
+
+#define HTTP_COUNT_SLOTS 16 /* distinct (method, status) pairs counted per route */
+
+struct http_count {
+    unsigned method; /* enum api_method bit, 0 = free slot */
+    unsigned status;
+    uint64_t count;
+};
+
+struct http_admin {
+    struct MHD_Daemon *daemon;
+    struct mailbox *mailbox;     /* borrowed */
+    char *store_path;            /* owned; NULL = no events route */
+    char *token;                 /* owned; NULL = mutating routes open */
+    struct store_reader *reader; /* HTTP thread only; opened on first use */
+    uint16_t port;               /* actually bound */
+    struct pending *inflight;    /* suspended requests; pending_lock */
+    bool stopping;               /* pending_lock: refuse new suspends */
+    unsigned resumes_running;    /* pending_lock: loop-side resumes in progress */
+    pthread_cond_t resumes_done; /* signalled when resumes_running drops to 0 */
+    /* Event streams (pending_lock): how many are open, and the connections
+     * parked until the ticker's next poll tick resumes them. */
+    unsigned streams;
+    struct MHD_Connection *parked[API_STREAM_MAX];
+    size_t nparked;
+    pthread_cond_t tick_wake; /* a stream was parked, or stopping */
+    pthread_t ticker;
+    bool ticker_started;
+    /* Requests answered, by route, method and status (pending_lock). */
+    struct http_count counts[API_ROUTE_COUNT][HTTP_COUNT_SLOTS];
+    uint64_t counts_overflow;
+};
+
+/* One message in flight to the loop. Freed by whoever drops the last ref. */
+struct pending {
+    struct mailbox_msg msg;      /* msg.done_ctx points back here */
+    struct http_admin *h;        /* valid while linked (conn != NULL) */
+    struct MHD_Connection *conn; /* non-NULL while suspended and a resume is owed */
+    struct pending *prev, *next; /* in h->inflight while conn != NULL */
+    int refs;                    /* request side + mailbox side */
+    bool completed;              /* done ran (or the post failed): msg.reply is ours */
+    struct api_post post;        /* how to build the response */
+};
+
+/* Per-connection state (MHD's *con_cls); freed in on_completed. */
+struct request {
+    char *body; /* accumulated upload, NUL-terminated; owned */
+    size_t body_len, body_cap;
+    bool body_too_big;       /* over HTTP_ADMIN_BODY_MAX: data discarded, answer 413 */
+    bool body_oom;           /* growing the buffer failed: answer 500 */
+    bool responded;          /* a response is already queued */
+    struct pending *pending; /* posted message (one ref is ours), or NULL */
+    enum api_route route;    /* for the request counters */
+    unsigned method;         /* enum api_method bit */
+};
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Served when even the error reply cannot be built (out of memory). */
+static char oom_body[] = "{\"error\":\"internal error\",\"detail\":\"out of memory\"}";
+
+/* ---- responses ---------------------------------------------------------- */
+
+/* Queues v (stolen; NULL = out of memory -> 500) as a compact JSON response
+ * with an optional extra header (hname: hvalue). Returns MHD's verdict
+ * (MHD_NO closes). */
+static enum MHD_Result queue_json_h(struct MHD_Connection *conn, unsigned status, json_t *v,
+                                    const char *hname, const char *hvalue)
+{
+    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    struct MHD_Response *resp;
+    if (text) {
+        json_free_t jfree;
+        json_get_alloc_funcs(NULL, &jfree); /* json_dumps allocated through jansson's funcs */
+        resp = MHD_create_response_from_buffer_with_free_callback(strlen(text), text, jfree);
+        if (!resp)
+            jfree(text);
+    } else {
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        hname = NULL;
+        resp = MHD_create_response_from_buffer(sizeof oom_body - 1, oom_body, MHD_RESPMEM_PERSISTENT);
+    }
+    if (!resp)
+        return MHD_NO;
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") != MHD_YES ||
+        (hname && MHD_add_response_header(resp, hname, hvalue) != MHD_YES)) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
+    enum MHD_Result r = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static enum MHD_Result queue_json(struct MHD_Connection *conn, unsigned status, json_t *v, const char *allow)
+{
+    return queue_json_h(conn, status, v, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
+}
+
+/* Queues {"error":code,"detail":<fmt, ap>} with the given status. */
+__attribute__((format(printf, 4, 0))) static enum MHD_Result
+reply_errorv(struct MHD_Connection *conn, unsigned status, const char *code, const char *fmt, va_list ap)
+{
+    char detail[512];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    return queue_json(conn, status, json_pack("{s:s,s:s}", "error", code, "detail", detail), NULL);
+}
+
+__attribute__((format(printf, 4, 5))) static enum MHD_Result
+reply_error(struct MHD_Connection *conn, unsigned status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result r = reply_errorv(conn, status, code, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* See http_admin_api.h (the route files' view of the two helpers above). */
+int http_admin_reply_json(struct MHD_Connection *conn, unsigned status, json_t *v)
+{
+    return queue_json(conn, status, v, NULL);
+}
+
+int http_admin_reply_error(struct MHD_Connection *conn, unsigned status, const char *code, const char *fmt,
+                           ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result r = reply_errorv(conn, status, code, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int http_admin_reply_bytes(struct MHD_Connection *conn, unsigned status, const char *content_type,
+                           const void *data, size_t len, bool copy)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, (void *)data, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
+    enum MHD_Result r = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* See http_admin_api.h; 405 and 401 answers need their extra header. */
+int http_admin_reply_method_not_allowed(struct MHD_Connection *conn, const char *method, const char *allow)
+{
+    char detail[160];
+    snprintf(detail, sizeof detail, "method %.32s is not allowed here; allowed: %s", method, allow);
+    return queue_json(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                      json_pack("{s:s,s:s}", "error", "method not allowed", "detail", detail), allow);
+}
+
+int http_admin_reply_unauthorized(struct MHD_Connection *conn, const char *detail)
+{
+    return queue_json_h(conn, MHD_HTTP_UNAUTHORIZED,
+                        json_pack("{s:s,s:s}", "error", "unauthorized", "detail", detail),
+                        MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"rmqcoord\"");
+}
+
+/* ---- requests answered by the loop -------------------------------------- */
+
+static void pending_free(struct pending *p)
+{
+    api_post_clear(&p->post);
+    rmq_free(p->msg.arg);
+    json_decref(p->msg.query);
+    json_decref(p->msg.body);
+    json_decref(p->msg.reply);
+    rmq_free(p);
+}
+
+/* pending_lock held. Removes p from its server's suspended list. */
+static void pending_unlink(struct pending *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        p->h->inflight = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->conn = NULL;
+}
+
+/* mailbox done callback (loop thread, or whoever runs mailbox_free): marks
+ * the reply ready and resumes the connection if it still waits. */
+static void pending_done(struct mailbox_msg *msg)
+{
+    struct pending *p = msg->done_ctx;
+    struct http_admin *h = NULL;
+    pthread_mutex_lock(&pending_lock);
+    p->completed = true;
+    struct MHD_Connection *resume = p->conn;
+    if (resume) {
+        h = p->h;
+        pending_unlink(p);
+        h->resumes_running++; /* http_admin_stop waits for us before freeing h */
+    }
+    bool last = --p->refs == 0;
+    pthread_mutex_unlock(&pending_lock);
+    if (resume) {
+        /* Still suspended until this call, so MHD cannot have freed it. */
+        MHD_resume_connection(resume);
+        pthread_mutex_lock(&pending_lock);
+        if (--h->resumes_running == 0)
+            pthread_cond_broadcast(&h->resumes_done);
+        pthread_mutex_unlock(&pending_lock);
+    }
+    if (last)
+        pending_free(p);
+}
+
+/* See http_admin_api.h. The response is built in finish_pending once the
+ * connection resumes. */
+int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req_cls, int op, char *arg,
+                    json_t *query, json_t *body, struct api_post *post)
+{
+    struct request *req = req_cls;
+    struct pending *p = rmq_calloc(1, sizeof *p);
+    if (!p) {
+        rmq_free(arg);
+        json_decref(query);
+        json_decref(body);
+        api_post_clear(post);
+        return queue_json(conn, 500, NULL, NULL);
+    }
+    p->msg.op = (enum admin_op)op;
+    p->msg.arg = arg;
+    p->msg.query = query;
+    p->msg.body = body;
+    p->msg.status = 200; /* a handler that sets only reply means success */
+    p->msg.done = pending_done;
+    p->msg.done_ctx = p;
+    p->post = *post;
+    memset(post, 0, sizeof *post);
+    if (p->post.timeout_s)
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, p->post.timeout_s);
+
+    pthread_mutex_lock(&pending_lock);
+    if (h->stopping) {
+        pthread_mutex_unlock(&pending_lock);
+        pending_free(p);
+        return reply_error(conn, 503, "shutting down", "the server is stopping");
+    }
+    p->h = h;
+    p->conn = conn;
+    p->refs = 2;
+    p->next = h->inflight;
+    if (h->inflight)
+        h->inflight->prev = p;
+    h->inflight = p;
+    /* Suspend before posting so the loop's resume always follows it. */
+    MHD_suspend_connection(conn);
+    pthread_mutex_unlock(&pending_lock);
+    req->pending = p;
+
+    if (mailbox_post(h->mailbox, &p->msg) < 0) {
+        /* The mailbox never took it: drop its ref and answer 503 ourselves. */
+        pthread_mutex_lock(&pending_lock);
+        p->refs--;
+        p->completed = true;
+        p->msg.status = 503;
+        p->msg.reply = json_pack("{s:s,s:s}", "error", "shutting down", "detail", "the server is stopping");
+        if (p->conn) {
+            pending_unlink(p);
+            MHD_resume_connection(conn); /* HTTP thread: safe under our lock */
+        }
+        pthread_mutex_unlock(&pending_lock);
+    }
+    return MHD_YES;
+}
+
+/* Called when a suspended connection resumes: turns the loop's reply into
+ * the response and drops the request's reference. */
+static enum MHD_Result finish_pending(struct http_admin *h, struct MHD_Connection *conn, struct request *req)
+{
+    struct pending *p = req->pending;
+    req->pending = NULL;
+    pthread_mutex_lock(&pending_lock);
+    bool completed = p->completed;
+    if (p->conn) /* not reachable today (whoever resumes unlinks); keeps the list honest */
+        pending_unlink(p);
+    bool last = --p->refs == 0;
+    pthread_mutex_unlock(&pending_lock);
+
+    if (!completed) {
+        /* Resumed by http_admin_stop: the loop still owns the message. */
+        if (last)
+            pending_free(p);
+        return reply_error(conn, 503, "shutting down", "the server stopped before the request was handled");
+    }
+    /* completed: the mailbox's ref is gone, so the message is ours alone. */
+    json_t *reply = p->msg.reply;
+    int status = p->msg.status;
+    struct api_post post = p->post;
+    memset(&p->post, 0, sizeof p->post);
+    p->msg.reply = NULL;
+    assert(last); /* completed means the mailbox side already let go */
+    (void)last;
+    pending_free(p);
+    struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
+    return api_finish(&env, conn, status, reply, &post);
+}
+
+/* ---- the router --------------------------------------------------------- */
+
+/* Final call of a request that is not waiting on the loop: route it. */
+static enum MHD_Result dispatch(struct http_admin *h, struct MHD_Connection *conn, struct request *req,
+                                const char *url, const char *method)
+{
+    req->method = api_routes_method_bit(method);
+    if (req->body_too_big)
+        return reply_error(conn, 413, "payload too large", "request bodies are limited to %u bytes",
+                           HTTP_ADMIN_BODY_MAX);
+    if (req->body_oom)
+        return queue_json(conn, 500, NULL, NULL);
+    struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
+    return (enum MHD_Result)api_dispatch(&env, conn, req, url, method, req->body, req->body_len, &req->route);
+}
+
+/* Appends upload data, keeping at most HTTP_ADMIN_BODY_MAX bytes. */
+static void body_append(struct request *req, const char *data, size_t n)
+{
+    if (req->body_too_big || req->body_oom)
+        return;
+    if (n > HTTP_ADMIN_BODY_MAX - req->body_len) {
+        req->body_too_big = true;
+        rmq_free(req->body);
+        req->body = NULL;
+        req->body_len = req->body_cap = 0;
+        return;
+    }
+    if (req->body_len + n + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 4096;
+        while (cap < req->body_len + n + 1)
+            cap *= 2;
+        char *b = rmq_realloc(req->body, cap);
+        if (!b) {
+            req->body_oom = true;
+            return;
+        }
+        req->body = b;
+        req->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, data, n);
+    req->body_len += n;
+    req->body[req->body_len] = 0;
+}
+
+/* First call for a request: allocate its state and refuse an announced body
+ * over the cap before reading any of it. */
+static enum MHD_Result request_begin(struct MHD_Connection *conn, void **con_cls)
+{
+    struct request *req = rmq_calloc(1, sizeof *req);
+    if (!req)
+        return MHD_NO; /* closes the connection: nothing else we can do */
+    *con_cls = req;
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    int64_t len;
+    if (cl && (api_routes_parse_uint(cl, INT64_MAX, &len) < 0 || len > (int64_t)HTTP_ADMIN_BODY_MAX)) {
+        req->responded = true;
+        return reply_error(conn, 413, "payload too large", "request bodies are limited to %u bytes",
+                           HTTP_ADMIN_BODY_MAX);
+    }
+    return MHD_YES;
+}
+
+/* MHD_AccessHandlerCallback: called first with the headers, then with each
+ * piece of the body, then once more (upload_data_size 0) to answer, and once
+ * again after a resume. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    struct http_admin *h = cls;
+    struct request *req = *con_cls;
+    if (!req)
+        return request_begin(conn, con_cls);
+    if (*upload_data_size) {
+        body_append(req, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->responded)
+        return MHD_YES;
+    if (req->pending) {
+        req->responded = true;
+        return finish_pending(h, conn, req);
+    }
+    enum MHD_Result r = dispatch(h, conn, req, url, method);
+    if (!req->pending)
+        req->responded = true;
+    return r;
+}
+
+/* Counts one answered request under its route, method and status. */
+static void count_request(struct http_admin *h, struct MHD_Connection *conn, const struct request *req)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    unsigned status = ci ? ci->http_status : 0;
+    unsigned route = req->route < API_ROUTE_COUNT ? (unsigned)req->route : API_ROUTE_NONE;
+    pthread_mutex_lock(&pending_lock);
+    struct http_count *slot = NULL;
+    for (size_t i = 0; i < HTTP_COUNT_SLOTS && !slot; i++) {
+        struct http_count *c = &h->counts[route][i];
+        if (c->method == 0 || (c->method == req->method && c->status == status))
+            slot = c;
+    }
+    if (slot) {
+        slot->method = req->method ? req->method : 0x100; /* 0x100: a method we do not serve */
+        slot->status = status;
+        slot->count++;
+    } else {
+        h->counts_overflow++;
+    }
+    pthread_mutex_unlock(&pending_lock);
+}
+
+static const char *method_name(unsigned bit)
+{
+    switch (bit) {
+    case API_GET: return "GET";
+    case API_PUT: return "PUT";
+    case API_DELETE: return "DELETE";
+    case API_POST: return "POST";
+    default: return "other";
+    }
+}
+
+/* See http_admin_api.h. Copies the counters under the lock, then formats. */
+int http_admin_metrics_append(struct http_admin *h, struct buf *b)
+{
+    static struct http_count snap[API_ROUTE_COUNT][HTTP_COUNT_SLOTS]; /* HTTP thread only */
+    pthread_mutex_lock(&pending_lock);
+    memcpy(snap, h->counts, sizeof snap);
+    uint64_t overflow = h->counts_overflow;
+    unsigned streams = h->streams;
+    pthread_mutex_unlock(&pending_lock);
+    int rc = metrics_header(b, "rmqcoord_http_requests_total", "counter",
+                            "Admin HTTP requests answered, by route template, method and status");
+    for (unsigned r = 0; r < API_ROUTE_COUNT && rc == 0; r++) {
+        const struct api_route_def *d = api_routes_def((enum api_route)r);
+        for (size_t i = 0; i < HTTP_COUNT_SLOTS && rc == 0 && snap[r][i].method; i++) {
+            char labels[256];
+            snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\",status=\"%u\"",
+                     d ? d->path : "unmatched", method_name(snap[r][i].method), snap[r][i].status);
+            rc = metrics_sample(b, "rmqcoord_http_requests_total", labels, snap[r][i].count);
+        }
+    }
+    if (rc == 0)
+        rc = metrics_header(b, "rmqcoord_http_requests_uncounted_total", "counter",
+                            "Requests not counted by route (more distinct statuses than slots)");
+    if (rc == 0)
+        rc = metrics_sample(b, "rmqcoord_http_requests_uncounted_total", "", overflow);
+    if (rc == 0)
+        rc = metrics_header(b, "rmqcoord_event_streams", "gauge", "Open /api/events/stream connections");
+    if (rc == 0)
+        rc = metrics_sample(b, "rmqcoord_event_streams", "", streams);
+    return rc;
+}
+
+/* ---- event streams: slots, parking and the poll ticker ------------------- */
+
+bool http_admin_stream_acquire(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    bool ok = !h->stopping && h->streams < API_STREAM_MAX;
+    if (ok)
+        h->streams++;
+    pthread_mutex_unlock(&pending_lock);
+    return ok;
+}
+
+void http_admin_stream_release(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    h->streams--;
+    pthread_mutex_unlock(&pending_lock);
+}
+
+bool http_admin_stopping(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    bool s = h->stopping;
+    pthread_mutex_unlock(&pending_lock);
+    return s;
+}
+
+/* See http_admin_api.h. Suspends under the lock (we are on the HTTP thread,
+ * inside MHD's callback) so the ticker can only resume it afterwards. The
+ * array cannot overflow: at most one parked entry per open stream. */
+void http_admin_stream_park(struct http_admin *h, struct MHD_Connection *conn, struct api_stream *st)
+{
+    (void)st;
+    pthread_mutex_lock(&pending_lock);
+    if (h->stopping || h->nparked == API_STREAM_MAX) {
+        pthread_mutex_unlock(&pending_lock);
+        return; /* not parked: MHD calls the reader again, which sees stopping */
+    }
+    MHD_suspend_connection(conn);
+    h->parked[h->nparked++] = conn;
+    pthread_cond_signal(&h->tick_wake);
+    pthread_mutex_unlock(&pending_lock);
+}
+
+/* Resumes every parked stream; the caller holds pending_lock, which is
+ * dropped around the MHD calls (lock order, see the file comment). */
+static void resume_parked_locked(struct http_admin *h)
+{
+    struct MHD_Connection *batch[API_STREAM_MAX];
+    size_t n = h->nparked;
+    memcpy(batch, h->parked, n * sizeof *batch);
+    h->nparked = 0;
+    h->resumes_running++;
+    pthread_mutex_unlock(&pending_lock);
+    for (size_t i = 0; i < n; i++)
+        MHD_resume_connection(batch[i]); /* still suspended: only we resume a parked one */
+    pthread_mutex_lock(&pending_lock);
+    if (--h->resumes_running == 0)
+        pthread_cond_broadcast(&h->resumes_done);
+}
+
+/* The ticker thread: while streams are parked, resumes them every
+ * API_STREAM_POLL_MS so each polls the store again; sleeps otherwise. */
+static void *ticker_main(void *arg)
+{
+    struct http_admin *h = arg;
+    pthread_mutex_lock(&pending_lock);
+    while (!h->stopping) {
+        if (h->nparked == 0) {
+            pthread_cond_wait(&h->tick_wake, &pending_lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += API_STREAM_POLL_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        /* Wake-ups from further parks are ignored until the tick is due. */
+        while (!h->stopping && pthread_cond_timedwait(&h->tick_wake, &pending_lock, &ts) == 0)
+            ;
+        if (!h->stopping)
+            resume_parked_locked(h);
+    }
+    pthread_mutex_unlock(&pending_lock);
+    return NULL;
+}
+
+/* MHD_RequestCompletedCallback: every request ends here, answered or not
+ * (client gone, timeout, daemon shutdown). Drops the request's ref. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct http_admin *h = cls;
+    struct request *req = *con_cls;
+    *con_cls = NULL;
+    if (!req)
+        return;
+    if (req->responded && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        count_request(h, conn, req);
+    struct pending *p = req->pending;
+    if (p) {
+        pthread_mutex_lock(&pending_lock);
+        if (p->conn)
+            pending_unlink(p);
+        bool last = --p->refs == 0;
+        pthread_mutex_unlock(&pending_lock);
+        if (last)
+            pending_free(p);
+    }
+    rmq_free(req->body);
+    rmq_free(req);
+}
+
+/* MHD_UnescapeCallback that leaves the URL alone: we split the path first
+ * and decode each segment, so an encoded '/' stays inside its name. */
+static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
+{
+    return strlen(s);
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+/* Resolves host:port into *ss. Returns 0 or -1 with err filled. */
+static int resolve_listen(const char *host, uint16_t port, struct sockaddr_storage *ss, char *err,
+                          size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
+    int rc = getaddrinfo(host, portstr, &hints, &ai);
+    if (rc != 0 || !ai) {
+        snprintf(err, errlen, "cannot resolve listen address '%s': %s", host ? host : "(any)",
+                 rc ? gai_strerror(rc) : "no address");
+        return -1;
+    }
+    memset(ss, 0, sizeof *ss);
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static unsigned poll_flag(void)
+{
+    if (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES)
+        return MHD_USE_EPOLL;
+    if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
+        return MHD_USE_POLL;
+    return 0; /* select() */
+}
+
+/* Starts the daemon and its thread. *out is new, owned by the caller
+ * (http_admin_stop). Returns 0, RMQ_EINVAL, RMQ_ENOMEM or RMQ_EIO (bind or
+ * thread failure), with err describing it. */
+int http_admin_start(const struct http_admin_options *opt, struct http_admin **out, char *err, size_t errlen)
+{
+    if (!opt || !opt->mailbox || !out) {
+        snprintf(err, errlen, "http_admin_start: options and mailbox are required");
+        return RMQ_EINVAL;
+    }
+    struct sockaddr_storage ss;
+    if (resolve_listen(opt->host ? opt->host : "127.0.0.1", opt->port, &ss, err, errlen) < 0)
+        return RMQ_EINVAL;
+    struct http_admin *h = rmq_calloc(1, sizeof *h);
+    int rc = RMQ_ENOMEM;
+    if (!h)
+        goto fail;
+    h->mailbox = opt->mailbox;
+    if (opt->store_path && !(h->store_path = rmq_strdup(opt->store_path)))
+        goto fail_h;
+    if (opt->admin_token && *opt->admin_token && !(h->token = rmq_strdup(opt->admin_token)))
+        goto fail_path;
+    if (pthread_cond_init(&h->resumes_done, NULL) != 0)
+        goto fail_path;
+    if (pthread_cond_init(&h->tick_wake, NULL) != 0) {
+        pthread_cond_destroy(&h->resumes_done);
+        goto fail_path;
+    }
+
+    json_object_seed(0); /* before a second thread can create objects */
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | poll_flag();
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    h->daemon = MHD_start_daemon(flags, opt->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
+                                 (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                 MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_ADMIN_CONN_TIMEOUT_S, MHD_OPTION_END);
+    rc = RMQ_EIO;
+    if (!h->daemon) {
+        snprintf(err, errlen, "cannot start the HTTP server on %s:%u (address in use or not local?)",
+                 opt->host ? opt->host : "127.0.0.1", (unsigned)opt->port);
+        goto fail_cond;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    if (!info || info->port == 0) {
+        snprintf(err, errlen, "cannot read the HTTP server's bound port");
+        MHD_stop_daemon(h->daemon);
+        goto fail_cond;
+    }
+    h->port = info->port;
+    if (pthread_create(&h->ticker, NULL, ticker_main, h) != 0) {
+        snprintf(err, errlen, "cannot start the event-stream ticker thread");
+        MHD_stop_daemon(h->daemon);
+        goto fail_cond;
+    }
+    h->ticker_started = true;
+    *out = h;
+    return 0;
+
+fail_cond:
+    pthread_cond_destroy(&h->resumes_done);
+    pthread_cond_destroy(&h->tick_wake);
+fail_path:
+    rmq_free(h->token);
+    rmq_free(h->store_path);
+fail_h:
+    rmq_free(h);
+fail:
+    if (rc == RMQ_ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+uint16_t http_admin_port(const struct http_admin *h)
+{
+    return h->port;
+}
+
+/* Resumes every request still waiting on the loop (MHD panics when stopped
+ * with suspended connections), waits for resumes the loop thread is in the
+ * middle of, then stops the daemon. Messages the loop still holds are freed
+ * by their done() later; they no longer point at h. */
+void http_admin_stop(struct http_admin *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&pending_lock);
+    h->stopping = true;
+    pthread_cond_broadcast(&h->tick_wake);
+    pthread_mutex_unlock(&pending_lock);
+    if (h->ticker_started)
+        pthread_join(h->ticker, NULL);
+    pthread_mutex_lock(&pending_lock);
+    if (h->nparked)
+        resume_parked_locked(h); /* their readers see stopping and end the stream */
+    while (h->inflight) {
+        struct pending *p = h->inflight;
+        struct MHD_Connection *conn = p->conn;
+        pending_unlink(p);
+        pthread_mutex_unlock(&pending_lock);
+        MHD_resume_connection(conn); /* still suspended: nobody else resumes an unlinked one */
+        pthread_mutex_lock(&pending_lock);
+    }
+    while (h->resumes_running)
+        pthread_cond_wait(&h->resumes_done, &pending_lock);
+    pthread_mutex_unlock(&pending_lock);
+
+    MHD_stop_daemon(h->daemon);
+    if (h->reader)
+        store_reader_close(h->reader);
+    pthread_cond_destroy(&h->resumes_done);
+    pthread_cond_destroy(&h->tick_wake);
+    rmq_free(h->token);
+    rmq_free(h->store_path);
+    rmq_free(h);
+}

@@ -1,0 +1,502 @@
+/* registry.c — see registry.h. Loop thread only. */
+#include "registry.h"
+
+#include "err.h"
+#include "mem.h"
+#include "topics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *reg_leave_reason_name(enum reg_leave_reason r)
+{
+    switch (r) {
+    case REG_LEAVE_CLOSE: return "close";
+    case REG_LEAVE_UNREGISTER: return "unregister";
+    case REG_LEAVE_EXPIRE: return "expire";
+    default: return "leave";
+    }
+}
+
+void registry_init(struct registry *r, const struct registry_hooks *hooks)
+{
+    memset(r, 0, sizeof *r);
+    hashmap_init(&r->groups);
+    hashmap_init(&r->channels);
+    hashmap_init(&r->known);
+    r->hooks = *hooks;
+}
+
+static void free_strv(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rmq_free(v[i]);
+    rmq_free(v);
+}
+
+static void forget_repeat(struct reg_channel *ch)
+{
+    rmq_free(ch->hb_refs);
+    ch->hb_refs = NULL;
+    ch->hb_nrefs = 0;
+    ch->hb_len = 0;
+}
+
+static void free_channel(void *p)
+{
+    struct reg_channel *ch = p;
+    forget_repeat(ch);
+    free_strv(ch->groups, ch->ngroups);
+    free_strv(ch->producers, ch->nproducers);
+    rmq_free(ch->client_id);
+    rmq_free(ch);
+}
+
+static void free_group(void *p)
+{
+    struct reg_group *g = p;
+    mship_group_clear(&g->g);
+    rmq_free(g);
+}
+
+void registry_free(struct registry *r)
+{
+    hashmap_free(&r->channels, free_channel);
+    hashmap_free(&r->groups, free_group);
+    hashmap_free(&r->known, NULL);
+    r->pending = NULL;
+}
+
+int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, const char *peer,
+                          int64_t now_ms)
+{
+    struct reg_channel *ch = rmq_calloc(1, sizeof *ch);
+    if (!ch)
+        return RMQ_ENOMEM;
+    ch->id = id;
+    ch->conn = conn;
+    ch->opened_ms = now_ms;
+    strncpy(ch->peer, peer, sizeof ch->peer - 1);
+    if (hashmap_put(&r->channels, &id, sizeof id, ch, NULL) != 0) {
+        rmq_free(ch);
+        return RMQ_ENOMEM;
+    }
+    return RMQ_OK;
+}
+
+struct reg_channel *registry_channel(const struct registry *r, uint64_t id)
+{
+    return hashmap_get(&r->channels, &id, sizeof id);
+}
+
+struct reg_group *registry_group(const struct registry *r, const char *name)
+{
+    return hashmap_get_str(&r->groups, name);
+}
+
+bool registry_group_known(const struct registry *r, const char *name)
+{
+    return hashmap_get_str(&r->known, name) != NULL;
+}
+
+int registry_mark_known(struct registry *r, const char *name)
+{
+    if (hashmap_get_str(&r->known, name))
+        return RMQ_OK;
+    return hashmap_put_str(&r->known, name, (void *)1, NULL);
+}
+
+void registry_mark_notify(struct registry *r, struct reg_group *g)
+{
+    if (g->notify_pending)
+        return;
+    g->notify_pending = true;
+    g->next_pending = r->pending;
+    r->pending = g;
+}
+
+struct reg_group *registry_take_pending(struct registry *r)
+{
+    struct reg_group *list = r->pending;
+    r->pending = NULL;
+    for (struct reg_group *g = list; g; g = g->next_pending)
+        g->notify_pending = false;
+    return list;
+}
+
+static void unlink_pending(struct registry *r, struct reg_group *g)
+{
+    if (!g->notify_pending)
+        return;
+    struct reg_group **pp = &r->pending;
+    while (*pp && *pp != g)
+        pp = &(*pp)->next_pending;
+    if (*pp)
+        *pp = g->next_pending;
+    g->notify_pending = false;
+}
+
+static void channel_forget_group(struct reg_channel *ch, const char *group)
+{
+    for (size_t i = 0; i < ch->ngroups; i++) {
+        if (!strcmp(ch->groups[i], group)) {
+            rmq_free(ch->groups[i]);
+            ch->groups[i] = ch->groups[--ch->ngroups];
+            return;
+        }
+    }
+}
+
+static int channel_add_group(struct reg_channel *ch, const char *group)
+{
+    if (ch->ngroups == ch->groups_cap) {
+        size_t cap = ch->groups_cap ? ch->groups_cap * 2 : 4;
+        char **p = rmq_realloc(ch->groups, cap * sizeof *p);
+        if (!p)
+            return RMQ_ENOMEM;
+        ch->groups = p;
+        ch->groups_cap = cap;
+    }
+    char *dup = rmq_strdup(group);
+    if (!dup)
+        return RMQ_ENOMEM;
+    ch->groups[ch->ngroups++] = dup;
+    return RMQ_OK;
+}
+
+/* Drops an empty group from the live view. */
+static void maybe_remove_group(struct registry *r, struct reg_group *g)
+{
+    if (g->g.nmembers > 0)
+        return;
+    if (r->hooks.group_empty)
+        r->hooks.group_empty(r->hooks.ctx, g);
+    unlink_pending(r, g);
+    hashmap_remove_str(&r->groups, g->g.name);
+    free_group(g);
+    r->groups_epoch++; /* remembered heartbeats may point at it */
+}
+
+/* Removes channel id from group g, reporting the leave. Returns 1 if removed. */
+static int leave_group(struct registry *r, struct reg_group *g, uint64_t id, enum reg_leave_reason why)
+{
+    struct mship_member m;
+    size_t index;
+    if (!mship_remove_channel(&g->g, id, &m, &index))
+        return 0;
+    if (r->hooks.left)
+        r->hooks.left(r->hooks.ctx, g, &m, index, why);
+    rmq_free(m.client_id);
+    maybe_remove_group(r, g);
+    return 1;
+}
+
+void registry_channel_close(struct registry *r, uint64_t id)
+{
+    struct reg_channel *ch = hashmap_remove(&r->channels, &id, sizeof id);
+    if (!ch)
+        return;
+    for (size_t i = 0; i < ch->ngroups; i++) {
+        struct reg_group *g = registry_group(r, ch->groups[i]);
+        if (g)
+            leave_group(r, g, id, REG_LEAVE_CLOSE);
+    }
+    free_channel(ch);
+}
+
+int registry_unregister(struct registry *r, uint64_t id, const char *group)
+{
+    struct reg_channel *ch = registry_channel(r, id);
+    struct reg_group *g = registry_group(r, group);
+    if (!ch || !g)
+        return 0;
+    channel_forget_group(ch, group);
+    return leave_group(r, g, id, REG_LEAVE_UNREGISTER);
+}
+
+static int get_or_create_group(struct registry *r, const char *name, struct reg_group **out)
+{
+    struct reg_group *g = registry_group(r, name);
+    if (g) {
+        *out = g;
+        return RMQ_OK;
+    }
+    g = rmq_calloc(1, sizeof *g);
+    if (!g)
+        return RMQ_ENOMEM;
+    if (mship_group_init(&g->g, name) != 0 || registry_mark_known(r, name) != 0 ||
+        hashmap_put_str(&r->groups, name, g, NULL) != 0) {
+        free_group(g);
+        return RMQ_ENOMEM;
+    }
+    *out = g;
+    return RMQ_OK;
+}
+
+static int set_producers(struct reg_channel *ch, const struct rmq_heartbeat *hb)
+{
+    char **p = NULL;
+    if (hb->nproducers) {
+        p = rmq_calloc(hb->nproducers, sizeof *p);
+        if (!p)
+            return RMQ_ENOMEM;
+        for (size_t i = 0; i < hb->nproducers; i++) {
+            p[i] = rmq_strdup(hb->producer_groups[i]);
+            if (!p[i]) {
+                free_strv(p, i);
+                return RMQ_ENOMEM;
+            }
+        }
+    }
+    free_strv(ch->producers, ch->nproducers);
+    ch->producers = p;
+    ch->nproducers = hb->nproducers;
+    return RMQ_OK;
+}
+
+/* A fast 64-bit hash of a heartbeat body, 8 bytes a step: it only has to
+ * tell this channel's repeated heartbeat from a changed one (a collision
+ * could only make the sender's own heartbeat look unchanged). */
+static uint64_t hash_body(const uint8_t *p, size_t n)
+{
+    /* Four independent lanes: a single multiply chain over a 3 KB body was
+     * latency-bound (5% of the daemon under a heartbeat load). */
+    uint64_t l[4] = {0x243F6A8885A308D3ULL ^ n, 0x13198A2E03707344ULL, 0xA4093822299F31D0ULL,
+                     0x082EFA98EC4E6C89ULL};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * (size_t)k, 8);
+            l[k] = (l[k] ^ w) * 0x9E3779B97F4A7C15ULL;
+            l[k] ^= l[k] >> 29;
+        }
+    }
+    uint64_t h = l[0] ^ (l[1] * 0xC2B2AE3D27D4EB4FULL) ^ (l[2] * 0x165667B19E3779F9ULL) ^
+                 (l[3] * 0x27D4EB2F165667C5ULL);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p + i, n - i);
+    h = (h ^ tail) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 32);
+}
+
+/* Remembers what a full heartbeat left behind, for registry_heartbeat_repeat.
+ * Failing to remember only costs the fast path next time. */
+static void remember_repeat(struct registry *r, struct reg_channel *ch, const struct rmq_heartbeat *hb,
+                            const uint8_t *body, size_t len, bool sub_change)
+{
+    forget_repeat(ch);
+    if (!body || len == 0)
+        return;
+    struct reg_hb_ref *refs = hb->nconsumers ? rmq_calloc(hb->nconsumers, sizeof *refs) : NULL;
+    if (hb->nconsumers && !refs)
+        return;
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        struct reg_group *g = registry_group(r, hb->consumers[i].group);
+        if (!g) {
+            rmq_free(refs);
+            return;
+        }
+        refs[i].group = g;
+        refs[i].state_version = g->g.state_version;
+    }
+    ch->hb_refs = refs;
+    ch->hb_nrefs = hb->nconsumers;
+    ch->hb_epoch = r->groups_epoch;
+    ch->hb_hash = hash_body(body, len);
+    ch->hb_len = len;
+    ch->hb_language = ch->language;
+    ch->hb_version = ch->version;
+    ch->hb_sub_change = sub_change;
+}
+
+bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
+                               const uint8_t *body, size_t len, int64_t now_ms,
+                               struct registry_hb_result *res)
+{
+    struct reg_channel *ch = registry_channel(r, id);
+    if (!ch || ch->hb_len == 0 || ch->hb_len != len || ch->hb_language != language ||
+        ch->hb_version != version || hash_body(body, len) != ch->hb_hash)
+        return false;
+    struct mship_member *ms[64];
+    struct reg_group *gs[64];
+    if (ch->hb_nrefs > 64)
+        return false;
+    for (size_t i = 0; i < ch->hb_nrefs; i++) {
+        gs[i] = ch->hb_refs[i].group;
+        long k = mship_find(&gs[i]->g, id);
+        if (k < 0 || gs[i]->g.state_version != ch->hb_refs[i].state_version)
+            return false;
+        ms[i] = &gs[i]->g.members[k];
+    }
+    ch->last_hb_ms = now_ms;
+    for (size_t i = 0; i < ch->hb_nrefs; i++) {
+        ms[i]->last_hb_ms = now_ms;
+        if (r->hooks.heartbeat)
+            r->hooks.heartbeat(r->hooks.ctx, gs[i], ms[i], 0);
+    }
+    res->sub_change = ch->hb_sub_change;
+    return true;
+}
+
+int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
+                       const struct rmq_heartbeat *hb, const uint8_t *body, size_t len, int64_t now_ms,
+                       struct registry_hb_result *res)
+{
+    struct reg_channel *ch = registry_channel(r, id);
+    if (!ch)
+        return RMQ_ENOTFOUND;
+    forget_repeat(ch);
+    res->sub_change = false;
+    char *cid = rmq_strdup(hb->client_id);
+    if (!cid)
+        return RMQ_ENOMEM;
+    rmq_free(ch->client_id);
+    ch->client_id = cid;
+    ch->language = language;
+    ch->version = version;
+    ch->last_hb_ms = now_ms;
+    if (set_producers(ch, hb) != 0)
+        return RMQ_ENOMEM;
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        const struct rmq_consumer_data *cd = &hb->consumers[i];
+        struct reg_group *g;
+        if (get_or_create_group(r, cd->group, &g) != 0)
+            return RMQ_ENOMEM;
+        struct mship_heartbeat_in in = {
+            .channel_id = id,
+            .client_id = hb->client_id,
+            .language = language,
+            .version = version,
+            .cd = cd,
+            .fingerprint = hb->fingerprint,
+            .without_sub = hb->without_sub,
+            .now_ms = now_ms,
+        };
+        struct mship_outcome out;
+        int rc = mship_apply_heartbeat(&g->g, &in, &out);
+        if (rc == 0 && (out.flags & MSHIP_JOINED))
+            rc = channel_add_group(ch, cd->group);
+        if (rc != 0) {
+            /* Keep channel and group consistent: undo a half-made join. */
+            if (out.flags & MSHIP_JOINED)
+                mship_remove_channel(&g->g, id, NULL, NULL);
+            maybe_remove_group(r, g);
+            return rc;
+        }
+        const struct mship_member *m = &g->g.members[out.member_index];
+        if ((out.flags & MSHIP_JOINED) && r->hooks.joined)
+            r->hooks.joined(r->hooks.ctx, g, m);
+        if ((out.flags & (MSHIP_SUB_ADDED | MSHIP_SUB_REMOVED)) && r->hooks.subscriptions_changed)
+            r->hooks.subscriptions_changed(r->hooks.ctx, g, out.flags);
+        if (r->hooks.heartbeat)
+            r->hooks.heartbeat(r->hooks.ctx, g, m, out.flags);
+        res->sub_change = res->sub_change || out.sub_change;
+    }
+    remember_repeat(r, ch, hb, body, len, res->sub_change);
+    return RMQ_OK;
+}
+
+size_t registry_expire(struct registry *r, int64_t now_ms, int64_t expiry_ms, uint64_t *ids, size_t max)
+{
+    size_t n = 0;
+    /* Collect first: leaving may remove groups, which must not happen mid-iteration. */
+    struct expired {
+        char *group;
+        uint64_t id;
+    } *todo = NULL;
+    size_t ntodo = 0, cap = 0;
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&r->groups, &b); e; e = hashmap_next(&r->groups, e, &b)) {
+        struct reg_group *g = e->val;
+        if (now_ms - g->expiry_floor_ms <= expiry_ms)
+            continue;
+        int64_t floor = now_ms; /* a member joining later heartbeats at or after now */
+        for (size_t i = 0; i < g->g.nmembers; i++) {
+            if (now_ms - g->g.members[i].last_hb_ms <= expiry_ms) {
+                if (g->g.members[i].last_hb_ms < floor)
+                    floor = g->g.members[i].last_hb_ms;
+                continue;
+            }
+            if (ntodo == cap) {
+                size_t nc = cap ? cap * 2 : 16;
+                struct expired *p = rmq_realloc(todo, nc * sizeof *p);
+                if (!p)
+                    goto apply; /* expire what fits; the next scan gets the rest */
+                todo = p;
+                cap = nc;
+            }
+            todo[ntodo].group = rmq_strdup(g->g.name);
+            if (!todo[ntodo].group)
+                goto apply;
+            todo[ntodo++].id = g->g.members[i].channel_id;
+        }
+        g->expiry_floor_ms = floor;
+    }
+apply:
+    for (size_t i = 0; i < ntodo; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < n; k++)
+            seen = seen || ids[k] == todo[i].id;
+        struct reg_group *g = registry_group(r, todo[i].group);
+        if (!seen && n == max) {
+            /* ids is full: a membership removed now could not be reported,
+             * and its channel would stay open without it. Leave it for the
+             * next call, and make that call scan the group again. */
+            if (g)
+                g->expiry_floor_ms = INT64_MIN / 2;
+            rmq_free(todo[i].group);
+            continue;
+        }
+        struct reg_channel *ch = registry_channel(r, todo[i].id);
+        if (g && leave_group(r, g, todo[i].id, REG_LEAVE_EXPIRE)) {
+            if (ch)
+                channel_forget_group(ch, todo[i].group);
+            if (!seen)
+                ids[n++] = todo[i].id;
+        }
+        rmq_free(todo[i].group);
+    }
+    rmq_free(todo);
+    return n;
+}
+
+int registry_heartbeat_check(const struct rmq_heartbeat *hb, const struct registry_limits *lim, char *why,
+                             size_t len)
+{
+    if ((int64_t)strlen(hb->client_id) > lim->max_client_id_bytes) {
+        snprintf(why, len, "bad heartbeat body: clientID longer than %lld bytes (--max-client-id-bytes)",
+                 (long long)lim->max_client_id_bytes);
+        return RMQ_E2BIG;
+    }
+    if ((int64_t)hb->nconsumers > lim->max_groups_per_client) {
+        snprintf(why, len, "heartbeat names %zu consumer groups, more than --max-groups-per-client %lld",
+                 hb->nconsumers, (long long)lim->max_groups_per_client);
+        return RMQ_E2BIG;
+    }
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        const struct rmq_consumer_data *cd = &hb->consumers[i];
+        if (!topics_name_ok(cd->group)) {
+            snprintf(why, len, "bad heartbeat body: consumer group name must be 1 to 255 printable bytes");
+            return RMQ_EINVAL;
+        }
+        if ((int64_t)cd->nsubs > lim->max_subscriptions) {
+            snprintf(why, len, "group %s subscribes %zu topics, more than --max-subscriptions %lld",
+                     cd->group, cd->nsubs, (long long)lim->max_subscriptions);
+            return RMQ_E2BIG;
+        }
+        for (size_t k = 0; k < cd->nsubs; k++) {
+            if (!topics_name_ok(cd->subs[k].topic)) {
+                snprintf(why, len, "bad heartbeat body: topic names must be 1 to 255 printable bytes");
+                return RMQ_EINVAL;
+            }
+        }
+    }
+    return RMQ_OK;
+}

@@ -1,0 +1,108 @@
+/* broker.c — the operations every request family shares: the clock, topic
+ * creation, the expiry scan, reset and the virtual clock (see broker.h).
+ * Loop thread only. */
+#include "broker.h"
+
+#include "conn.h"
+#include "err.h"
+#include "lock_requests.h"
+#include "log.h"
+#include "loop.h"
+#include "pull_requests.h"
+#include "store.h"
+#include "trace_recorder.h"
+
+/* Channel ids collected per registry_expire call. */
+#define BROKER_EXPIRE_BATCH 256
+
+int64_t broker_now_ms(const struct broker *s)
+{
+    if (s->cfg->virtual_clock)
+        return s->wall_base_ms + s->clock_offset_ms;
+    return s->wall_base_ms + (loop_now_ms(s->loop) - s->mono_base_ms);
+}
+
+int broker_put_topic(struct broker *s, const char *name, const struct topic_broker *brokers, size_t n)
+{
+    int rc = topics_put(&s->topics, name, brokers, n);
+    if (rc != 0)
+        return rc;
+    struct store_topic_broker sb[TOPIC_MAX_BROKERS];
+    for (size_t i = 0; i < n; i++)
+        sb[i] = (struct store_topic_broker){brokers[i].broker_name, brokers[i].read_queue_nums,
+                                            brokers[i].write_queue_nums, brokers[i].perm};
+    trace_record_route(s->trace, broker_now_ms(s), name, topics_get(&s->topics, name));
+    rc = store_put_topic(s->store, name, sb, n, broker_now_ms(s));
+    if (rc != 0)
+        log_error("store: saving topic %s failed: %s", name, store_errmsg(s->store));
+    return rc;
+}
+
+const struct topic *broker_create_topic(struct broker *s, const char *name, int nqueues)
+{
+    struct topic_broker b = {(char *)s->cfg->broker_name, nqueues, nqueues, TOPIC_PERM_RW};
+    if (broker_put_topic(s, name, &b, 1) != 0)
+        return NULL;
+    log_info("topic %s created with %d queue(s) on %s", name, nqueues, s->cfg->broker_name);
+    return topics_get(&s->topics, name);
+}
+void broker_expire(struct broker *s)
+{
+    uint64_t t0 = stats_clock_us();
+    if (s->cfg->idle_timeout_ms > 0) {
+        int64_t now = loop_now_ms(s->loop);
+        for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
+            if (!c->closing && now - c->last_frame_ms > s->cfg->idle_timeout_ms)
+                conn_close_async(c, "idle: nothing received within --idle-timeout-ms");
+    }
+    /* Rounds of BROKER_EXPIRE_BATCH channels until a round is not full:
+     * every channel that lost its memberships is closed in this scan. */
+    uint64_t ids[BROKER_EXPIRE_BATCH];
+    int64_t now_ms = broker_now_ms(s);
+    size_t n;
+    do {
+        n = registry_expire(&s->reg, now_ms, s->cfg->channel_expiry_ms, ids, BROKER_EXPIRE_BATCH);
+        for (size_t i = 0; i < n; i++) {
+            struct reg_channel *ch = registry_channel(&s->reg, ids[i]);
+            /* PROTOCOL: docs/protocol.md §4.5 — an expired channel is closed. */
+            if (ch && ch->conn)
+                conn_close_async(ch->conn, "expired: no heartbeat within the channel expiry");
+        }
+    } while (n == BROKER_EXPIRE_BATCH);
+    stats_histogram_add(&s->stats.expiry_scan, stats_clock_us() - t0);
+}
+
+void broker_reset_live(struct broker *s)
+{
+    for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
+        conn_close_async(c, "reset by the admin API");
+    /* Reap now so the closes run against the old state before it is wiped. */
+    conn_set_reap(s->conns);
+    pull_free_all(s);
+    lock_free_all(s);
+    offsets_free(&s->offsets);
+    offsets_init(&s->offsets);
+    uint64_t gen = s->topics.generation; /* keeps counting: a broker re-registers after a reset */
+    topics_free(&s->topics);
+    topics_init(&s->topics);
+    s->topics.generation = gen + 1;
+    struct registry_hooks hooks = s->reg.hooks;
+    registry_free(&s->reg);
+    registry_init(&s->reg, &hooks);
+    /* The --topic topics are part of the daemon's configuration, not state. */
+    for (size_t i = 0; i < s->cfg->ntopics; i++)
+        if (!broker_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))
+            log_error("reset: topic %s could not be re-created", s->cfg->topics[i].name);
+}
+
+int broker_clock_advance(struct broker *s, int64_t ms)
+{
+    if (!s->cfg->virtual_clock)
+        return RMQ_ESTATE;
+    if (ms < 0)
+        return RMQ_EINVAL;
+    s->clock_offset_ms += ms;
+    broker_expire(s);
+    pull_on_timer(s);
+    return RMQ_OK;
+}

@@ -1,0 +1,13 @@
+/* lock_requests.h — LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: per-group queue locks
+ * of orderly consumers, leased for --lock-expiry-ms. Loop thread only. */
+#ifndef RMQ_LOCK_REQUESTS_H
+#define RMQ_LOCK_REQUESTS_H
+
+#include "broker.h"
+
+void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
+/* Frees every lock (shutdown, reset). */
+void lock_free_all(struct broker *s);
+
+#endif

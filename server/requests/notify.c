@@ -1,0 +1,48 @@
+/* notify.c — NOTIFY_CONSUMER_IDS_CHANGED fan-out. Groups flagged during an
+ * iteration get one NOTIFY each (coalesced), encoded once and queued to every
+ * live channel of the group, the new member included (PROTOCOL: docs/protocol.md §4.4). It is
+ * oneway: no reply is expected or awaited. Held pulls of the group are
+ * answered at the same time so clients re-pull against the new view.
+ * Loop thread only. */
+#include "notify.h"
+#include "broker.h"
+#include "conn.h"
+#include "log.h"
+#include "pull_requests.h"
+#include "remoting_frame.h"
+#include "request_codes.h"
+#include "trace_recorder.h"
+
+static void notify_group(struct broker *s, struct reg_group *g)
+{
+    pull_release_group(s, g->g.name);
+    if (g->g.nmembers == 0 || !mship_notifies(&g->g))
+        return;
+    struct rmq_cmd cmd;
+    rmq_cmd_init_request(&cmd, RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED, s->next_opaque++, RMQ_FLAG_ONEWAY);
+    struct buf frame;
+    buf_init(&frame, 0);
+    if (rmq_cmd_ext_set(&cmd, "consumerGroup", g->g.name) != 0 || rmq_frame_encode(&cmd, &frame) != 0) {
+        log_error("NOTIFY for group %s not sent: out of memory", g->g.name);
+    } else {
+        for (size_t i = 0; i < g->g.nmembers; i++) {
+            const struct reg_channel *ch = registry_channel(&s->reg, g->g.members[i].channel_id);
+            if (ch && ch->conn && conn_send_bytes(ch->conn, buf_head(&frame), buf_live(&frame)) == 0) {
+                s->stats.notifications_sent++;
+                trace_record_notify(s->trace, broker_now_ms(s), ch->id, g->g.name);
+            }
+        }
+    }
+    buf_free(&frame);
+    rmq_cmd_clear(&cmd);
+}
+
+void notify_flush(struct broker *s)
+{
+    struct reg_group *g = registry_take_pending(&s->reg);
+    while (g) {
+        struct reg_group *next = g->next_pending;
+        notify_group(s, g);
+        g = next;
+    }
+}

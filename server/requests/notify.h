@@ -1,0 +1,11 @@
+/* notify.h — NOTIFY_CONSUMER_IDS_CHANGED fan-out. Loop thread only. */
+#ifndef RMQ_NOTIFY_H
+#define RMQ_NOTIFY_H
+
+#include "broker.h"
+
+/* Sends one NOTIFY per group flagged since the last call, to every live
+ * channel of the group. */
+void notify_flush(struct broker *s);
+
+#endif

@@ -1,0 +1,135 @@
+/* offset_requests.c — consumer offsets: QUERY/UPDATE_CONSUMER_OFFSET, GET_MAX/MIN_OFFSET,
+ * SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME. Committed offsets
+ * live in memory (for answers) and in the store (for restarts); rmqcoord
+ * stores no messages, so a queue's min offset is 0 and its max offset is the
+ * highest offset any group committed for it. Loop thread only. */
+#include "offset_requests.h"
+#include "broker.h"
+#include "conn.h"
+#include "err.h"
+#include "log.h"
+#include "mem.h"
+#include "reply.h"
+#include "request_codes.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset)
+{
+    int rc = offsets_put(&s->offsets, group, topic, qid, offset);
+    if (rc == 0)
+        rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
+    return rc;
+}
+
+/* Reads the common (topic, queueId) pair; replies the error itself. */
+static int topic_queue(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char **topic,
+                       int32_t *qid)
+{
+    int64_t q;
+    if (reply_require_str(s, c, req, "topic", topic) != 0 || reply_require_i64(s, c, req, "queueId", &q) != 0)
+        return RMQ_EINVAL;
+    if (q < 0 || q > INT32_MAX) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "queueId out of range");
+        return RMQ_EINVAL;
+    }
+    *qid = (int32_t)q;
+    return RMQ_OK;
+}
+
+/* Replies SUCCESS with one extFields entry (e.g. offset=N). */
+static void reply_value(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *key,
+                        int64_t v, bool durable)
+{
+    struct rmq_cmd resp;
+    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 ||
+        rmq_cmd_ext_set_i64(&resp, key, v) != 0) {
+        rmq_cmd_clear(&resp);
+        conn_close_async(c, "out of memory building a reply");
+        return;
+    }
+    reply_send(s, c, req, &resp, durable);
+}
+
+void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *group, *topic;
+    int32_t qid;
+    if (reply_require_str(s, c, req, "consumerGroup", &group) != 0 ||
+        topic_queue(s, c, req, &topic, &qid) != 0)
+        return;
+    int64_t off;
+    if (offsets_get(&s->offsets, group, topic, qid, &off) == 0) {
+        reply_value(s, c, req, "offset", off, false);
+        return;
+    }
+    /* PROTOCOL: docs/protocol.md §5.1 — nothing committed: offset 0 while the queue's min
+     * offset is 0 (always, with no messages stored), unless the client asks
+     * for QUERY_NOT_FOUND with setZeroIfNotFound=false. */
+    bool zero = true;
+    if (rmq_cmd_ext_get_bool(req, "setZeroIfNotFound", &zero) != 0)
+        zero = true;
+    if (!zero) {
+        reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND, "Not found, no offset committed for this queue");
+        return;
+    }
+    reply_value(s, c, req, "offset", 0, false);
+}
+
+void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *group, *topic;
+    int32_t qid;
+    int64_t off;
+    if (reply_require_str(s, c, req, "consumerGroup", &group) != 0 ||
+        topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "commitOffset", &off) != 0)
+        return;
+    if (broker_offset_commit(s, group, topic, qid, off) != 0) {
+        log_error("offset %s/%s/%d not stored: %s", group, topic, (int)qid, store_errmsg(s->store));
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
+        return;
+    }
+    struct rmq_cmd resp;
+    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
+        conn_close_async(c, "out of memory building a reply");
+        return;
+    }
+    reply_send(s, c, req, &resp, true);
+}
+
+void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *topic;
+    int32_t qid;
+    if (topic_queue(s, c, req, &topic, &qid) == 0)
+        reply_value(s, c, req, "offset", offsets_queue_max(&s->offsets, topic, qid), false);
+}
+
+void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *topic;
+    int32_t qid;
+    if (topic_queue(s, c, req, &topic, &qid) == 0)
+        reply_value(s, c, req, "offset", 0, false);
+}
+
+void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *topic;
+    int32_t qid;
+    int64_t ts;
+    if (topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "timestamp", &ts) != 0)
+        return;
+    /* No message is stored after any time: the answer is the queue's end. */
+    reply_value(s, c, req, "offset", offsets_queue_max(&s->offsets, topic, qid), false);
+}
+
+void handle_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *topic;
+    int32_t qid;
+    if (topic_queue(s, c, req, &topic, &qid) == 0)
+        reply_value(s, c, req, "timestamp", -1, false);
+}

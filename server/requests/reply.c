@@ -1,0 +1,122 @@
+/* reply.c — answering requests, and the held replies that wait for the
+ * store commit (see reply.h). Loop thread only. */
+#include "reply.h"
+
+#include "buf.h"
+#include "conn.h"
+#include "err.h"
+#include "mem.h"
+#include "request_codes.h"
+#include "topics.h"
+
+#include <stdio.h>
+
+void reply_send(struct broker *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
+                bool durable)
+{
+    if (rmq_cmd_is_oneway(req)) {
+        rmq_cmd_clear(resp);
+        return;
+    }
+    if (!durable) {
+        conn_send(c, resp);
+        rmq_cmd_clear(resp);
+        return;
+    }
+    if (s->nacks == s->acks_cap) {
+        size_t cap = s->acks_cap ? s->acks_cap * 2 : 64;
+        struct held_ack *p = rmq_realloc(s->acks, cap * sizeof *p);
+        if (!p) {
+            rmq_cmd_clear(resp);
+            conn_close_async(c, "out of memory holding a reply");
+            return;
+        }
+        s->acks = p;
+        s->acks_cap = cap;
+    }
+    s->acks[s->nacks].conn = c;
+    s->acks[s->nacks++].resp = *resp;
+    rmq_cmd_init(resp);
+}
+
+void reply_release_held(struct broker *s, bool stored)
+{
+    for (size_t i = 0; i < s->nacks; i++) {
+        struct held_ack *a = &s->acks[i];
+        if (a->conn && stored) {
+            conn_send(a->conn, &a->resp);
+        } else if (a->conn) {
+            struct rmq_cmd err;
+            if (rmq_cmd_init_response(&err, &a->resp, RMQ_RESP_SYSTEM_ERROR,
+                                      "not stored: the store could not commit; retry later") == 0)
+                conn_send(a->conn, &err);
+            rmq_cmd_clear(&err);
+        }
+        rmq_cmd_clear(&a->resp);
+    }
+    s->nacks = 0;
+}
+
+void reply_forget_conn(struct broker *s, const struct conn *c)
+{
+    for (size_t i = 0; i < s->nacks; i++)
+        if (s->acks[i].conn == c)
+            s->acks[i].conn = NULL;
+}
+
+void reply_code(struct broker *s, struct conn *c, const struct rmq_cmd *req, int32_t code, const char *remark)
+{
+    struct rmq_cmd resp;
+    if (rmq_cmd_init_response(&resp, req, code, remark) != 0) {
+        conn_close_async(c, "out of memory building a reply");
+        return;
+    }
+    reply_send(s, c, req, &resp, false);
+}
+
+void reply_body(struct broker *s, struct conn *c, const struct rmq_cmd *req, int built, struct buf *body,
+                bool durable)
+{
+    struct rmq_cmd resp;
+    int rc = built;
+    if (rc == 0)
+        rc = rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL);
+    if (rc == 0) {
+        rc = rmq_cmd_set_body_copy(&resp, buf_head(body), buf_live(body));
+        if (rc == 0)
+            reply_send(s, c, req, &resp, durable);
+        else
+            rmq_cmd_clear(&resp);
+    }
+    if (rc != 0)
+        conn_close_async(c, "out of memory building a reply");
+    buf_free(body);
+}
+
+int reply_require_i64(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *field,
+                      int64_t *out)
+{
+    int rc = rmq_cmd_ext_get_i64(req, field, out);
+    if (rc == 0)
+        return 0;
+    char remark[160];
+    snprintf(remark, sizeof remark, "%s field %s in %s request",
+             rc == RMQ_ENOTFOUND ? "missing" : "non-integer", field, rmq_request_name(req->code));
+    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+    return rc;
+}
+
+int reply_require_str(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *field,
+                      const char **out)
+{
+    const char *v = rmq_cmd_ext_get(req, field);
+    if (v && *v && topics_name_ok(v)) {
+        *out = v;
+        return 0;
+    }
+    char remark[160];
+    snprintf(remark, sizeof remark, "%s field %s in %s request", v && *v ? "invalid" : "missing", field,
+             rmq_request_name(req->code));
+    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+    return RMQ_EINVAL;
+}
