@@ -1,4 +1,4 @@
-/* sim_net.c — see sim_net.h. Loop thread only. */
+/* remoting_client.c — see remoting_client.h. Loop thread only. */
 #include "remoting_client.h"
 #include "net.h"
 
@@ -28,17 +28,17 @@ struct pending {
     int32_t opaque;
     unsigned flags;
     int64_t deadline;
-    sim_reply_cb cb;
+    rclient_reply_cb cb;
     void *ctx;
     struct pending *prev, *next;
 };
 
-struct sim_conn {
-    struct sim_net *net;
+struct rclient_conn {
+    struct rclient *net;
     char addr[128];
     struct sockaddr_storage sa;
     socklen_t salen;
-    struct sim_conn_handler h;
+    struct rclient_conn_handler h;
     int32_t *opaque;
     int fd;
     enum conn_state state;
@@ -56,20 +56,20 @@ struct sim_conn {
     struct hashmap pending; /* opaque (4 bytes) -> struct pending */
     struct pending *plist;  /* the same entries, for deadline sweeps */
     size_t npending;
-    struct sim_conn *next;      /* all connections */
-    struct sim_conn *next_work; /* dirty or broken, handled before sleep */
+    struct rclient_conn *next;      /* all connections */
+    struct rclient_conn *next_work; /* dirty or broken, handled before sleep */
 };
 
-struct sim_net {
+struct rclient {
     struct loop *loop;
-    struct sim_conn *all;
-    struct sim_conn *work;
-    struct sim_net_stats stats;
+    struct rclient_conn *all;
+    struct rclient_conn *work;
+    struct rclient_stats stats;
 };
 
-int sim_net_new(struct loop *l, struct sim_net **out)
+int rclient_new(struct loop *l, struct rclient **out)
 {
-    struct sim_net *n = rmq_calloc(1, sizeof *n);
+    struct rclient *n = rmq_calloc(1, sizeof *n);
     if (!n)
         return RMQ_ENOMEM;
     n->loop = l;
@@ -77,7 +77,7 @@ int sim_net_new(struct loop *l, struct sim_net **out)
     return RMQ_OK;
 }
 
-static void queue_work(struct sim_conn *c)
+static void queue_work(struct rclient_conn *c)
 {
     if (c->in_work)
         return;
@@ -86,7 +86,7 @@ static void queue_work(struct sim_conn *c)
     c->net->work = c;
 }
 
-static void mark_broken(struct sim_conn *c, const char *why)
+static void mark_broken(struct rclient_conn *c, const char *why)
 {
     if (c->broken || c->state == CONN_DOWN)
         return;
@@ -96,7 +96,7 @@ static void mark_broken(struct sim_conn *c, const char *why)
 }
 
 /* Parses "ip:port" / "[v6]:port" numerically into c->sa. */
-static int parse_addr(struct sim_conn *c, const char *addr)
+static int parse_addr(struct rclient_conn *c, const char *addr)
 {
     char host[128];
     const char *colon = strrchr(addr, ':');
@@ -119,12 +119,12 @@ static int parse_addr(struct sim_conn *c, const char *addr)
     return RMQ_OK;
 }
 
-int sim_net_conn_new(struct sim_net *n, const char *addr, const struct sim_conn_handler *h, int32_t *opaque,
-                     struct sim_conn **out)
+int rclient_conn_new(struct rclient *n, const char *addr, const struct rclient_conn_handler *h,
+                     int32_t *opaque, struct rclient_conn **out)
 {
-    if (strlen(addr) >= sizeof((struct sim_conn *)0)->addr)
+    if (strlen(addr) >= sizeof((struct rclient_conn *)0)->addr)
         return RMQ_EINVAL;
-    struct sim_conn *c = rmq_calloc(1, sizeof *c);
+    struct rclient_conn *c = rmq_calloc(1, sizeof *c);
     if (!c)
         return RMQ_ENOMEM;
     if (parse_addr(c, addr) != 0) {
@@ -136,9 +136,9 @@ int sim_net_conn_new(struct sim_net *n, const char *addr, const struct sim_conn_
     c->h = *h;
     c->opaque = opaque;
     c->fd = -1;
-    c->backoff_ms = SIM_NET_BACKOFF_MIN_MS;
+    c->backoff_ms = RCLIENT_BACKOFF_MIN_MS;
     rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT);
-    buf_init(&c->out, SIM_NET_MAX_OUTPUT);
+    buf_init(&c->out, RCLIENT_MAX_OUTPUT);
     hashmap_init(&c->pending);
     c->next = n->all;
     n->all = c;
@@ -146,12 +146,12 @@ int sim_net_conn_new(struct sim_net *n, const char *addr, const struct sim_conn_
     return RMQ_OK;
 }
 
-const char *sim_conn_addr(const struct sim_conn *c)
+const char *rclient_conn_addr(const struct rclient_conn *c)
 {
     return c->addr;
 }
 
-static void unlink_pending(struct sim_conn *c, struct pending *p)
+static void unlink_pending(struct rclient_conn *c, struct pending *p)
 {
     if (p->prev)
         p->prev->next = p->next;
@@ -164,7 +164,7 @@ static void unlink_pending(struct sim_conn *c, struct pending *p)
 
 /* Fails every pending request with status. The table is emptied first, so
  * a callback that sends again sees a consistent (down) connection. */
-static void fail_all(struct sim_conn *c, int status)
+static void fail_all(struct rclient_conn *c, int status)
 {
     struct pending *p = c->plist;
     c->plist = NULL;
@@ -180,7 +180,7 @@ static void fail_all(struct sim_conn *c, int status)
 }
 
 /* Closes the socket and schedules the next attempt; no callbacks. */
-static void close_socket(struct sim_conn *c)
+static void close_socket(struct rclient_conn *c)
 {
     if (c->fd >= 0) {
         loop_del_fd(c->net->loop, c->fd);
@@ -193,14 +193,14 @@ static void close_socket(struct sim_conn *c)
     rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT);
     buf_reset(&c->out);
     c->retry_at = loop_now_ms(c->net->loop) + c->backoff_ms;
-    c->backoff_ms = c->backoff_ms * 2 > SIM_NET_BACKOFF_MAX_MS ? SIM_NET_BACKOFF_MAX_MS : c->backoff_ms * 2;
+    c->backoff_ms = c->backoff_ms * 2 > RCLIENT_BACKOFF_MAX_MS ? RCLIENT_BACKOFF_MAX_MS : c->backoff_ms * 2;
 }
 
 static void on_event(struct loop *l, int fd, uint32_t events, void *ctx);
 
 /* Connected: queued output goes out and the owner hears of it before the
  * loop sleeps (this may run inside a send, where a callback must not). */
-static void became_up(struct sim_conn *c)
+static void became_up(struct rclient_conn *c)
 {
     c->state = CONN_UP;
     c->up_news = true;
@@ -209,7 +209,7 @@ static void became_up(struct sim_conn *c)
 }
 
 /* Starts a non-blocking connect. 0 (connecting or up) or -errno. */
-static int start_connect(struct sim_conn *c)
+static int start_connect(struct rclient_conn *c)
 {
     int fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -236,7 +236,7 @@ static int start_connect(struct sim_conn *c)
 }
 
 /* Makes sure a send can be queued: connects when down and allowed. */
-static int ensure_open(struct sim_conn *c)
+static int ensure_open(struct rclient_conn *c)
 {
     c->wanted = true;
     if (c->broken)
@@ -253,7 +253,7 @@ static int ensure_open(struct sim_conn *c)
     return rc;
 }
 
-static int queue_frame(struct sim_conn *c, const struct rmq_cmd *cmd)
+static int queue_frame(struct rclient_conn *c, const struct rmq_cmd *cmd)
 {
     int rc = ensure_open(c);
     if (rc != 0)
@@ -270,10 +270,10 @@ static int queue_frame(struct sim_conn *c, const struct rmq_cmd *cmd)
     return RMQ_OK;
 }
 
-int sim_conn_request(struct sim_conn *c, struct rmq_cmd *req, int64_t timeout_ms, unsigned flags,
-                     sim_reply_cb cb, void *ctx)
+int rclient_conn_request(struct rclient_conn *c, struct rmq_cmd *req, int64_t timeout_ms, unsigned flags,
+                         rclient_reply_cb cb, void *ctx)
 {
-    if (c->npending >= SIM_NET_MAX_PENDING)
+    if (c->npending >= RCLIENT_MAX_PENDING)
         return RMQ_E2BIG;
     struct pending *p = rmq_calloc(1, sizeof *p);
     if (!p)
@@ -297,19 +297,19 @@ int sim_conn_request(struct sim_conn *c, struct rmq_cmd *req, int64_t timeout_ms
     return RMQ_OK;
 }
 
-int sim_conn_oneway(struct sim_conn *c, struct rmq_cmd *req)
+int rclient_conn_oneway(struct rclient_conn *c, struct rmq_cmd *req)
 {
     req->opaque = (int32_t)(uint32_t)(*c->opaque)++;
     req->flag = (req->flag & ~RMQ_FLAG_RESPONSE) | RMQ_FLAG_ONEWAY;
     return queue_frame(c, req);
 }
 
-int sim_conn_reply(struct sim_conn *c, const struct rmq_cmd *resp)
+int rclient_conn_reply(struct rclient_conn *c, const struct rmq_cmd *resp)
 {
     return queue_frame(c, resp);
 }
 
-static void on_response(struct sim_conn *c, const struct rmq_cmd *cmd)
+static void on_response(struct rclient_conn *c, const struct rmq_cmd *cmd)
 {
     struct pending *p = hashmap_remove(&c->pending, &cmd->opaque, sizeof cmd->opaque);
     if (!p) {
@@ -323,7 +323,7 @@ static void on_response(struct sim_conn *c, const struct rmq_cmd *cmd)
 }
 
 /* Decodes and hands out every complete frame. */
-static void dispatch_frames(struct sim_conn *c)
+static void dispatch_frames(struct rclient_conn *c)
 {
     while (!c->broken) {
         struct rmq_cmd cmd;
@@ -338,7 +338,7 @@ static void dispatch_frames(struct sim_conn *c)
             rmq_cmd_clear(&cmd);
             return;
         }
-        c->backoff_ms = SIM_NET_BACKOFF_MIN_MS; /* the peer talks: the link is healthy */
+        c->backoff_ms = RCLIENT_BACKOFF_MIN_MS; /* the peer talks: the link is healthy */
         if (rmq_cmd_is_response(&cmd))
             on_response(c, &cmd);
         else if (c->h.on_request)
@@ -349,7 +349,7 @@ static void dispatch_frames(struct sim_conn *c)
 
 static int feed(void *ctx, const uint8_t *p, size_t n)
 {
-    struct sim_conn *c = ctx;
+    struct rclient_conn *c = ctx;
     if (rmq_frame_decoder_feed(&c->dec, p, n) != 0) {
         mark_broken(c, "out of memory");
         return RMQ_ENOMEM;
@@ -358,7 +358,7 @@ static int feed(void *ctx, const uint8_t *p, size_t n)
     return c->broken ? RMQ_ESTATE : 0;
 }
 
-static void on_readable(struct sim_conn *c)
+static void on_readable(struct rclient_conn *c)
 {
     if (c->broken)
         return;
@@ -370,7 +370,7 @@ static void on_readable(struct sim_conn *c)
 }
 
 /* Writes queued output: 0 when drained, RMQ_EAGAIN when the socket is full. */
-static int write_out(struct sim_conn *c)
+static int write_out(struct rclient_conn *c)
 {
     int rc = net_write_buf(c->fd, &c->out);
     if (rc == 0)
@@ -381,7 +381,7 @@ static int write_out(struct sim_conn *c)
     return RMQ_EIO;
 }
 
-static void set_write_interest(struct sim_conn *c, bool want)
+static void set_write_interest(struct rclient_conn *c, bool want)
 {
     if (c->write_armed == want)
         return;
@@ -392,7 +392,7 @@ static void set_write_interest(struct sim_conn *c, bool want)
 }
 
 /* The connect finished (writable or error): up, or broken with the reason. */
-static void finish_connect(struct sim_conn *c)
+static void finish_connect(struct rclient_conn *c)
 {
     int err = 0;
     socklen_t len = sizeof err;
@@ -410,7 +410,7 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l;
     (void)fd;
-    struct sim_conn *c = ctx;
+    struct rclient_conn *c = ctx;
     if (c->broken)
         return;
     if (c->state == CONN_CONNECTING) {
@@ -425,7 +425,7 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
 }
 
 /* Tears a broken connection down: socket closed, requests failed. */
-static void teardown(struct sim_conn *c)
+static void teardown(struct rclient_conn *c)
 {
     log_info("sim: connection to %s lost: %s", c->addr, c->why);
     c->net->stats.disconnects++;
@@ -435,15 +435,15 @@ static void teardown(struct sim_conn *c)
     fail_all(c, -ECONNRESET);
 }
 
-void sim_net_before_sleep(struct sim_net *n)
+void rclient_before_sleep(struct rclient *n)
 {
     /* Callbacks run by teardown may queue more work: loop until quiet, each
      * pass handling what the previous one queued. */
     for (int pass = 0; n->work && pass < 8; pass++) {
-        struct sim_conn *c = n->work;
+        struct rclient_conn *c = n->work;
         n->work = NULL;
         while (c) {
-            struct sim_conn *next = c->next_work;
+            struct rclient_conn *next = c->next_work;
             c->in_work = false;
             c->next_work = NULL;
             if (!c->broken && c->up_news) {
@@ -464,7 +464,7 @@ void sim_net_before_sleep(struct sim_net *n)
 
 /* Takes every request past its deadline off the table first, then runs
  * their callbacks, which may send again. */
-static void expire(struct sim_conn *c, int64_t now)
+static void expire(struct rclient_conn *c, int64_t now)
 {
     struct pending *expired = NULL;
     for (struct pending *p = c->plist, *next; p; p = next) {
@@ -487,35 +487,35 @@ static void expire(struct sim_conn *c, int64_t now)
     }
 }
 
-void sim_net_tick(struct sim_net *n)
+void rclient_tick(struct rclient *n)
 {
     int64_t now = loop_now_ms(n->loop);
-    for (struct sim_conn *c = n->all; c; c = c->next) {
+    for (struct rclient_conn *c = n->all; c; c = c->next) {
         expire(c, now);
         if (c->state == CONN_DOWN && !c->broken && c->wanted && now >= c->retry_at && ensure_open(c) != 0)
             log_debug("sim: reconnect to %s failed; next try in %lld ms", c->addr, (long long)c->backoff_ms);
     }
 }
 
-size_t sim_net_pending(const struct sim_net *n)
+size_t rclient_pending(const struct rclient *n)
 {
     size_t total = 0;
-    for (const struct sim_conn *c = n->all; c; c = c->next)
+    for (const struct rclient_conn *c = n->all; c; c = c->next)
         total += c->npending;
     return total;
 }
 
-const struct sim_net_stats *sim_net_stats(const struct sim_net *n)
+const struct rclient_stats *rclient_stats(const struct rclient *n)
 {
     return &n->stats;
 }
 
-void sim_net_free(struct sim_net *n)
+void rclient_free(struct rclient *n)
 {
     if (!n)
         return;
     while (n->all) {
-        struct sim_conn *c = n->all;
+        struct rclient_conn *c = n->all;
         n->all = c->next;
         close_socket(c);
         fail_all(c, RMQ_ESTATE);

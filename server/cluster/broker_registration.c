@@ -3,7 +3,7 @@
  * every --register-interval-ms and at once after a topic change, and sends
  * UNREGISTER_BROKER (104) at clean shutdown (see cluster.h, docs/cluster.md).
  *
- * The connections are sim_net client connections (non-blocking connect,
+ * The connections are rclient client connections (non-blocking connect,
  * reconnect with backoff, replies matched by opaque), driven by a 100 ms
  * timer and written before the loop sleeps. Loop thread only, except the
  * shutdown unregistration, which runs blocking and bounded on the main
@@ -34,15 +34,13 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define REQ_REGISTER_BROKER 103
-#define REQ_UNREGISTER_BROKER 104
 #define BREG_TICK_MS 100
 #define BREG_TIMEOUT_MS 3000 /* the Java broker's registration timeout default is 6 s; ours is shorter */
 #define BREG_VERSION 401     /* V4_9_4: a name server then uses its filter-server registration path */
 
 struct breg_ns {
     char addr[300];
-    struct sim_conn *c; /* owned by net */
+    struct rclient_conn *c; /* owned by net */
     bool in_flight;
     bool registered; /* the last attempt succeeded */
     int64_t last_ok_ms, last_attempt_ms;
@@ -52,7 +50,7 @@ struct breg_ns {
 
 struct broker_reg {
     struct broker *s; /* borrowed */
-    struct sim_net *net;
+    struct rclient *net;
     struct breg_ns ns[CONFIG_MAX_NAMESRV];
     size_t n;
     int32_t opaque;
@@ -114,7 +112,7 @@ static int set_common_ext(struct broker *s, struct rmq_cmd *req)
 static int build_register(struct broker_reg *r, struct rmq_cmd *req)
 {
     struct broker *s = r->s;
-    rmq_cmd_init_request(req, REQ_REGISTER_BROKER, 0, 0);
+    rmq_cmd_init_request(req, RMQ_REQ_REGISTER_BROKER, 0, 0);
     req->version = BREG_VERSION;
     struct buf body;
     buf_init(&body, 0);
@@ -176,7 +174,7 @@ static void register_all(struct broker_reg *r)
         if (ns->in_flight)
             continue;
         ns->last_attempt_ms = broker_now_ms(r->s);
-        int rc = sim_conn_request(ns->c, &req, BREG_TIMEOUT_MS, 0, on_registered, ns);
+        int rc = rclient_conn_request(ns->c, &req, BREG_TIMEOUT_MS, 0, on_registered, ns);
         if (rc == 0) {
             ns->in_flight = true;
             continue;
@@ -195,7 +193,7 @@ static void tick(struct loop *l, int id, void *ctx)
 {
     (void)id;
     struct broker_reg *r = ctx;
-    sim_net_tick(r->net);
+    rclient_tick(r->net);
     int64_t now = loop_now_ms(l);
     bool changed = !r->sent_once || r->s->topics.generation != r->gen_sent;
     if (!changed && now < r->next_ms)
@@ -222,13 +220,13 @@ int broker_reg_start(struct broker *s)
     r->opaque = 1;
     if (s->http)
         snprintf(r->http_addr, sizeof r->http_addr, "%s:%u", s->cfg->http.host, s->http_port);
-    int rc = sim_net_new(s->loop, &r->net);
-    struct sim_conn_handler h = {NULL, NULL, r};
+    int rc = rclient_new(s->loop, &r->net);
+    struct rclient_conn_handler h = {NULL, NULL, r};
     for (size_t i = 0; rc == 0 && i < s->cfg->nnamesrv; i++) {
         const struct config_addr *a = &s->cfg->namesrv[i];
         snprintf(r->ns[i].addr, sizeof r->ns[i].addr, strchr(a->host, ':') ? "[%s]:%u" : "%s:%u", a->host,
                  a->port);
-        rc = sim_net_conn_new(r->net, r->ns[i].addr, &h, &r->opaque, &r->ns[i].c);
+        rc = rclient_conn_new(r->net, r->ns[i].addr, &h, &r->opaque, &r->ns[i].c);
         if (rc != 0)
             log_error("broker: name server address %s is not numeric ip:port", r->ns[i].addr);
         r->n = i + 1;
@@ -241,7 +239,7 @@ int broker_reg_start(struct broker *s)
 void broker_reg_before_sleep(struct broker *s)
 {
     if (s->breg)
-        sim_net_before_sleep(s->breg->net);
+        rclient_before_sleep(s->breg->net);
 }
 
 /* Sends UNREGISTER_BROKER to addr over a fresh blocking connection and waits
@@ -266,7 +264,7 @@ static int unregister_one(struct broker *s, const struct config_addr *a)
         return RMQ_EINVAL;
     }
     struct rmq_cmd req;
-    rmq_cmd_init_request(&req, REQ_UNREGISTER_BROKER, 1, 0);
+    rmq_cmd_init_request(&req, RMQ_REQ_UNREGISTER_BROKER, 1, 0);
     req.version = BREG_VERSION;
     struct buf frame;
     buf_init(&frame, 0);
@@ -309,7 +307,7 @@ void broker_reg_stop(struct broker *s)
             log_warn("broker: UNREGISTER_BROKER to %s failed: %s", r->ns[i].addr,
                      rc <= RMQ_EAGAIN ? rmq_strerror(rc) : strerror(-rc));
     }
-    sim_net_free(r->net); /* fails in-flight registrations: their callbacks only touch r */
+    rclient_free(r->net); /* fails in-flight registrations: their callbacks only touch r */
     rmq_free(r);
     s->breg = NULL;
 }

@@ -18,8 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define REQ_REGISTER_BROKER 103
-#define REQ_UNREGISTER_BROKER 104
 
 static const char *role_name(int role)
 {
@@ -63,8 +61,8 @@ void cluster_stop(struct broker *s)
 static bool name_server_code(int32_t code)
 {
     switch (code) {
-    case REQ_REGISTER_BROKER:
-    case REQ_UNREGISTER_BROKER:
+    case RMQ_REQ_REGISTER_BROKER:
+    case RMQ_REQ_UNREGISTER_BROKER:
     case RMQ_REQ_GET_ROUTEINFO_BY_TOPIC:
     case RMQ_REQ_GET_BROKER_CLUSTER_INFO:
     case RMQ_REQ_GET_KV_CONFIG: return true;
@@ -77,7 +75,7 @@ bool cluster_dispatch(struct broker *s, struct conn *c, struct rmq_cmd *req)
     int role = s->cfg->role;
     if (role == CONFIG_ROLE_BOTH)
         return false;
-    bool reg = req->code == REQ_REGISTER_BROKER || req->code == REQ_UNREGISTER_BROKER;
+    bool reg = req->code == RMQ_REQ_REGISTER_BROKER || req->code == RMQ_REQ_UNREGISTER_BROKER;
     char remark[160];
     if (role == CONFIG_ROLE_BROKER) {
         if (!reg)
@@ -88,8 +86,8 @@ bool cluster_dispatch(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return true;
     }
     switch (req->code) {
-    case REQ_REGISTER_BROKER: namesrv_register(s, c, req); return true;
-    case REQ_UNREGISTER_BROKER: namesrv_unregister(s, c, req); return true;
+    case RMQ_REQ_REGISTER_BROKER: namesrv_register(s, c, req); return true;
+    case RMQ_REQ_UNREGISTER_BROKER: namesrv_unregister(s, c, req); return true;
     case RMQ_REQ_GET_ROUTEINFO_BY_TOPIC: namesrv_get_route(s, c, req); return true;
     case RMQ_REQ_GET_BROKER_CLUSTER_INFO: namesrv_cluster_info(s, c, req); return true;
     default: break;

@@ -11,6 +11,7 @@
  * because it is not.
  */
 #include "cmd_replay.h"
+#include "client_defaults.h"
 #include "err.h"
 #include "mem.h"
 #include "replay.h"
@@ -39,24 +40,40 @@ struct cli {
 
 static void usage(FILE *f)
 {
-    fputs("usage: rmqcoord replay FILE [options]\n"
-          "  --strategy NAME            AVG (default), AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM, "
-          "MACHINE_ROOM_NEARBY\n"
-          "  --virtual-nodes N          consistent-hash virtual nodes (10)\n"
-          "  --idcs ROOM[,ROOM...]      MACHINE_ROOM consumer rooms\n"
-          "  --client-rebalance-ms N    client rebalance timer (20000)\n"
-          "  --notify-delay-ms N        NOTIFY to rebalance delay (0)\n"
-          "  --channel-expiry-ms N      channel expiry (120000)\n"
-          "  --expiry-scan-ms N         expiry scan period (1000, the daemon's default; the broker's is "
-          "10000)\n"
-          "  --notify-on-expiry on|off  NOTIFY the group on expiry (on)\n"
-          "  --notify-source auto|model|trace  what makes clients rebalance on NOTIFY (auto)\n"
-          "  --ignore-notify CLIENT     this client id rebalances only on its timer (repeatable)\n"
-          "  --from T --to T            report window: ms since the epoch, or +N ms after the trace start\n"
-          "  --format text|json         output format (text)\n"
-          "  --explain TOPIC:BROKER:QUEUE  ownership history of one queue\n"
-          "  --target HOST:PORT [--speed X] [--max-conns N]  live replay against a running daemon\n",
-          f);
+    fputs(
+        "usage: rmqcoord replay FILE [options]\n"
+        "  --strategy NAME            AVG (default), AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM, "
+        "MACHINE_ROOM_NEARBY\n"
+        "  --virtual-nodes N          consistent-hash virtual nodes (10)\n"
+        "  --idcs ROOM[,ROOM...]      MACHINE_ROOM consumer rooms\n"
+        "  --client-rebalance-ms N    client rebalance timer (" RMQ_DEFAULT_STR(
+            RMQ_DEFAULT_REBALANCE_MS) ")\n"
+                                      "  --notify-delay-ms N        NOTIFY to rebalance delay (0)\n"
+                                      "  --channel-expiry-ms N      channel expiry (" RMQ_DEFAULT_STR(
+                                          RMQ_DEFAULT_CHANNEL_EXPIRY_MS) ")\n"
+                                                                         "  --expiry-scan-ms N         "
+                                                                         "expiry scan period (1000, the "
+                                                                         "daemon's default; the broker's is "
+                                                                         "10000)\n"
+                                                                         "  --notify-on-expiry on|off  "
+                                                                         "NOTIFY the group on expiry (on)\n"
+                                                                         "  --notify-source auto|model|trace "
+                                                                         " what makes clients rebalance on "
+                                                                         "NOTIFY (auto)\n"
+                                                                         "  --ignore-notify CLIENT     this "
+                                                                         "client id rebalances only on its "
+                                                                         "timer (repeatable)\n"
+                                                                         "  --from T --to T            "
+                                                                         "report window: ms since the epoch, "
+                                                                         "or +N ms after the trace start\n"
+                                                                         "  --format text|json         "
+                                                                         "output format (text)\n"
+                                                                         "  --explain TOPIC:BROKER:QUEUE  "
+                                                                         "ownership history of one queue\n"
+                                                                         "  --target HOST:PORT [--speed X] "
+                                                                         "[--max-conns N]  live replay "
+                                                                         "against a running daemon\n",
+        f);
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t *out)

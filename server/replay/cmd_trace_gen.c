@@ -9,9 +9,11 @@
  * topic route appears after its first heartbeat, as the daemon creates it.
  * Used for replay benchmarks (--events 1000000) and as test input.
  */
+#include "client_defaults.h"
 #include "cmd_replay.h"
 #include "err.h"
 #include "mem.h"
+#include "request_codes.h"
 #include "trace_fmt.h"
 
 #include <getopt.h>
@@ -192,7 +194,7 @@ static int heartbeat(struct gen *g, int64_t t, struct gclient *c, long index)
                              .ts = t,
                              .conn = c->conn,
                              .peer = c->peer,
-                             .code = 34,
+                             .code = RMQ_REQ_HEART_BEAT,
                              .language = 0,
                              .cmd_version = 409,
                              .body = (const uint8_t *)c->body,
@@ -239,7 +241,7 @@ static int churn(struct gen *g, int64_t t)
                                  .ts = t,
                                  .conn = c->conn,
                                  .peer = c->peer,
-                                 .code = 35,
+                                 .code = RMQ_REQ_UNREGISTER_CLIENT,
                                  .cmd_version = 409,
                                  .ext = kv,
                                  .next = 2};
@@ -290,7 +292,8 @@ static int parse(struct gen_opts *o, int argc, char **argv)
         {"events", 1, NULL, 'n'},        {"queues", 1, NULL, 'q'},     {"start-ms", 1, NULL, 't'},
         {"help", 0, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    *o = (struct gen_opts){4, 4, 8, 600000, 30000, 1000, 1700000000000LL, 2.0, 0.5, 0.0, 1, 0};
+    *o = (struct gen_opts){4,   4,   8, 600000, RMQ_DEFAULT_HEARTBEAT_MS, 1000, 1700000000000LL, 2.0,
+                           0.5, 0.0, 1, 0};
     optind = 1;
     opterr = 0;
     int ch;
@@ -332,8 +335,11 @@ int cmd_trace_gen_main(int argc, char **argv)
     if (rc != 0) {
         fputs("usage: rmqcoord trace-gen [--groups N] [--clients M (per group)] [--duration-ms D] [--events "
               "N]\n"
-              "         [--churn-per-min R] [--crash-rate P] [--freeze-rate F] [--heartbeat-ms 30000]\n"
-              "         [--jitter-ms J] [--queues Q] [--seed S] [--start-ms T]   (trace on stdout)\n",
+              "         [--churn-per-min R] [--crash-rate P] [--freeze-rate F] "
+              "[--heartbeat-ms " RMQ_DEFAULT_STR(
+                  RMQ_DEFAULT_HEARTBEAT_MS) "]\n"
+                                            "         [--jitter-ms J] [--queues Q] [--seed S] [--start-ms T] "
+                                            "  (trace on stdout)\n",
               rc == 1 ? stdout : stderr);
         return rc == 1 ? 0 : 2;
     }

@@ -7,6 +7,7 @@
  * scheduled. Allocation and ownership are in replay_own.c, output in
  * replay_out.c. One thread; no I/O.
  */
+#include "client_defaults.h"
 #include "err.h"
 #include "mem.h"
 #include "replay_int.h"
@@ -21,9 +22,9 @@ void replay_options_init(struct replay_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     allocate_options_init(&opt->alloc, ALLOCATE_AVG);
-    opt->rebalance_ms = 20000;
+    opt->rebalance_ms = RMQ_DEFAULT_REBALANCE_MS;
     opt->notify_delay_ms = 0;
-    opt->expiry_ms = 120000;
+    opt->expiry_ms = RMQ_DEFAULT_CHANNEL_EXPIRY_MS;
     opt->scan_ms = 1000;
     opt->notify_on_expiry = true;
     opt->notify_source = REPLAY_NOTIFY_AUTO;

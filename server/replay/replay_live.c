@@ -16,6 +16,7 @@
 #include "mem.h"
 #include "remoting_frame.h"
 #include "replay_io.h"
+#include "request_codes.h"
 #include "trace_fmt.h"
 
 #include <errno.h>
@@ -130,7 +131,7 @@ static int read_in(struct live *lv, struct lconn *c)
         if (rc == 0) {
             if (rmq_cmd_is_response(&cmd))
                 lv->responses++;
-            else if (cmd.code == 40)
+            else if (cmd.code == RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED)
                 lv->notifies++;
         }
         rmq_cmd_clear(&cmd);

@@ -50,7 +50,7 @@ void sim_emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim
 
 static void emit_summary(const struct sim *sim)
 {
-    const struct sim_net_stats *n = sim_net_stats(sim->net);
+    const struct rclient_stats *n = rclient_stats(sim->net);
     size_t held = 0;
     for (size_t i = 0; i < sim->nclients; i++)
         for (size_t j = 0; j < sim->clients[i].ntopics; j++)
@@ -77,7 +77,7 @@ static void on_unregistered(void *ctx, int status, const struct rmq_cmd *resp)
 }
 
 /* PROTOCOL: docs/protocol.md §2.1 35 carries clientID and one of consumerGroup/producerGroup. */
-static void unregister(struct sim *sim, struct sim_conn *conn, const char *id, const char *key,
+static void unregister(struct sim *sim, struct rclient_conn *conn, const char *id, const char *key,
                        const char *group)
 {
     struct rmq_cmd cmd;
@@ -86,7 +86,7 @@ static void unregister(struct sim *sim, struct sim_conn *conn, const char *id, c
     if (!rc)
         rc = rmq_cmd_ext_set(&cmd, key, group);
     if (!rc)
-        rc = sim_conn_request(conn, &cmd, SIM_TIMEOUT_UNREGISTER_MS, 0, on_unregistered, sim);
+        rc = rclient_conn_request(conn, &cmd, SIM_TIMEOUT_UNREGISTER_MS, 0, on_unregistered, sim);
     sim->unregister_waiting += rc == 0;
     rmq_cmd_clear(&cmd);
 }
@@ -112,7 +112,7 @@ static void begin_shutdown(struct sim *sim)
         for (size_t k = 0; k < grp->nconns; k++)
             for (size_t m = 0; m < grp->nmembers; m++) {
                 const struct sim_client *c = grp->members[m];
-                if (!sim_client_is_broker(c, sim_conn_addr(grp->conns[k])))
+                if (!sim_client_is_broker(c, rclient_conn_addr(grp->conns[k])))
                     continue; /* e.g. a name server that is no broker */
                 unregister(sim, grp->conns[k], c->id, "consumerGroup", sim->cfg->group);
                 unregister(sim, grp->conns[k], c->id, "producerGroup", "CLIENT_INNER_PRODUCER");
@@ -144,13 +144,13 @@ static void on_tick(struct loop *l, int id, void *ctx)
 {
     (void)l;
     (void)id;
-    sim_net_tick(((struct sim *)ctx)->net);
+    rclient_tick(((struct sim *)ctx)->net);
 }
 
 static void before_sleep(struct loop *l, void *ctx)
 {
     (void)l;
-    sim_net_before_sleep(((struct sim *)ctx)->net);
+    rclient_before_sleep(((struct sim *)ctx)->net);
 }
 
 /* Client ids: --client-id, P-<i>, or 127.0.0.1@sim<i>. */
@@ -196,7 +196,7 @@ static int sim_build(struct sim *sim)
 static void sim_teardown(struct sim *sim)
 {
     /* Connections first: their pending callbacks still see live clients. */
-    sim_net_free(sim->net);
+    rclient_free(sim->net);
     sim->net = NULL;
     for (size_t i = 0; sim->clients && i < sim->nclients; i++)
         if (sim->clients[i].id)
@@ -239,7 +239,7 @@ static int sim_setup(struct sim *sim, const struct sim_config *cfg, int sfd)
     buf_init(&sim->line, 0);
     int rc = loop_new(&sim->loop);
     if (!rc)
-        rc = sim_net_new(sim->loop, &sim->net);
+        rc = rclient_new(sim->loop, &sim->net);
     if (!rc)
         rc = sim_build(sim);
     if (!rc)

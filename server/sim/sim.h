@@ -6,7 +6,7 @@
  * address, then rebalance rounds (38 per topic, allocate_one, 14/30 for new
  * queues, one long-polling PULL (11) per held queue, oneway 15 for dropped
  * and, on a timer, held queues). Nothing ever waits for a reply: every
- * request carries a callback (sim_net.h). Clients are grouped K to a
+ * request carries a callback (remoting_client.h). Clients are grouped K to a
  * "group" that owns one connection per address string (several clients'
  * traffic on one connection when K > 1), as a Java process keys its
  * connections by address.
@@ -15,7 +15,7 @@
  * timers), sim_balance.c (rebalance rounds), sim_pull.c (process queues:
  * offsets, pulls, persist), sim_inbound.c (NOTIFY, 307, unknown codes),
  * cmd_sim.c (process: loop, signals, output, shutdown); pure parts in
- * sim_body.c, sim_rinfo.c, sim_rebalance.c; connections in sim_net.c.
+ * sim_body.c, sim_rinfo.c, sim_rebalance.c; connections in rclient.c.
  *
  * Ownership: struct sim owns the groups and clients, which live until
  * exit; a client owns its topics and process queues. Loop thread only.
@@ -129,7 +129,7 @@ struct sim_group {
     struct sim *sim;
     struct sim_client **members; /* borrowed */
     size_t nmembers;
-    struct sim_conn *conns[SIM_MAX_CONNS_PER_GROUP];
+    struct rclient_conn *conns[SIM_MAX_CONNS_PER_GROUP];
     size_t nconns;
     int32_t next_opaque; /* Java: one counter per process, from 0 */
 };
@@ -141,7 +141,7 @@ struct sim_stats {
 struct sim {
     const struct sim_config *cfg;
     struct loop *loop;
-    struct sim_net *net;
+    struct rclient *net;
     struct sim_client *clients;
     size_t nclients;
     struct sim_group *groups;
@@ -170,7 +170,7 @@ bool sim_client_is_broker(const struct sim_client *c, const char *addr);
 /* Heartbeats every broker address the client knows. */
 void sim_client_heartbeat_all(struct sim_client *c);
 /* The group's connection to addr (found or made); NULL on a bad address. */
-struct sim_conn *sim_group_conn(struct sim_group *g, const char *addr);
+struct rclient_conn *sim_group_conn(struct sim_group *g, const char *addr);
 /* A request carrying the configured version and language. */
 void sim_request_init(const struct sim *sim, struct rmq_cmd *cmd, int32_t code);
 int64_t sim_wall_ms(void);
@@ -191,8 +191,8 @@ void sim_pq_run_due(struct sim_client *c, int64_t now);
 void sim_pq_persist_all(struct sim_client *c);
 
 /* sim_inbound.c: requests the broker sends on a group's connection. */
-void sim_inbound_request(void *ctx, struct sim_conn *conn, const struct rmq_cmd *req);
-void sim_inbound_up(void *ctx, struct sim_conn *conn, bool reconnected);
+void sim_inbound_request(void *ctx, struct rclient_conn *conn, const struct rmq_cmd *req);
+void sim_inbound_up(void *ctx, struct rclient_conn *conn, bool reconnected);
 
 /* cmd_sim.c: prints a holdings line for client c's topic t. */
 void sim_emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim_reason why);

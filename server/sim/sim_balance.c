@@ -173,14 +173,14 @@ static void on_list(void *ctx, int status, const struct rmq_cmd *resp)
 static int request_list(struct sim_client *c, const struct sim_topic *t)
 {
     const char *addr = list_addr(t);
-    struct sim_conn *conn = addr ? sim_group_conn(c->grp, addr) : NULL;
+    struct rclient_conn *conn = addr ? sim_group_conn(c->grp, addr) : NULL;
     if (!conn)
         return RMQ_ENOTFOUND;
     struct rmq_cmd cmd;
     sim_request_init(c->sim, &cmd, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP);
     int rc = rmq_cmd_ext_set(&cmd, "consumerGroup", c->sim->cfg->group);
     if (!rc)
-        rc = sim_conn_request(conn, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, on_list, c);
+        rc = rclient_conn_request(conn, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, on_list, c);
     rmq_cmd_clear(&cmd);
     return rc;
 }

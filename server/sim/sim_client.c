@@ -31,16 +31,16 @@ void sim_request_init(const struct sim *sim, struct rmq_cmd *cmd, int32_t code)
     cmd->language = sim->cfg->language;
 }
 
-struct sim_conn *sim_group_conn(struct sim_group *g, const char *addr)
+struct rclient_conn *sim_group_conn(struct sim_group *g, const char *addr)
 {
     for (size_t i = 0; i < g->nconns; i++)
-        if (!strcmp(sim_conn_addr(g->conns[i]), addr))
+        if (!strcmp(rclient_conn_addr(g->conns[i]), addr))
             return g->conns[i];
     if (g->nconns == SIM_MAX_CONNS_PER_GROUP)
         return NULL;
-    struct sim_conn_handler h = {.on_request = sim_inbound_request, .on_up = sim_inbound_up, .ctx = g};
-    struct sim_conn *c;
-    if (sim_net_conn_new(g->sim->net, addr, &h, &g->next_opaque, &c) != 0) {
+    struct rclient_conn_handler h = {.on_request = sim_inbound_request, .on_up = sim_inbound_up, .ctx = g};
+    struct rclient_conn *c;
+    if (rclient_conn_new(g->sim->net, addr, &h, &g->next_opaque, &c) != 0) {
         log_warn("sim: cannot use broker address '%s'", addr);
         return NULL;
     }
@@ -145,17 +145,17 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
 }
 
 /* Sends one GET_ROUTEINFO_BY_TOPIC; 0 when a callback will follow. */
-static int request_route(struct sim_topic *t, sim_reply_cb cb)
+static int request_route(struct sim_topic *t, rclient_reply_cb cb)
 {
     struct sim_client *c = t->client;
-    struct sim_conn *ns = sim_group_conn(c->grp, c->sim->cfg->namesrv);
+    struct rclient_conn *ns = sim_group_conn(c->grp, c->sim->cfg->namesrv);
     if (!ns)
         return RMQ_EINVAL;
     struct rmq_cmd cmd;
     sim_request_init(c->sim, &cmd, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC);
     int rc = rmq_cmd_ext_set(&cmd, "topic", t->name);
     if (!rc)
-        rc = sim_conn_request(ns, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, cb, t);
+        rc = rclient_conn_request(ns, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, cb, t);
     rmq_cmd_clear(&cmd);
     return rc;
 }
@@ -217,7 +217,7 @@ bool sim_client_is_broker(const struct sim_client *c, const char *addr)
 }
 
 /* Sends HEART_BEAT to every broker; returns how many callbacks follow. */
-static int heartbeat_to_all(struct sim_client *c, sim_reply_cb cb)
+static int heartbeat_to_all(struct sim_client *c, rclient_reply_cb cb)
 {
     struct sim_sub subs[SIM_MAX_TOPICS];
     for (size_t i = 0; i < c->ntopics; i++)
@@ -240,8 +240,8 @@ static int heartbeat_to_all(struct sim_client *c, sim_reply_cb cb)
         const char *addrs[SIM_MAX_CONNS_PER_GROUP];
         size_t n = broker_addrs(c, addrs, SIM_MAX_CONNS_PER_GROUP);
         for (size_t i = 0; i < n; i++) {
-            struct sim_conn *conn = sim_group_conn(c->grp, addrs[i]);
-            if (conn && sim_conn_request(conn, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, cb, c) == 0)
+            struct rclient_conn *conn = sim_group_conn(c->grp, addrs[i]);
+            if (conn && rclient_conn_request(conn, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, cb, c) == 0)
                 sent++;
         }
     }

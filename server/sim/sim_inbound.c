@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void reply(const struct sim *sim, struct sim_conn *conn, const struct rmq_cmd *req, int32_t code,
+static void reply(const struct sim *sim, struct rclient_conn *conn, const struct rmq_cmd *req, int32_t code,
                   const char *remark, struct buf *body)
 {
     struct rmq_cmd resp;
@@ -24,7 +24,7 @@ static void reply(const struct sim *sim, struct sim_conn *conn, const struct rmq
     if (!rc && body)
         rc = rmq_cmd_set_body_copy(&resp, buf_head(body), buf_live(body));
     if (!rc)
-        rc = sim_conn_reply(conn, &resp);
+        rc = rclient_conn_reply(conn, &resp);
     if (rc)
         log_warn("sim: reply to request %d not sent: %s", req->code, rmq_strerror(rc));
     rmq_cmd_clear(&resp);
@@ -80,7 +80,7 @@ static struct sim_client *member_by_id(const struct sim_group *g, const char *id
 
 /* PROTOCOL: docs/protocol.md §3.8 GET_CONSUMER_RUNNING_INFO, answered by the client the
  * clientId field names (a shared connection carries several). */
-static void running_info(struct sim_group *g, struct sim_conn *conn, const struct rmq_cmd *req)
+static void running_info(struct sim_group *g, struct rclient_conn *conn, const struct rmq_cmd *req)
 {
     const char *group = rmq_cmd_ext_get(req, "consumerGroup");
     struct sim_client *c = member_by_id(g, rmq_cmd_ext_get(req, "clientId"));
@@ -109,13 +109,13 @@ static void running_info(struct sim_group *g, struct sim_conn *conn, const struc
     rmq_free(subs);
 }
 
-void sim_inbound_request(void *ctx, struct sim_conn *conn, const struct rmq_cmd *req)
+void sim_inbound_request(void *ctx, struct rclient_conn *conn, const struct rmq_cmd *req)
 {
     struct sim_group *g = ctx;
     switch (req->code) {
     case RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED:
         g->sim->stats.notifies++;
-        log_debug("sim: NOTIFY on %s", sim_conn_addr(conn));
+        log_debug("sim: NOTIFY on %s", rclient_conn_addr(conn));
         if (g->sim->cfg->no_notify)
             return;
         /* PROTOCOL: docs/protocol.md §10.1 Java wakes its RebalanceService: every consumer of
@@ -134,12 +134,12 @@ void sim_inbound_request(void *ctx, struct sim_conn *conn, const struct rmq_cmd 
     }
 }
 
-void sim_inbound_up(void *ctx, struct sim_conn *conn, bool reconnected)
+void sim_inbound_up(void *ctx, struct rclient_conn *conn, bool reconnected)
 {
     struct sim_group *g = ctx;
     if (!reconnected || g->sim->stopping)
         return;
-    log_info("sim: reconnected to %s; heartbeating %zu clients", sim_conn_addr(conn), g->nmembers);
+    log_info("sim: reconnected to %s; heartbeating %zu clients", rclient_conn_addr(conn), g->nmembers);
     /* The daemon dropped these members with the old connection; a real
      * client re-registers on its next heartbeat, the sim does it now. */
     for (size_t i = 0; i < g->nmembers; i++)

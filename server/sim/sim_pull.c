@@ -50,7 +50,7 @@ static struct sim *sim_of(const struct sim_pq *pq)
 }
 
 /* The connection for the queue's broker, or NULL when the route has none. */
-static struct sim_conn *pq_conn(const struct sim_pq *pq)
+static struct rclient_conn *pq_conn(const struct sim_pq *pq)
 {
     const char *addr = sim_route_addr_of(&pq->topic->route, pq->broker_name);
     return addr ? sim_group_conn(pq->client->grp, addr) : NULL;
@@ -73,10 +73,11 @@ static int pq_request_init(const struct sim_pq *pq, struct rmq_cmd *cmd, int32_t
 }
 
 /* Sends cmd about pq; on success the reply callback holds a reference. */
-static int pq_send(struct sim_pq *pq, struct rmq_cmd *cmd, int64_t timeout, unsigned flags, sim_reply_cb cb)
+static int pq_send(struct sim_pq *pq, struct rmq_cmd *cmd, int64_t timeout, unsigned flags,
+                   rclient_reply_cb cb)
 {
-    struct sim_conn *conn = pq_conn(pq);
-    int rc = conn ? sim_conn_request(conn, cmd, timeout, flags, cb, pq) : RMQ_ENOTFOUND;
+    struct rclient_conn *conn = pq_conn(pq);
+    int rc = conn ? rclient_conn_request(conn, cmd, timeout, flags, cb, pq) : RMQ_ENOTFOUND;
     if (rc == 0) {
         pq->refs++;
         pq->busy = true;
@@ -202,7 +203,7 @@ static void on_pull(void *ctx, int status, const struct rmq_cmd *resp)
         persist(pq);
         retry_later(pq, SIM_PULL_DELAY_MOVED_MS);
     } else {
-        retry_later(pq, code == 215 ? SIM_PULL_DELAY_FLOW_MS : SIM_PULL_DELAY_EXCEPTION_MS);
+        retry_later(pq, code == RMQ_RESP_FLOW_CONTROL ? SIM_PULL_DELAY_FLOW_MS : SIM_PULL_DELAY_EXCEPTION_MS);
     }
     sim_pq_unref(pq);
 }
@@ -243,13 +244,13 @@ static void persist(struct sim_pq *pq)
 {
     if (sim_of(pq)->cfg->broadcast || pq->offset < 0)
         return;
-    struct sim_conn *conn = pq_conn(pq);
+    struct rclient_conn *conn = pq_conn(pq);
     struct rmq_cmd cmd;
     int rc = pq_request_init(pq, &cmd, RMQ_REQ_UPDATE_CONSUMER_OFFSET, true);
     if (!rc)
         rc = rmq_cmd_ext_set_i64(&cmd, "commitOffset", pq->offset);
     if (!rc && conn)
-        rc = sim_conn_oneway(conn, &cmd);
+        rc = rclient_conn_oneway(conn, &cmd);
     if (rc)
         log_debug("sim: %s: offset of %s/%d not persisted: %s", pq->client->id, pq->topic->name, pq->queue_id,
                   rmq_strerror(rc));
