@@ -434,7 +434,7 @@ int server_init(struct broker *s, const struct config *cfg)
     registry_init(&s->reg, &hooks);
     topics_init(&s->topics);
     offsets_init(&s->offsets);
-    hashmap_init(&s->locks);
+    queue_locks_init(&s->locks);
     struct conn_set_options copt = {
         .max_frame = cfg->max_frame_bytes,
         .max_output = cfg->max_pending_output,
@@ -501,7 +501,7 @@ void server_fini(struct broker *s)
         close(s->listen_fds[i]);
     if (s->signal_fd >= 0)
         close(s->signal_fd);
-    lock_free_all(s);
+    queue_locks_free(&s->locks);
     registry_free(&s->reg);
     topics_free(&s->topics);
     offsets_free(&s->offsets);

@@ -79,7 +79,8 @@ void broker_reset_live(struct broker *s)
     /* Reap now so the closes run against the old state before it is wiped. */
     conn_set_reap(s->conns);
     pull_free_all(s);
-    lock_free_all(s);
+    queue_locks_free(&s->locks);
+    queue_locks_init(&s->locks);
     offsets_free(&s->offsets);
     offsets_init(&s->offsets);
     uint64_t gen = s->topics.generation; /* keeps counting: a broker re-registers after a reset */

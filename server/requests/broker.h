@@ -16,7 +16,9 @@
 
 #include "config.h"
 #include "hashmap.h"
+#include "held_pulls.h"
 #include "offsets.h"
+#include "queue_locks.h"
 #include "registry.h"
 #include "remoting_cmd.h"
 #include "stats.h"
@@ -38,18 +40,6 @@ struct holdings_round;
 struct namesrv_table;
 struct broker_reg;
 
-struct held_pull {
-    struct conn *conn; /* borrowed; holds are dropped when it closes */
-    int32_t opaque;
-    int32_t version;
-    uint8_t serialize_type;
-    char *group; /* owned */
-    char *topic; /* owned */
-    int32_t queue_id;
-    int64_t queue_offset;
-    int64_t deadline_ms; /* broker_now_ms clock (virtual-clock aware) */
-};
-
 /* A reply that reports a stored fact, held until the batch that stores it
  * has committed (then sent), or failed (then replaced by SYSTEM_ERROR). */
 struct held_ack {
@@ -69,9 +59,8 @@ struct broker {
     struct registry reg;
     struct topics topics;
     struct offsets offsets;
-    struct hashmap locks;    /* "group\0topic\0broker\0qid" -> struct queue_lock* (owned) */
-    struct held_pull *pulls; /* owned */
-    size_t npulls, pulls_cap;
+    struct queue_locks locks;
+    struct held_pulls pulls;
     struct held_ack *acks;     /* owned */
     uint64_t writes_at_commit; /* store_write_count at the last commit */
     int64_t last_commit_ms;    /* loop clock of the last commit */

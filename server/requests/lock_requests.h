@@ -7,7 +7,5 @@
 
 void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
-/* Frees every lock (shutdown, reset). */
-void lock_free_all(struct broker *s);
 
 #endif

@@ -38,8 +38,10 @@ static void answer_not_found(struct broker *s, struct conn *c, const struct rmq_
     reply_send(s, c, req_like, &resp, false);
 }
 
-static void answer_hold(struct broker *s, struct held_pull *h)
+/* Answers one released hold (nothing when its connection closed). */
+static void answer_hold(void *ctx, const struct held_pull *h)
 {
+    struct broker *s = ctx;
     struct rmq_cmd like;
     rmq_cmd_init(&like);
     like.opaque = h->opaque;
@@ -47,22 +49,6 @@ static void answer_hold(struct broker *s, struct held_pull *h)
     like.serialize_type = h->serialize_type;
     if (h->conn && !h->conn->closing)
         answer_not_found(s, h->conn, &like, h->topic, h->queue_id, h->queue_offset);
-    rmq_free(h->group);
-    rmq_free(h->topic);
-}
-
-/* Answers and removes every hold for which pick() is true. */
-static void release_where(struct broker *s, bool (*pick)(const struct held_pull *, const void *),
-                          const void *arg)
-{
-    size_t w = 0;
-    for (size_t r = 0; r < s->npulls; r++) {
-        if (pick(&s->pulls[r], arg))
-            answer_hold(s, &s->pulls[r]);
-        else
-            s->pulls[w++] = s->pulls[r];
-    }
-    s->npulls = w;
 }
 
 static bool same_group(const struct held_pull *h, const void *arg)
@@ -77,54 +63,33 @@ static bool due(const struct held_pull *h, const void *arg)
 {
     return h->deadline_ms <= *(const int64_t *)arg;
 }
-static bool any(const struct held_pull *h, const void *arg)
-{
-    (void)h;
-    (void)arg;
-    return true;
-}
 
 void pull_release_group(struct broker *s, const char *group)
 {
-    release_where(s, same_group, group);
+    held_pulls_release(&s->pulls, same_group, group, answer_hold, s);
 }
 
 void pull_drop_conn(struct broker *s, const struct conn *c)
 {
     /* The connection is going away: forget its holds without answering. */
-    for (size_t i = 0; i < s->npulls; i++)
-        if (s->pulls[i].conn == c)
-            s->pulls[i].conn = NULL;
-    release_where(s, same_conn, NULL);
+    held_pulls_forget_conn(&s->pulls, c);
+    held_pulls_release(&s->pulls, same_conn, NULL, NULL, NULL);
 }
 
 void pull_on_timer(struct broker *s)
 {
     int64_t now = broker_now_ms(s);
-    release_where(s, due, &now);
+    held_pulls_release(&s->pulls, due, &now, answer_hold, s);
 }
 
 void pull_free_all(struct broker *s)
 {
-    for (size_t i = 0; i < s->npulls; i++)
-        s->pulls[i].conn = NULL;
-    release_where(s, any, NULL);
-    rmq_free(s->pulls);
-    s->pulls = NULL;
-    s->npulls = s->pulls_cap = 0;
+    held_pulls_free(&s->pulls);
 }
 
 static int hold(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *group,
                 const char *topic, int32_t qid, int64_t queue_offset, int64_t hold_ms)
 {
-    if (s->npulls == s->pulls_cap) {
-        size_t cap = s->pulls_cap ? s->pulls_cap * 2 : 64;
-        struct held_pull *p = rmq_realloc(s->pulls, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        s->pulls = p;
-        s->pulls_cap = cap;
-    }
     struct held_pull h = {
         .conn = c,
         .opaque = req->opaque,
@@ -136,12 +101,11 @@ static int hold(struct broker *s, struct conn *c, const struct rmq_cmd *req, con
         .queue_offset = queue_offset,
         .deadline_ms = broker_now_ms(s) + hold_ms,
     };
-    if (!h.group || !h.topic) {
+    if (!h.group || !h.topic || held_pulls_add(&s->pulls, &h) != 0) {
         rmq_free(h.group);
         rmq_free(h.topic);
         return RMQ_ENOMEM;
     }
-    s->pulls[s->npulls++] = h;
     return RMQ_OK;
 }
 

@@ -1,0 +1,61 @@
+/* held_pulls.c — the table of held pulls (see held_pulls.h). Loop thread only. */
+#include "held_pulls.h"
+
+#include "err.h"
+#include "mem.h"
+
+#define HELD_PULLS_FIRST_CAP 64
+
+int held_pulls_add(struct held_pulls *p, const struct held_pull *h)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : HELD_PULLS_FIRST_CAP;
+        struct held_pull *items = rmq_realloc(p->items, cap * sizeof *items);
+        if (!items)
+            return RMQ_ENOMEM;
+        p->items = items;
+        p->cap = cap;
+    }
+    p->items[p->n++] = *h;
+    return RMQ_OK;
+}
+
+void held_pulls_release(struct held_pulls *p, held_pull_pick pick, const void *arg, held_pull_answer answer,
+                        void *ctx)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < p->n; r++) {
+        struct held_pull *h = &p->items[r];
+        if (!pick(h, arg)) {
+            p->items[w++] = *h;
+            continue;
+        }
+        if (answer)
+            answer(ctx, h);
+        rmq_free(h->group);
+        rmq_free(h->topic);
+    }
+    p->n = w;
+}
+
+void held_pulls_forget_conn(struct held_pulls *p, const struct conn *c)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->items[i].conn == c)
+            p->items[i].conn = NULL;
+}
+
+static bool any(const struct held_pull *h, const void *arg)
+{
+    (void)h;
+    (void)arg;
+    return true;
+}
+
+void held_pulls_free(struct held_pulls *p)
+{
+    held_pulls_release(p, any, NULL, NULL, NULL);
+    rmq_free(p->items);
+    p->items = NULL;
+    p->n = p->cap = 0;
+}
