@@ -1,6 +1,8 @@
-/* allocate_internal.h — the strategy "plan" shared by allocate_one() and
- * allocate_group(). Not a public interface: only allocate.c and
- * allocate_plan.c include it.
+/* allocate_internal.h — what the pieces of the allocation engine share:
+ * the checks and the packed queue sort (allocate.c, allocate_order.c, used
+ * by allocate_group.c) and the strategy "plan" shared by allocate_one() and
+ * allocate_group(). Not a public interface: only the allocate*.c files of
+ * common/alloc include it.
  *
  * Every Java strategy call first derives something from the whole of mqAll
  * and cidAll (the consumer's index, the filtered queue list, the room
@@ -16,15 +18,30 @@
 #include "allocate.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
-#if defined(__GNUC__)
-#define ALLOCATE_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define ALLOCATE_PRINTF(f, a)
-#endif
+#include "err.h"
 
-/* Writes a message into err (if err_len > 0) and returns code. */
-int allocate_fail(char *err, size_t err_len, int code, const char *fmt, ...) ALLOCATE_PRINTF(4, 5);
+/* The engine's files call the project's one formatter (err.h) by this name;
+ * a macro, so there is no second copy of it to drift. */
+#define allocate_fail rmq_fail
+
+/* Checks of allocate.c, shared with allocate_group(). Each returns 0 or
+ * RMQ_EINVAL with err set; what names the list in the message. */
+int allocate_queues_check(const struct allocate_queue *q, size_t n, const char *what, char *err,
+                          size_t err_len);
+int allocate_strings_check(const char *const *v, size_t n, const char *what, char *err, size_t err_len);
+/* The options on their own (what Java constructors and setters reject). */
+int allocate_options_check(const struct allocate_options *opt, char *err, size_t err_len);
+/* Both lists present and non-empty (Java's check()). */
+int allocate_input_check(const struct allocate_input *in, char *err, size_t err_len);
+
+/* Writes q[0..n) into out in allocate_queue_compare order through a packed
+ * radix sort; scratch has room for 2n keys. Returns 0, RMQ_ENOMEM, or
+ * RMQ_E2BIG when the key does not fit 64 bits: the caller then takes the
+ * comparison sort, which gives the same order. */
+int allocate_sort_queues_packed(const struct allocate_queue *q, size_t n, struct allocate_queue *out,
+                                uint64_t *scratch);
 
 /* Derived state of one strategy over one (mqAll, cidAll) pair, not CONFIG.
  * Indexes refer to positions in the lists the plan was built over. */

@@ -8,25 +8,9 @@
 #include "err.h"
 #include "mem.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int
-fail(char *err, size_t err_len, int code, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* Borrowed string of a JSON string value without embedded NULs, or NULL. */
 static const char *plain_string(const json_t *v)
@@ -48,16 +32,16 @@ int allocate_json_queue_parse(const json_t *v, struct allocate_queue *q, const c
                               size_t err_len)
 {
     if (!json_is_object(v))
-        return fail(err, err_len, RMQ_EINVAL, "%s: expected a queue object", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "%s: expected a queue object", what);
     q->topic = plain_string(json_object_get(v, "topic"));
     q->broker_name = plain_string(json_object_get(v, "brokerName"));
     const json_t *id = json_object_get(v, "queueId");
     if (!q->topic)
-        return fail(err, err_len, RMQ_EINVAL, "%s.topic: missing or not a string", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "%s.topic: missing or not a string", what);
     if (!q->broker_name)
-        return fail(err, err_len, RMQ_EINVAL, "%s.brokerName: missing or not a string", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "%s.brokerName: missing or not a string", what);
     if (!json_is_integer(id) || json_integer_value(id) < INT32_MIN || json_integer_value(id) > INT32_MAX)
-        return fail(err, err_len, RMQ_EINVAL, "%s.queueId: missing or not a 32-bit integer", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "%s.queueId: missing or not a 32-bit integer", what);
     q->queue_id = (int32_t)json_integer_value(id);
     return 0;
 }
@@ -67,11 +51,11 @@ static int queues_parse(const json_t *arr, const char *what, struct allocate_que
                         char *err, size_t err_len)
 {
     if (!json_is_array(arr))
-        return fail(err, err_len, RMQ_EINVAL, "%s: missing or not an array", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "%s: missing or not an array", what);
     *n = json_array_size(arr);
     *out = array_new(*n, sizeof **out);
     if (!*out)
-        return fail(err, err_len, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, err_len, RMQ_ENOMEM, "out of memory");
     for (size_t i = 0; i < *n; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s[%zu]", what, i);
@@ -87,15 +71,15 @@ static int strings_parse(const json_t *arr, const char *what, const char ***out,
                          size_t err_len)
 {
     if (!json_is_array(arr))
-        return fail(err, err_len, RMQ_EINVAL, "%s: missing or not an array", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "%s: missing or not an array", what);
     *n = json_array_size(arr);
     *out = array_new(*n, sizeof **out);
     if (!*out)
-        return fail(err, err_len, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, err_len, RMQ_ENOMEM, "out of memory");
     for (size_t i = 0; i < *n; i++) {
         (*out)[i] = plain_string(json_array_get(arr, i));
         if (!(*out)[i])
-            return fail(err, err_len, RMQ_EINVAL, "%s[%zu]: not a string", what, i);
+            return rmq_fail(err, err_len, RMQ_EINVAL, "%s[%zu]: not a string", what, i);
     }
     return 0;
 }
@@ -105,18 +89,18 @@ static int rooms_parse(const json_t *obj, const char *what, struct allocate_room
                        size_t err_len)
 {
     if (!json_is_object(obj))
-        return fail(err, err_len, RMQ_EINVAL, "options.%s: not an object", what);
+        return rmq_fail(err, err_len, RMQ_EINVAL, "options.%s: not an object", what);
     *n = 0;
     *out = array_new(json_object_size(obj), sizeof **out);
     if (!*out)
-        return fail(err, err_len, RMQ_ENOMEM, "out of memory");
+        return rmq_fail(err, err_len, RMQ_ENOMEM, "out of memory");
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)obj, key, val)
     {
         const char *room = plain_string(val);
         if (!room)
-            return fail(err, err_len, RMQ_EINVAL, "options.%s[\"%.80s\"]: not a string", what, key);
+            return rmq_fail(err, err_len, RMQ_EINVAL, "options.%s[\"%.80s\"]: not a string", what, key);
         (*out)[(*n)++] = (struct allocate_room){key, room};
     }
     return 0;
@@ -138,14 +122,14 @@ static int options_parse(struct allocate_json_case *c, const json_t *opts, char 
         v = json_object_get(opts, "inner");
         if (v && (!json_is_string(v) || allocate_strategy_parse(json_string_value(v), &o->inner) ||
                   (o->inner != ALLOCATE_AVG && o->inner != ALLOCATE_AVG_BY_CIRCLE)))
-            return fail(err, err_len, RMQ_EINVAL, "options.inner: must be \"AVG\" or \"AVG_BY_CIRCLE\"");
+            return rmq_fail(err, err_len, RMQ_EINVAL, "options.inner: must be \"AVG\" or \"AVG_BY_CIRCLE\"");
         const json_t *b = json_object_get(opts, "brokerRooms"), *cr = json_object_get(opts, "consumerRooms");
         if (!b && !cr) {
             o->rooms_by_rule = 1;
             return 0;
         }
         if (!b || !cr)
-            return fail(err, err_len, RMQ_EINVAL, "options: brokerRooms and consumerRooms go together");
+            return rmq_fail(err, err_len, RMQ_EINVAL, "options: brokerRooms and consumerRooms go together");
         int rc = rooms_parse(b, "brokerRooms", &c->broker_rooms, &o->n_broker_rooms, err, err_len);
         if (!rc)
             rc = rooms_parse(cr, "consumerRooms", &c->consumer_rooms, &o->n_consumer_rooms, err, err_len);
@@ -156,10 +140,10 @@ static int options_parse(struct allocate_json_case *c, const json_t *opts, char 
         if (!v)
             return 0;
         if (!json_is_integer(v) || json_integer_value(v) > INT32_MAX || json_integer_value(v) < INT32_MIN)
-            return fail(err, err_len, RMQ_EINVAL, "options.virtualNodes: not a 32-bit integer");
+            return rmq_fail(err, err_len, RMQ_EINVAL, "options.virtualNodes: not a 32-bit integer");
         if (json_integer_value(v) < 0)
-            return fail(err, err_len, RMQ_EINVAL, "options.virtualNodes: must not be negative (got %lld)",
-                        (long long)json_integer_value(v));
+            return rmq_fail(err, err_len, RMQ_EINVAL, "options.virtualNodes: must not be negative (got %lld)",
+                            (long long)json_integer_value(v));
         o->virtual_nodes = (long)json_integer_value(v);
         return 0;
     default: return 0;
@@ -181,17 +165,18 @@ int allocate_json_case_parse(struct allocate_json_case *c, const json_t *obj, ch
 {
     memset(c, 0, sizeof *c);
     if (!json_is_object(obj))
-        return fail(err, err_len, RMQ_EINVAL, "case: not a JSON object");
+        return rmq_fail(err, err_len, RMQ_EINVAL, "case: not a JSON object");
     const json_t *s = json_object_get(obj, "strategy");
     if (!json_is_string(s))
-        return fail(err, err_len, RMQ_EINVAL, "strategy: missing or not a string");
+        return rmq_fail(err, err_len, RMQ_EINVAL, "strategy: missing or not a string");
     enum allocate_strategy st;
     if (allocate_strategy_parse(json_string_value(s), &st))
-        return fail(err, err_len, RMQ_EINVAL, "strategy: unknown strategy \"%.64s\"", json_string_value(s));
+        return rmq_fail(err, err_len, RMQ_EINVAL, "strategy: unknown strategy \"%.64s\"",
+                        json_string_value(s));
     allocate_options_init(&c->options, st);
     const json_t *opts = json_object_get(obj, "options");
     if (opts && !json_is_object(opts) && !json_is_null(opts))
-        return fail(err, err_len, RMQ_EINVAL, "options: not an object");
+        return rmq_fail(err, err_len, RMQ_EINVAL, "options: not an object");
     int rc =
         queues_parse(json_object_get(obj, "queues"), "queues", &c->queues, &c->input.n_queues, err, err_len);
     if (!rc)

@@ -9,22 +9,10 @@
 #include "err.h"
 #include "hash_ring.h"
 #include "mem.h"
+#include "util.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int allocate_fail(char *err, size_t err_len, int code, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* An arithmetic progression of list positions: start + k * step, k < count. */
 struct span {
@@ -118,11 +106,6 @@ static int first_occurrence(const char *const *cids, size_t n, size_t *first)
 
 /* ---- MACHINE_ROOM ---------------------------------------------------- */
 
-static int str_ptr_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Compares the len-byte room prefix with the NUL-terminated idc, as strcmp
  * would compare the prefix as a string. */
 static int room_prefix_cmp(const char *room, size_t len, const char *idc)
@@ -168,7 +151,7 @@ static int plan_machine_room(struct allocate_plan *p, const struct allocate_opti
     }
     if (opt->n_idcs)
         memcpy(idcs, opt->idcs, opt->n_idcs * sizeof *idcs);
-    qsort(idcs, opt->n_idcs, sizeof *idcs, str_ptr_cmp);
+    qsort(idcs, opt->n_idcs, sizeof *idcs, rmq_strp_cmp);
     for (size_t q = 0; q < in->n_queues; q++)
         if (idcs_keep(idcs, opt->n_idcs, in->queues[q].broker_name))
             p->list[p->n_list++] = q;

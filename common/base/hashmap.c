@@ -4,7 +4,9 @@
 
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t hash_bytes(const void *key, size_t klen)
@@ -148,4 +150,16 @@ struct hashmap_entry *hashmap_next(const struct hashmap *m, const struct hashmap
         }
     }
     return NULL;
+}
+
+const char **hashmap_sorted_keys(const struct hashmap *m)
+{
+    const char **keys = rmq_malloc((m->count ? m->count : 1) * sizeof *keys);
+    if (!keys)
+        return NULL;
+    size_t n = 0, b;
+    for (struct hashmap_entry *e = hashmap_first(m, &b); e; e = hashmap_next(m, e, &b))
+        keys[n++] = e->key;
+    qsort(keys, n, sizeof *keys, rmq_strp_cmp);
+    return keys;
 }

@@ -45,6 +45,12 @@ static inline void *hashmap_remove_str(struct hashmap *m, const char *key);
 struct hashmap_entry *hashmap_first(const struct hashmap *m, size_t *bucket);
 struct hashmap_entry *hashmap_next(const struct hashmap *m, const struct hashmap_entry *e, size_t *bucket);
 
+/* The m->count keys read as C strings, in strcmp order, for output that
+ * must not depend on the hash layout. A new array (the caller frees it with
+ * rmq_free; non-NULL even for an empty map) of pointers borrowed from the
+ * map, valid until it changes. NULL when out of memory. */
+const char **hashmap_sorted_keys(const struct hashmap *m);
+
 #include <string.h>
 static inline void *hashmap_get_str(const struct hashmap *m, const char *key)
 {

@@ -3,6 +3,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -182,14 +183,8 @@ static int update_channel(struct mship_group *g, const struct mship_heartbeat_in
         out->member_index = (size_t)i;
         return RMQ_OK;
     }
-    if (g->nmembers == g->members_cap) {
-        size_t cap = g->members_cap ? g->members_cap * 2 : 4;
-        struct mship_member *p = rmq_realloc(g->members, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        g->members = p;
-        g->members_cap = cap;
-    }
+    if (RMQ_GROW(g->members, g->members_cap, g->nmembers + 1, 4) != 0)
+        return RMQ_ENOMEM;
     char *id = rmq_strdup(in->client_id);
     if (!id)
         return RMQ_ENOMEM;
@@ -240,14 +235,8 @@ static int update_subscriptions(struct mship_group *g, const struct rmq_consumer
             }
             continue;
         }
-        if (g->nsubs == g->subs_cap) {
-            size_t cap = g->subs_cap ? g->subs_cap * 2 : 4;
-            struct rmq_subscription *p = rmq_realloc(g->subs, cap * sizeof *p);
-            if (!p)
-                return RMQ_ENOMEM;
-            g->subs = p;
-            g->subs_cap = cap;
-        }
+        if (RMQ_GROW(g->subs, g->subs_cap, g->nsubs + 1, 4) != 0)
+            return RMQ_ENOMEM;
         if (rmq_subscription_copy(&g->subs[g->nsubs], s) != 0)
             return RMQ_ENOMEM;
         g->nsubs++;

@@ -9,11 +9,14 @@
 
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* PROTOCOL: docs/protocol.md §1.6 language byte codes; the index is the byte. */
@@ -70,14 +73,8 @@ int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val)
     char *k = rmq_strdup(key);
     if (!k)
         goto fail_val;
-    if (c->ext_len == c->ext_cap) {
-        size_t ncap = c->ext_cap ? c->ext_cap * 2 : 8;
-        struct rmq_ext *n = rmq_realloc(c->ext, ncap * sizeof *n);
-        if (!n)
-            goto fail_key;
-        c->ext = n;
-        c->ext_cap = ncap;
-    }
+    if (RMQ_GROW(c->ext, c->ext_cap, c->ext_len + 1, 8) != 0)
+        goto fail_key;
     c->ext[c->ext_len].key = k;
     c->ext[c->ext_len].val = v;
     c->ext_len++;
@@ -87,6 +84,97 @@ fail_key:
 fail_val:
     rmq_free(v);
     return RMQ_ENOMEM;
+}
+
+int rmq_cmd_ext_append(struct rmq_cmd *c, const char *key, const char *val)
+{
+    if (!key || !val)
+        return RMQ_EINVAL;
+    char *k = rmq_strdup(key);
+    char *v = rmq_strdup(val);
+    if (!k || !v)
+        goto fail;
+    if (RMQ_GROW(c->ext, c->ext_cap, c->ext_len + 1, 8) != 0)
+        goto fail;
+    c->ext[c->ext_len].key = k;
+    c->ext[c->ext_len].val = v;
+    c->ext_len++;
+    return RMQ_OK;
+fail:
+    rmq_free(k);
+    rmq_free(v);
+    return RMQ_ENOMEM;
+}
+
+struct ext_ref {
+    const char *key;
+    size_t pos;
+};
+
+static int ext_ref_cmp(const void *a, const void *b)
+{
+    const struct ext_ref *x = a, *y = b;
+    int d = strcmp(x->key, y->key);
+    return d ? d : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Below this many entries the plain pairwise search is cheaper than sorting. */
+#define EXT_DEDUPE_SORT_MIN 16
+
+int rmq_cmd_ext_dedupe(struct rmq_cmd *c)
+{
+    size_t n = c->ext_len;
+    if (n < 2)
+        return RMQ_OK;
+    /* keep[i]: entry i survives; a duplicate's value moves to the first
+     * entry of its key, which keeps its place (rmq_cmd_ext_set's rule). */
+    bool *drop = rmq_calloc(n, sizeof *drop);
+    if (!drop)
+        return RMQ_ENOMEM;
+    if (n < EXT_DEDUPE_SORT_MIN) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (!drop[j] && !strcmp(c->ext[i].key, c->ext[j].key)) {
+                    rmq_free(c->ext[j].val);
+                    c->ext[j].val = c->ext[i].val;
+                    c->ext[i].val = NULL;
+                    drop[i] = true;
+                    break;
+                }
+    } else {
+        struct ext_ref *refs = rmq_malloc(n * sizeof *refs);
+        if (!refs) {
+            rmq_free(drop);
+            return RMQ_ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+            refs[i] = (struct ext_ref){c->ext[i].key, i};
+        qsort(refs, n, sizeof *refs, ext_ref_cmp);
+        for (size_t i = 0; i < n;) {
+            size_t first = refs[i].pos, j = i + 1;
+            for (; j < n && !strcmp(refs[j].key, refs[i].key); j++) {
+                size_t dup = refs[j].pos; /* ascending: the last one's value wins */
+                rmq_free(c->ext[first].val);
+                c->ext[first].val = c->ext[dup].val;
+                c->ext[dup].val = NULL;
+                drop[dup] = true;
+            }
+            i = j;
+        }
+        rmq_free(refs);
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i]) {
+            rmq_free(c->ext[i].key);
+            rmq_free(c->ext[i].val);
+            continue;
+        }
+        c->ext[w++] = c->ext[i];
+    }
+    c->ext_len = w;
+    rmq_free(drop);
+    return RMQ_OK;
 }
 
 int rmq_cmd_ext_set_i64(struct rmq_cmd *c, const char *key, int64_t val)
@@ -108,31 +196,6 @@ const char *rmq_cmd_ext_get(const struct rmq_cmd *c, const char *key)
 {
     const struct rmq_ext *e = ext_find(c, key);
     return e ? e->val : NULL;
-}
-
-/* Accepts what Java's Long.parseLong accepts, so values a Java peer would
- * reject are rejected here too. */
-int rmq_parse_i64(const char *s, int64_t *out)
-{
-    bool neg = false;
-    if (*s == '-' || *s == '+')
-        neg = *s++ == '-';
-    if (!*s)
-        return RMQ_EINVAL;
-    /* Accumulate as a negative number so INT64_MIN is representable. */
-    int64_t acc = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return RMQ_EINVAL;
-        int d = *s - '0';
-        if (acc < (INT64_MIN + d) / 10)
-            return RMQ_EINVAL;
-        acc = acc * 10 - d;
-    }
-    if (!neg && acc == INT64_MIN)
-        return RMQ_EINVAL;
-    *out = neg ? acc : -acc;
-    return RMQ_OK;
 }
 
 int rmq_cmd_ext_get_i64(const struct rmq_cmd *c, const char *key, int64_t *out)

@@ -63,6 +63,15 @@ static inline bool rmq_cmd_is_oneway(const struct rmq_cmd *c)
 
 /* Sets key=val (both copied); replaces an existing key (last one wins). */
 int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val);
+/* For decoders: appends key=val (both copied) without looking for an earlier
+ * entry of the same key, so that decoding stays linear in the number of keys
+ * (a 16 MiB frame can carry a million); the decoder calls rmq_cmd_ext_dedupe
+ * once after the last one. 0, RMQ_EINVAL or RMQ_ENOMEM (c unchanged). */
+int rmq_cmd_ext_append(struct rmq_cmd *c, const char *key, const char *val);
+/* Merges entries with the same key as rmq_cmd_ext_set would have: the first
+ * keeps its place, the last value wins. O(n log n). 0 or RMQ_ENOMEM (c
+ * unchanged then). */
+int rmq_cmd_ext_dedupe(struct rmq_cmd *c);
 int rmq_cmd_ext_set_i64(struct rmq_cmd *c, const char *key, int64_t val);
 /* Borrowed value of key, or NULL. */
 const char *rmq_cmd_ext_get(const struct rmq_cmd *c, const char *key);
@@ -94,9 +103,5 @@ void rmq_cmd_init_request(struct rmq_cmd *c, int32_t code, int32_t opaque, int32
  * for unknown names. */
 const char *rmq_language_name(int32_t code);
 int32_t rmq_language_from_name(const char *name);
-
-/* Strict decimal int64 (optional sign, digits only, no spaces, no overflow),
- * the shape Java's Long.parseLong accepts. 0 or RMQ_EINVAL. */
-int rmq_parse_i64(const char *s, int64_t *out);
 
 #endif

@@ -31,12 +31,13 @@ static void store_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-void rmq_frame_decoder_init(struct rmq_frame_decoder *d, size_t max_frame)
+void rmq_frame_decoder_init(struct rmq_frame_decoder *d, size_t max_frame, size_t max_header)
 {
     /* The buffer is not capped: the caller bounds each read, and the frame
      * limit below bounds how much a single frame may make it wait for. */
     buf_init(&d->in, 0);
     d->max_frame = max_frame ? max_frame : RMQ_FRAME_MAX_DEFAULT;
+    d->max_header = max_header ? max_header : RMQ_HEADER_MAX_DEFAULT;
     d->error[0] = 0;
 }
 
@@ -55,8 +56,8 @@ int rmq_frame_decoder_feed(struct rmq_frame_decoder *d, const uint8_t *data, siz
 /* Validates what is known of the frame at p[0..avail) and, when the whole
  * frame is there, stores its size in *frame_len. RMQ_EAGAIN means the bytes
  * so far are acceptable but incomplete. */
-static int check_frame(const uint8_t *p, size_t avail, size_t max_frame, size_t *frame_len, char *err,
-                       size_t errlen)
+static int check_frame(const uint8_t *p, size_t avail, size_t max_frame, size_t max_header, size_t *frame_len,
+                       char *err, size_t errlen)
 {
     if (avail < FRAME_PREFIX)
         return RMQ_EAGAIN;
@@ -77,6 +78,9 @@ static int check_frame(const uint8_t *p, size_t avail, size_t max_frame, size_t 
     if (hlen > (size_t)total - FRAME_HEADER_WORD)
         return rmq_fail(err, errlen, RMQ_EPROTO, "frame: header length %zu exceeds total_length %d", hlen,
                         (int)total);
+    if (hlen > max_header)
+        return rmq_fail(err, errlen, RMQ_E2BIG,
+                        "frame: header of %zu bytes is over the %zu-byte header limit", hlen, max_header);
     if (avail - FRAME_PREFIX < (size_t)total)
         return RMQ_EAGAIN;
     *frame_len = FRAME_PREFIX + (size_t)total;
@@ -102,11 +106,11 @@ static int decode_checked(const uint8_t *p, size_t frame_len, struct rmq_cmd *cm
     return RMQ_OK;
 }
 
-int rmq_frame_decode(const uint8_t *data, size_t len, size_t max_frame, struct rmq_cmd *cmd, size_t *consumed,
-                     char *err, size_t errlen)
+static int decode_limited(const uint8_t *data, size_t len, size_t max_frame, size_t max_header,
+                          struct rmq_cmd *cmd, size_t *consumed, char *err, size_t errlen)
 {
     size_t frame_len = 0;
-    int rc = check_frame(data, len, max_frame ? max_frame : RMQ_FRAME_MAX_DEFAULT, &frame_len, err, errlen);
+    int rc = check_frame(data, len, max_frame, max_header, &frame_len, err, errlen);
     if (rc)
         return rc;
     rc = decode_checked(data, frame_len, cmd, err, errlen);
@@ -115,11 +119,18 @@ int rmq_frame_decode(const uint8_t *data, size_t len, size_t max_frame, struct r
     return rc;
 }
 
+int rmq_frame_decode(const uint8_t *data, size_t len, size_t max_frame, struct rmq_cmd *cmd, size_t *consumed,
+                     char *err, size_t errlen)
+{
+    return decode_limited(data, len, max_frame ? max_frame : RMQ_FRAME_MAX_DEFAULT, RMQ_HEADER_MAX_DEFAULT,
+                          cmd, consumed, err, errlen);
+}
+
 int rmq_frame_decoder_next(struct rmq_frame_decoder *d, struct rmq_cmd *cmd)
 {
     size_t used = 0;
-    int rc = rmq_frame_decode(buf_head(&d->in), buf_live(&d->in), d->max_frame, cmd, &used, d->error,
-                              sizeof d->error);
+    int rc = decode_limited(buf_head(&d->in), buf_live(&d->in), d->max_frame, d->max_header, cmd, &used,
+                            d->error, sizeof d->error);
     if (rc)
         return rc;
     buf_consume(&d->in, used);

@@ -16,14 +16,20 @@
 #include <stdint.h>
 
 #define RMQ_FRAME_MAX_DEFAULT (16u * 1024u * 1024u)
+/* A real client's header is a few hundred bytes (its payloads travel in the
+ * body); the cap bounds the work one header can cost the decoder, which is
+ * linear in the header but runs on the loop thread. */
+#define RMQ_HEADER_MAX_DEFAULT (64u * 1024u)
 
 struct rmq_frame_decoder {
-    struct buf in;    /* buffered, not yet decoded bytes */
-    size_t max_frame; /* limit on total_length + 4 */
-    char error[160];  /* why the last RMQ_EPROTO/RMQ_E2BIG happened */
+    struct buf in;     /* buffered, not yet decoded bytes */
+    size_t max_frame;  /* limit on total_length + 4 */
+    size_t max_header; /* limit on the header length */
+    char error[160];   /* why the last RMQ_EPROTO/RMQ_E2BIG happened */
 };
 
-void rmq_frame_decoder_init(struct rmq_frame_decoder *d, size_t max_frame);
+/* max_frame / max_header 0 take the defaults above. */
+void rmq_frame_decoder_init(struct rmq_frame_decoder *d, size_t max_frame, size_t max_header);
 void rmq_frame_decoder_free(struct rmq_frame_decoder *d);
 
 /* Appends received bytes. 0, or RMQ_ENOMEM. (The frame limit is checked in
@@ -39,7 +45,8 @@ int rmq_frame_decoder_feed(struct rmq_frame_decoder *d, const uint8_t *data, siz
 int rmq_frame_decoder_next(struct rmq_frame_decoder *d, struct rmq_cmd *cmd);
 
 /* One-shot decode of a complete frame in data[0..len) (e.g. a capture);
- * *consumed receives the frame's size. Same returns as above. */
+ * *consumed receives the frame's size. Same returns as above; the header
+ * limit is RMQ_HEADER_MAX_DEFAULT. */
 int rmq_frame_decode(const uint8_t *data, size_t len, size_t max_frame, struct rmq_cmd *cmd, size_t *consumed,
                      char *err, size_t errlen);
 

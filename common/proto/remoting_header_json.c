@@ -86,7 +86,7 @@ static int add_ext_value(struct rmq_cmd *cmd, const char *key, const json_t *v, 
     case JSON_ARRAY:
     default: return rmq_fail(err, errlen, RMQ_EPROTO, "header.extFields.%s: nested value not allowed", key);
     }
-    int rc = rmq_cmd_ext_set(cmd, key, text);
+    int rc = rmq_cmd_ext_append(cmd, key, text);
     return rc == RMQ_ENOMEM ? rmq_fail(err, errlen, rc, "out of memory") : rc;
 }
 
@@ -159,6 +159,8 @@ int rmq_header_json_decode_full(const uint8_t *p, size_t len, struct rmq_cmd *cm
         return rc;
     rc = decode_fields(root, cmd, err, errlen);
     json_decref(root);
+    if (rc == 0 && rmq_cmd_ext_dedupe(cmd) != 0)
+        rc = rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
     if (rc) {
         rmq_cmd_clear(cmd);
         return rc;

@@ -14,6 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_header_json_fast.h"
+#include "util.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -94,11 +95,8 @@ static bool int32_field(struct fscan *s, int32_t *out)
     size_t n;
     if (!plain_integer(s, &a, &n))
         return false;
-    char tmp[24];
-    memcpy(tmp, a, n);
-    tmp[n] = 0;
-    long long v = strtoll(tmp, NULL, 10);
-    if (v < INT32_MIN || v > INT32_MAX)
+    int64_t v;
+    if (rmq_parse_i64_n(a, n, INT32_MIN, INT32_MAX, &v) != 0)
         return false; /* the full decoder words the error */
     *out = (int32_t)v;
     return true;
@@ -115,7 +113,7 @@ static int set_ext(struct rmq_cmd *cmd, const char *k, size_t kn, const char *v,
     buf[kn] = 0;
     memcpy(buf + kn + 1, v, vn);
     buf[kn + 1 + vn] = 0;
-    int rc = rmq_cmd_ext_set(cmd, buf, buf + kn + 1);
+    int rc = rmq_cmd_ext_append(cmd, buf, buf + kn + 1);
     if (buf != small)
         rmq_free(buf);
     return rc;
@@ -242,6 +240,8 @@ int rmq_header_json_decode_fast(const uint8_t *p, size_t len, struct rmq_cmd *cm
         if (s.p != s.end)
             rc = RMQ_EAGAIN;
     }
+    if (rc == 0)
+        rc = rmq_cmd_ext_dedupe(cmd);
     if (rc != 0) {
         rmq_cmd_clear(cmd);
         return rc;

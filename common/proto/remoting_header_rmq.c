@@ -77,7 +77,7 @@ static int read_entry(struct rd *r, struct rmq_cmd *cmd, char *err, size_t errle
     if ((rc = read_len(r, 4, &vlen, "extFields value", err, errlen)) ||
         (rc = take_str(r, vlen, &val, "extFields value", err, errlen)))
         goto out;
-    rc = rmq_cmd_ext_set(cmd, key, val);
+    rc = rmq_cmd_ext_append(cmd, key, val);
     if (rc)
         rc = rmq_fail(err, errlen, rc, "out of memory");
 out:
@@ -123,6 +123,8 @@ int rmq_header_rmq_decode(const uint8_t *p, size_t len, struct rmq_cmd *cmd, cha
     cmd->flag = (int32_t)load_be32(p + 9);
     struct rd r = {p + 13, len - 13};
     int rc = read_variable(&r, cmd, err, errlen);
+    if (rc == 0 && rmq_cmd_ext_dedupe(cmd) != 0)
+        rc = rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
     if (rc) {
         rmq_cmd_clear(cmd);
         return rc;

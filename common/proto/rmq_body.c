@@ -14,6 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <jansson.h>

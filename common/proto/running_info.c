@@ -5,6 +5,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -113,14 +114,8 @@ static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
     if (!topic || !broker || !json_is_integer(qid) || json_integer_value(qid) < 0 ||
         json_integer_value(qid) > INT32_MAX)
         return RMQ_EPROTO;
-    if (ri->nmqs == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        struct rmq_mq *p = rmq_realloc(ri->mqs, nc * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        ri->mqs = p;
-        *cap = nc;
-    }
+    if (RMQ_GROW(ri->mqs, *cap, ri->nmqs + 1, 8) != 0)
+        return RMQ_ENOMEM;
     struct rmq_mq *m = &ri->mqs[ri->nmqs];
     m->topic = rmq_strdup(topic);
     m->broker_name = rmq_strdup(broker);

@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "remoting_cmd.h"
 #include "trace_fmt_internal.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -304,21 +305,6 @@ static int each_member(struct ctx *c, const struct pair *p, bool object, member_
     }
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return RMQ_OK;
-    size_t nc = *cap ? *cap * 2 : 8;
-    while (nc < need)
-        nc *= 2;
-    void *p = rmq_realloc(*arr, nc * elem);
-    if (!p)
-        return RMQ_ENOMEM;
-    *arr = p;
-    *cap = nc;
-    return RMQ_OK;
-}
-
 /* One extFields member: strings as they are, numbers as written, booleans
  * as text, null skipped (the JSON header codec's rules). */
 static int ext_member(struct ctx *c, const struct pair *m, void *arg)
@@ -338,7 +324,7 @@ static int ext_member(struct ctx *c, const struct pair *m, void *arg)
     case '[': return bad(c, "ext value \"%s\" must be a string", m->key);
     default: *m->val_end = '\0'; val = (const char *)m->val;
     }
-    if (grow((void **)&d->kv, &d->kv_cap, d->nkv + 1, sizeof *d->kv) != 0)
+    if (RMQ_GROW(d->kv, d->kv_cap, d->nkv + 1, 8) != 0)
         return bad(c, "out of memory"), RMQ_ENOMEM;
     d->kv[d->nkv++] = (struct trace_kv){m->key, val};
     return RMQ_OK;
@@ -389,7 +375,7 @@ static int broker_elem(struct ctx *c, const struct pair *m, void *arg)
         return bad(c, "empty brokerName");
     if (d->nbrokers == 256)
         return bad(c, "more than 256 brokers in a route");
-    if (grow((void **)&d->brokers, &d->brokers_cap, d->nbrokers + 1, sizeof *d->brokers) != 0)
+    if (RMQ_GROW(d->brokers, d->brokers_cap, d->nbrokers + 1, 8) != 0)
         return bad(c, "out of memory"), RMQ_ENOMEM;
     d->brokers[d->nbrokers++] = bs.b;
     return RMQ_OK;
@@ -409,7 +395,7 @@ static int decode_b64(struct ctx *c, const char *s, struct trace_event *ev)
     if (n % 4)
         return bad(c, "bodyBase64: length is not a multiple of 4");
     size_t need = n / 4 * 3 + 1;
-    if (grow((void **)&d->body64, &d->body64_cap, need, 1) != 0)
+    if (RMQ_GROW(d->body64, d->body64_cap, need, 8) != 0)
         return bad(c, "out of memory"), RMQ_ENOMEM;
     size_t w = 0;
     for (size_t i = 0; i < n; i += 4) {

@@ -11,13 +11,14 @@
  * neither map, rooms follow the rule "text after the last '-'"), and
  * config=brokerName:queueId,... (CONFIG). Loop thread only. */
 #include "admin_allocation.h"
+#include "admin_ops.h"
 
 #include "broker.h"
 #include "err.h"
 #include "mailbox.h"
 #include "mem.h"
+#include "util.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,12 +43,6 @@ static void free_args(struct alloc_args *a)
     rmq_free(a->queues);
     rmq_free(a->consumers);
     rmq_free(a);
-}
-
-static json_t *fail(int *status, int code, const char *error, const char *detail)
-{
-    *status = code;
-    return json_pack("{s:s,s:s}", "error", error, "detail", detail);
 }
 
 static const char *param(const json_t *query, const char *key)
@@ -103,10 +98,8 @@ static int parse_config(char *text, const char *topic, struct allocate_queue *cf
         const char *broker, *qid;
         if (split_pair(items[i], &broker, &qid) != 0)
             return RMQ_EINVAL;
-        char *end;
-        errno = 0;
-        long v = strtol(qid, &end, 10);
-        if (errno || *end || v < 0 || v > INT32_MAX)
+        int64_t v;
+        if (rmq_parse_i64_range(qid, 0, INT32_MAX, &v) != 0)
             return RMQ_EINVAL;
         cfg[i] = (struct allocate_queue){topic, broker, (int32_t)v};
     }
@@ -140,10 +133,8 @@ static int read_options(struct alloc_args *a, const json_t *query, const char *t
     allocate_options_init(opt, st);
     const char *vn = param(query, "virtualNodes");
     if (vn) {
-        char *end;
-        errno = 0;
-        long v = strtol(vn, &end, 10);
-        if (errno || *end || !*vn || v < 0 || v > 10000) {
+        int64_t v;
+        if (rmq_parse_i64_range(vn, 0, 10000, &v) != 0) {
             *why = "virtualNodes must be a whole number from 0 to 10000";
             return RMQ_EINVAL;
         }
@@ -279,20 +270,20 @@ static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const 
     const char *topic = param(query, "topic");
     *error = NULL;
     if (!topic || !*topic) {
-        *error =
-            fail(status, 400, "missing parameter", "topic is required, e.g. ?topic=TopicTest&strategy=AVG");
+        *error = admin_error_json(status, 400, "missing parameter",
+                                  "topic is required, e.g. ?topic=TopicTest&strategy=AVG");
         return NULL;
     }
     const struct topic *tp = topics_get(&s->topics, topic);
     if (!tp) {
-        *error = fail(
+        *error = admin_error_json(
             status, 404, "topic not found",
             "no such topic: define it with PUT /api/topics/{topic}, or query its route with auto-create on");
         return NULL;
     }
     const struct reg_group *g = registry_group(&s->reg, group);
     if (!g && !registry_group_known(&s->reg, group)) {
-        *error = fail(status, 404, "group not found", "no consumer of this group has been seen");
+        *error = admin_error_json(status, 404, "group not found", "no consumer of this group has been seen");
         return NULL;
     }
     struct alloc_view *v = rmq_calloc(1, sizeof *v);
@@ -318,9 +309,9 @@ static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const 
     }
     if (rc != 0) {
         if (why)
-            *error = fail(status, 400, "bad parameter", why);
+            *error = admin_error_json(status, 400, "bad parameter", why);
         else if (rc != RMQ_ENOMEM)
-            *error = fail(status, 400, "cannot allocate", err);
+            *error = admin_error_json(status, 400, "cannot allocate", err);
         v->args = NULL;
         admin_alloc_view_free(v);
         return NULL;

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,6 @@ static const struct reg_channel **sorted_channels(const struct registry *r, size
     return v;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Sorted array of the distinct group names of chans[0..n). */
 static json_t *group_union(const struct reg_channel *const *chans, size_t n, bool producers)
 {
@@ -64,7 +60,7 @@ static json_t *group_union(const struct reg_channel *const *chans, size_t n, boo
         for (size_t g = 0; g < m; g++)
             names[k++] = producers ? chans[i]->producers[g] : chans[i]->groups[g];
     }
-    qsort(names, k, sizeof *names, cmp_str);
+    qsort(names, k, sizeof *names, rmq_strp_cmp);
     for (size_t i = 0; i < k; i++)
         if (i == 0 || strcmp(names[i], names[i - 1]))
             json_array_append_new(arr, json_string(names[i]));

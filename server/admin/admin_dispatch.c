@@ -20,33 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *error_json(int *status, int code, const char *error, const char *detail)
-{
-    *status = code;
-    return json_pack("{s:s,s:s}", "error", error, "detail", detail);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Names of a hashmap's keys, sorted; new array (rmq_free), borrowed strings. */
-static const char **sorted_keys(const struct hashmap *m)
-{
-    const char **names = rmq_malloc((m->count ? m->count : 1) * sizeof *names);
-    if (!names)
-        return NULL;
-    size_t n = 0, b;
-    for (struct hashmap_entry *e = hashmap_first(m, &b); e; e = hashmap_next(m, e, &b))
-        names[n++] = e->key;
-    qsort(names, n, sizeof *names, cmp_str);
-    return names;
-}
-
 static json_t *groups_list(struct broker *s, int *status)
 {
-    const char **names = sorted_keys(&s->reg.known);
+    const char **names = hashmap_sorted_keys(&s->reg.known);
     json_t *arr = json_array();
     if (!names || !arr) {
         rmq_free(names);
@@ -104,7 +80,8 @@ static json_t *group_get(struct broker *s, const char *name, int *status)
     const struct reg_group *rg = registry_group(&s->reg, name);
     if (!rg) {
         if (!registry_group_known(&s->reg, name))
-            return error_json(status, 404, "group not found", "no consumer of this group has been seen");
+            return admin_error_json(status, 404, "group not found",
+                                    "no consumer of this group has been seen");
         *status = 200;
         return json_pack("{s:s,s:[],s:[],s:b}", "group", name, "consumers", "subscriptions", "live", 0);
     }
@@ -147,7 +124,7 @@ static json_t *topic_json(const struct topic *tp)
 
 static json_t *topics_list(struct broker *s, int *status)
 {
-    const char **names = sorted_keys(&s->topics.map);
+    const char **names = hashmap_sorted_keys(&s->topics.map);
     json_t *arr = json_array();
     for (size_t i = 0; names && arr && i < s->topics.map.count; i++)
         json_array_append_new(arr, topic_json(topics_get(&s->topics, names[i])));
@@ -160,8 +137,8 @@ static json_t *topic_get(struct broker *s, const char *name, int *status)
 {
     const struct topic *tp = topics_get(&s->topics, name);
     if (!tp)
-        return error_json(status, 404, "topic not found",
-                          "no such topic; PUT /api/topics/{topic} creates one");
+        return admin_error_json(status, 404, "topic not found",
+                                "no such topic; PUT /api/topics/{topic} creates one");
     struct buf b;
     buf_init(&b, 0);
     json_t *route = NULL;
@@ -205,34 +182,35 @@ static int read_broker(const json_t *o, const char *default_name, struct topic_b
 static json_t *topic_put(struct broker *s, const char *name, const json_t *body, int *status)
 {
     if (!name || !topics_name_ok(name))
-        return error_json(status, 400, "bad topic name", "a topic name is 1 to 255 printable bytes");
+        return admin_error_json(status, 400, "bad topic name", "a topic name is 1 to 255 printable bytes");
     if (!json_is_object(body))
-        return error_json(status, 400, "bad body", "expected a JSON object");
+        return admin_error_json(status, 400, "bad body", "expected a JSON object");
     struct topic_broker brokers[TOPIC_MAX_BROKERS];
     size_t n = 0;
     char why[200];
     const json_t *list = json_object_get(body, "brokers");
     if (list) {
         if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > TOPIC_MAX_BROKERS)
-            return error_json(status, 400, "bad body",
-                              "brokers must be a non-empty array of at most 64 entries");
+            return admin_error_json(status, 400, "bad body",
+                                    "brokers must be a non-empty array of at most 64 entries");
         for (n = 0; n < json_array_size(list); n++) {
             const json_t *o = json_array_get(list, n);
             if (!json_is_object(o) || !json_is_string(json_object_get(o, "brokerName")))
-                return error_json(status, 400, "bad body", "each broker needs a brokerName string");
+                return admin_error_json(status, 400, "bad body", "each broker needs a brokerName string");
             if (read_broker(o, NULL, &brokers[n], why, sizeof why) != 0)
-                return error_json(status, 400, "bad body", why);
+                return admin_error_json(status, 400, "bad body", why);
         }
     } else {
         if (read_broker(body, s->cfg->broker_name, &brokers[0], why, sizeof why) != 0)
-            return error_json(status, 400, "bad body", why);
+            return admin_error_json(status, 400, "bad body", why);
         n = 1;
     }
     int rc = broker_put_topic(s, name, brokers, n);
     if (rc == RMQ_EINVAL)
-        return error_json(status, 400, "bad body", "invalid broker names (empty, too long or duplicated)");
+        return admin_error_json(status, 400, "bad body",
+                                "invalid broker names (empty, too long or duplicated)");
     if (rc != 0 || store_commit(s->store) != 0)
-        return error_json(status, 500, "storage error", "the topic could not be stored");
+        return admin_error_json(status, 500, "storage error", "the topic could not be stored");
     log_info("topic %s defined over %zu broker(s) via the admin API", name, n);
     *status = 200;
     return topic_json(topics_get(&s->topics, name));
@@ -241,10 +219,10 @@ static json_t *topic_put(struct broker *s, const char *name, const json_t *body,
 static json_t *topic_delete(struct broker *s, const char *name, int *status)
 {
     if (!name || topics_delete(&s->topics, name) != 0)
-        return error_json(status, 404, "topic not found", "no such topic");
+        return admin_error_json(status, 404, "topic not found", "no such topic");
     trace_record_route(s->trace, broker_now_ms(s), name, NULL);
     if (store_delete_topic(s->store, name) != 0 || store_commit(s->store) != 0)
-        return error_json(status, 500, "storage error", "the deletion could not be stored");
+        return admin_error_json(status, 500, "storage error", "the deletion could not be stored");
     log_info("topic %s deleted via the admin API", name);
     *status = 200;
     return json_pack("{s:s}", "deleted", name);
@@ -291,11 +269,11 @@ void admin_dispatch_handle(void *ctx, struct mailbox_msg *msg)
             admin_ops_handle(s, msg);
             return;
         }
-        reply = error_json(&status, 404, "unknown operation", "the loop does not handle this request");
+        reply = admin_error_json(&status, 404, "unknown operation", "the loop does not handle this request");
         break;
     }
     if (!reply)
-        reply = error_json(&status, 500, "internal error", "out of memory building the reply");
+        reply = admin_error_json(&status, 500, "internal error", "out of memory building the reply");
     msg->status = status;
     msg->reply = reply;
 }

@@ -13,6 +13,7 @@
  * Loop thread only. */
 #include "admin_holdings.h"
 #include "admin_allocation.h"
+#include "admin_ops.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -23,8 +24,8 @@
 #include "outbound.h"
 #include "request_codes.h"
 #include "running_info.h"
+#include "util.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,12 +59,6 @@ struct holdings_round {
     struct holdings_round *next;
 };
 
-static json_t *error_json(int *status, int code, const char *error, const char *detail)
-{
-    *status = code;
-    return json_pack("{s:s,s:s}", "error", error, "detail", detail);
-}
-
 static void clear_holdings(struct holdings_round *r)
 {
     for (size_t i = 0; i < r->n; i++) {
@@ -92,7 +87,7 @@ static void complete(struct broker *s, struct holdings_round *r, int status, jso
     if (r->timer_id)
         loop_timer_cancel(s->loop, r->timer_id);
     if (!reply)
-        reply = error_json(&status, 500, "internal error", "out of memory building the reply");
+        reply = admin_error_json(&status, 500, "internal error", "out of memory building the reply");
     r->msg->status = status;
     r->msg->reply = reply;
     mailbox_complete(r->msg);
@@ -302,14 +297,8 @@ static void on_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
 /* Adds one target; the caller sends later so the array never moves under a callback. */
 static int add_target(struct holdings_round *r, size_t *cap, const struct mship_member *m, const char *peer)
 {
-    if (r->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        struct holding *p = rmq_realloc(r->h, nc * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        r->h = p;
-        *cap = nc;
-    }
+    if (RMQ_GROW(r->h, *cap, r->n + 1, 8) != 0)
+        return RMQ_ENOMEM;
     struct holding *h = &r->h[r->n];
     memset(h, 0, sizeof *h);
     h->round = r;
@@ -372,10 +361,8 @@ static int64_t parse_timeout(const json_t *query, int *bad)
     *bad = 0;
     if (!t)
         return 10000;
-    char *end;
-    errno = 0;
-    long long v = strtoll(t, &end, 10);
-    if (errno || *end || !*t || v < 0 || v > CONVERGE_MAX_MS) {
+    int64_t v;
+    if (rmq_parse_i64_range(t, 0, CONVERGE_MAX_MS, &v) != 0) {
         *bad = 1;
         return 0;
     }
@@ -390,16 +377,16 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     int bad = 0;
     int64_t timeout = parse_timeout(msg->query, &bad);
     if (bad) {
-        msg->reply = error_json(&msg->status, 400, "bad parameter", "timeout_ms must be 0 to 60000");
+        msg->reply = admin_error_json(&msg->status, 400, "bad parameter", "timeout_ms must be 0 to 60000");
         return false;
     }
     if (!g) {
-        msg->reply = error_json(&msg->status, 404, "group not found", "the group has no live member");
+        msg->reply = admin_error_json(&msg->status, 404, "group not found", "the group has no live member");
         return false;
     }
     if (msg->op == ADMIN_OP_CLIENT_RUNNING_INFO && (!client || mship_find_client(&g->g, client) < 0)) {
-        msg->reply =
-            error_json(&msg->status, 404, "client not found", "no live member of the group has this id");
+        msg->reply = admin_error_json(&msg->status, 404, "client not found",
+                                      "no live member of the group has this id");
         return false;
     }
     struct holdings_round *r = rmq_calloc(1, sizeof *r);
@@ -434,6 +421,6 @@ void admin_holdings_abort_all(struct broker *s)
             if (s->outbound[i].cb == on_reply && ((struct holding *)s->outbound[i].ctx)->round == r)
                 s->outbound[i].cb = ignore_reply;
         int status;
-        complete(s, r, 503, error_json(&status, 503, "shutting down", "the daemon is stopping"));
+        complete(s, r, 503, admin_error_json(&status, 503, "shutting down", "the daemon is stopping"));
     }
 }

@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
+#include "json_util.h"
 #include "log.h"
 #include "mailbox.h"
 #include "mem.h"
@@ -31,7 +32,7 @@
 json_t *admin_error_json(int *status, int code, const char *error, const char *detail)
 {
     *status = code;
-    return json_pack("{s:s,s:s}", "error", error, "detail", detail);
+    return rmq_error_json(error, detail);
 }
 
 /* POST /api/reset: closes every channel (each close is recorded, then wiped

@@ -9,6 +9,7 @@
 #include "request_codes.h"
 #include "store.h"
 #include "store_sync.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,23 +26,15 @@ static int simple(struct buf *b, const char *name, const char *type, const char 
     return rc ? rc : metrics_sample(b, name, "", v);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* rmqcoord_group_members{group="G"} for every live group, sorted by name. */
 static int group_members(struct buf *b, const struct registry *r)
 {
     int rc = metrics_header(b, "rmqcoord_group_members", "gauge",
                             "Live members (channels) of each consumer group");
-    const char **names = rmq_malloc((r->groups.count ? r->groups.count : 1) * sizeof *names);
+    const char **names = hashmap_sorted_keys(&r->groups);
     if (!names)
         return RMQ_ENOMEM;
-    size_t n = 0, bk;
-    for (struct hashmap_entry *e = hashmap_first(&r->groups, &bk); e; e = hashmap_next(&r->groups, e, &bk))
-        names[n++] = e->key;
-    qsort(names, n, sizeof *names, cmp_str);
+    size_t n = r->groups.count;
     struct buf lab;
     buf_init(&lab, 0);
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -76,7 +69,7 @@ static uint64_t count_clients(const struct registry *r)
         if (ch->client_id && ch->conn)
             ids[n++] = ch->client_id;
     }
-    qsort(ids, n, sizeof *ids, cmp_str);
+    qsort(ids, n, sizeof *ids, rmq_strp_cmp);
     uint64_t distinct = 0;
     for (size_t i = 0; i < n; i++)
         distinct += i == 0 || strcmp(ids[i], ids[i - 1]) != 0;
@@ -125,6 +118,14 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
     if (rc == 0)
         rc = simple(&b, "rmqcoord_connections_accepted_total", "counter", "Remoting connections accepted",
                     st->connections_accepted);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_connections_refused_total", "counter",
+                    "Remoting connections closed at accept: --max-connections reached",
+                    st->connections_refused);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_accept_failures_total", "counter",
+                    "accept() failures for lack of descriptors or memory (accepting pauses 100 ms)",
+                    st->accept_failures);
     if (rc == 0)
         rc = simple(&b, "rmqcoord_clients", "gauge", "Distinct client ids over the live channels",
                     count_clients(&s->reg));

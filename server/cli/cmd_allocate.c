@@ -12,6 +12,7 @@
 #include "allocate_json.h"
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -206,10 +207,8 @@ int cmd_allocate_main(int argc, char **argv)
             return 0;
         }
         if (!strncmp(a, "--max-line-bytes=", 17)) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(a + 17, &end, 10);
-            if (errno || end == a + 17 || *end || v == 0 || a[17] == '-' || v > SIZE_MAX / 2) {
+            int64_t v;
+            if (rmq_parse_i64_range(a + 17, 1, (int64_t)(SIZE_MAX / 2), &v) != 0) {
                 fprintf(stderr, "rmqcoord allocate: bad value in '%s'\n", a);
                 return 2;
             }

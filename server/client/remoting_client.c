@@ -137,7 +137,7 @@ int rclient_conn_new(struct rclient *n, const char *addr, const struct rclient_c
     c->opaque = opaque;
     c->fd = -1;
     c->backoff_ms = RCLIENT_BACKOFF_MIN_MS;
-    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT);
+    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT, 0);
     buf_init(&c->out, RCLIENT_MAX_OUTPUT);
     hashmap_init(&c->pending);
     c->next = n->all;
@@ -190,7 +190,7 @@ static void close_socket(struct rclient_conn *c)
     c->state = CONN_DOWN;
     c->write_armed = false;
     rmq_frame_decoder_free(&c->dec);
-    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT);
+    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT, 0);
     buf_reset(&c->out);
     c->retry_at = loop_now_ms(c->net->loop) + c->backoff_ms;
     c->backoff_ms = c->backoff_ms * 2 > RCLIENT_BACKOFF_MAX_MS ? RCLIENT_BACKOFF_MAX_MS : c->backoff_ms * 2;

@@ -242,11 +242,70 @@ void broker_reg_before_sleep(struct broker *s)
         rclient_before_sleep(s->breg->net);
 }
 
-/* Sends UNREGISTER_BROKER to addr over a fresh blocking connection and waits
- * for the reply, each step bounded by 1 s: shutdown must not hang on a dead
- * name server. Best effort; returns 0 when a reply arrived. */
-static int unregister_one(struct broker *s, const struct config_addr *a)
+/* The reply to a blocking UNREGISTER_BROKER on the connected fd: sends
+ * frame whole and reads one response frame, within UNREG_TOTAL_MS. 0 only
+ * when a SUCCESS response to opaque arrived; otherwise an error, with why
+ * saying what happened. errno is read only right after the call that set
+ * it: a short send or a peer that closes without replying (recv() 0) set
+ * none, and used to be reported with a stale errno, 0 included (success). */
+#define UNREG_TOTAL_MS 2000
+static int unregister_exchange(int fd, const struct buf *frame, int32_t opaque, char *why, size_t whylen)
 {
+    int64_t deadline = loop_clock_ms() + UNREG_TOTAL_MS;
+    for (size_t off = 0, n = buf_live(frame); off < n;) {
+        ssize_t w = send(fd, buf_head(frame) + off, n - off, MSG_NOSIGNAL);
+        if (w <= 0) {
+            int rc = w == 0 ? -EPIPE : errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+            snprintf(why, whylen, "sending: %s", strerror(-rc));
+            return rc;
+        }
+        off += (size_t)w;
+    }
+    struct rmq_frame_decoder dec;
+    rmq_frame_decoder_init(&dec, 64 * 1024);
+    struct rmq_cmd resp;
+    rmq_cmd_init(&resp);
+    int rc;
+    while ((rc = rmq_frame_decoder_next(&dec, &resp)) == RMQ_EAGAIN) {
+        uint8_t chunk[4096];
+        ssize_t r = loop_clock_ms() < deadline ? recv(fd, chunk, sizeof chunk, 0) : -2;
+        if (r == 0) {
+            rc = -ECONNRESET;
+            snprintf(why, whylen, "the name server closed the connection without a reply");
+            break;
+        }
+        if (r < 0) {
+            rc = r == -1 && errno != EAGAIN && errno != EWOULDBLOCK ? -errno : -ETIMEDOUT;
+            snprintf(why, whylen, "waiting for the reply: %s", strerror(-rc));
+            break;
+        }
+        rc = rmq_frame_decoder_feed(&dec, chunk, (size_t)r);
+        if (rc != 0) {
+            snprintf(why, whylen, "%s", rmq_strerror(rc));
+            break;
+        }
+    }
+    if (rc == 0 && (!rmq_cmd_is_response(&resp) || resp.opaque != opaque)) {
+        rc = RMQ_EPROTO;
+        snprintf(why, whylen, "the name server sent something other than the reply");
+    } else if (rc == 0 && resp.code != RMQ_RESP_SUCCESS) {
+        rc = RMQ_EPROTO;
+        snprintf(why, whylen, "refused with code %d: %s", resp.code, resp.remark ? resp.remark : "");
+    } else if (rc != 0 && rc != RMQ_EAGAIN && !why[0]) {
+        snprintf(why, whylen, "bad reply: %s", dec.error);
+    }
+    rmq_cmd_clear(&resp);
+    rmq_frame_decoder_free(&dec);
+    return rc;
+}
+
+/* Sends UNREGISTER_BROKER to addr over a fresh blocking connection and waits
+ * for the reply, bounded (1 s per step, UNREG_TOTAL_MS in all): shutdown
+ * must not hang on a dead name server. Best effort; returns 0 when the name
+ * server acknowledged it, otherwise an error with why filled. */
+static int unregister_one(struct broker *s, const struct config_addr *a, char *why, size_t whylen)
+{
+    why[0] = 0;
     struct sockaddr_storage ss;
     socklen_t len;
     memset(&ss, 0, sizeof ss);
@@ -261,6 +320,7 @@ static int unregister_one(struct broker *s, const struct config_addr *a)
         v6->sin6_port = htons(a->port);
         len = sizeof *v6;
     } else {
+        snprintf(why, whylen, "not a numeric address");
         return RMQ_EINVAL;
     }
     struct rmq_cmd req;
@@ -272,21 +332,26 @@ static int unregister_one(struct broker *s, const struct config_addr *a)
     if (rc == 0)
         rc = rmq_frame_encode(&req, &frame);
     rmq_cmd_clear(&req);
-    int fd = rc == 0 ? socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
-    if (fd >= 0) {
+    if (rc != 0) {
+        snprintf(why, whylen, "%s", rmq_strerror(rc));
+        buf_free(&frame);
+        return rc;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(why, whylen, "socket: %s", strerror(-rc));
+    } else {
         struct timeval tv = {1, 0};
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        uint8_t reply[256];
-        rc =
-            connect(fd, (struct sockaddr *)&ss, len) == 0 &&
-                    send(fd, buf_head(&frame), buf_live(&frame), MSG_NOSIGNAL) == (ssize_t)buf_live(&frame) &&
-                    recv(fd, reply, sizeof reply, 0) > 0
-                ? 0
-                : -errno;
+        if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
+            rc = -errno;
+            snprintf(why, whylen, "connect: %s", strerror(-rc));
+        } else {
+            rc = unregister_exchange(fd, &frame, 1, why, whylen);
+        }
         close(fd);
-    } else if (rc == 0) {
-        rc = -errno;
     }
     buf_free(&frame);
     return rc;
@@ -300,12 +365,12 @@ void broker_reg_stop(struct broker *s)
     /* Unregister before the registration connections close: a name server
      * also drops a broker whose channel closes, and should hear why. */
     for (size_t i = 0; i < r->n; i++) {
-        int rc = unregister_one(s, &s->cfg->namesrv[i]);
+        char why[256];
+        int rc = unregister_one(s, &s->cfg->namesrv[i], why, sizeof why);
         if (rc == 0)
             log_info("broker: unregistered from name server %s", r->ns[i].addr);
         else
-            log_warn("broker: UNREGISTER_BROKER to %s failed: %s", r->ns[i].addr,
-                     rc <= RMQ_EAGAIN ? rmq_strerror(rc) : strerror(-rc));
+            log_warn("broker: UNREGISTER_BROKER to %s failed: %s", r->ns[i].addr, why);
     }
     rclient_free(r->net); /* fails in-flight registrations: their callbacks only touch r */
     rmq_free(r);

@@ -6,8 +6,8 @@
 #include "err.h"
 #include "log.h"
 #include "remoting_frame.h"
+#include "util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,6 +25,7 @@ enum {
     OPT_NOTIFY_EXPIRY,
     OPT_AUTO_CREATE,
     OPT_MAX_FRAME,
+    OPT_MAX_HEADER,
     OPT_MAX_OUTPUT,
     OPT_PULL_HOLD,
     OPT_LOCK_EXPIRY,
@@ -61,6 +62,7 @@ static const struct option long_options[] = {
     {"notify-on-expiry", required_argument, NULL, OPT_NOTIFY_EXPIRY},
     {"auto-create-queues", required_argument, NULL, OPT_AUTO_CREATE},
     {"max-frame-bytes", required_argument, NULL, OPT_MAX_FRAME},
+    {"max-header-bytes", required_argument, NULL, OPT_MAX_HEADER},
     {"max-pending-output", required_argument, NULL, OPT_MAX_OUTPUT},
     {"pull-hold-max-ms", required_argument, NULL, OPT_PULL_HOLD},
     {"lock-expiry-ms", required_argument, NULL, OPT_LOCK_EXPIRY},
@@ -112,6 +114,9 @@ void config_print_help(void)
                                              "first route query (default 8; 0 = off)\n"
                                              "  --max-frame-bytes N        largest accepted frame (default "
                                              "16777216)\n"
+                                             "  --max-header-bytes N       largest accepted frame header; a "
+                                             "larger one closes the "
+                                             "connection (default 65536)\n"
                                              "  --max-pending-output N     bytes queued to one connection "
                                              "before it is dropped (default "
                                              "67108864)\n"
@@ -181,10 +186,8 @@ int config_parse_addr(const char *s, struct config_addr *out)
     }
     if (hlen >= sizeof out->host)
         return RMQ_EINVAL;
-    char *end;
-    errno = 0;
-    long port = strtol(colon + 1, &end, 10);
-    if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
+    int64_t port;
+    if (rmq_parse_i64_range(colon + 1, 0, 65535, &port) != 0)
         return RMQ_EINVAL;
     memcpy(out->host, host, hlen);
     out->host[hlen] = 0;
@@ -195,15 +198,11 @@ int config_parse_addr(const char *s, struct config_addr *out)
 /* Parses a non-negative integer within [min, max]; prints the error. */
 static int parse_num(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || end == s || v < min || v > max) {
+    if (rmq_parse_i64_range(s, min, max, out) != 0) {
         fprintf(stderr, "rmqcoord serve: --%s needs a whole number from %lld to %lld, got '%s'\n", flag,
                 (long long)min, (long long)max, s);
         return RMQ_EINVAL;
     }
-    *out = v;
     return RMQ_OK;
 }
 
@@ -243,6 +242,7 @@ static void set_defaults(struct config *cfg)
     cfg->notify_on_expiry = true;
     cfg->auto_create_queues = 8;
     cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
+    cfg->max_header_bytes = RMQ_HEADER_MAX_DEFAULT;
     cfg->max_pending_output = 64u * 1024u * 1024u;
     cfg->pull_hold_max_ms = 15000;
     cfg->lock_expiry_ms = 60000;
@@ -294,6 +294,7 @@ static const struct num_flag num_flags[] = {
     NUM_FLAG(OPT_SYNC_INTERVAL, "sync-interval-ms", 0, 3600000, sync_interval_ms),
     NUM_FLAG(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues),
     NUM_FLAG(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes),
+    NUM_FLAG(OPT_MAX_HEADER, "max-header-bytes", 1024, INT64_C(1) << 24, max_header_bytes),
     NUM_FLAG(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output),
     NUM_FLAG(OPT_PULL_HOLD, "pull-hold-max-ms", 0, 60000, pull_hold_max_ms),
     NUM_FLAG(OPT_LOCK_EXPIRY, "lock-expiry-ms", 1, INT64_C(1) << 40, lock_expiry_ms),

@@ -41,6 +41,7 @@ struct config {
     bool notify_on_expiry;
     int auto_create_queues; /* 0 = auto-create off */
     size_t max_frame_bytes;
+    size_t max_header_bytes;
     size_t max_pending_output; /* per connection; a slower reader is dropped */
     int64_t pull_hold_max_ms;
     int64_t lock_expiry_ms;
@@ -65,8 +66,8 @@ struct config {
     int64_t register_interval_ms; /* broker: REGISTER_BROKER period */
     int64_t broker_expiry_ms;     /* namesrv: a broker silent this long leaves the routes */
     char acl_path[4096];
-        /* --acl: accounts file; empty = no authentication */ /* --clock virtual: time moves only by POST
-                                                                 /api/clock/advance */
+    /* --acl: accounts file; empty = no authentication */ /* --clock virtual: time moves only by POST
+                                                             /api/clock/advance */
 };
 
 /* Fills *cfg from argv (argv[0] = "serve"). Returns 0 to run, 1 when

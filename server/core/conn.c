@@ -252,7 +252,7 @@ int conn_set_adopt(struct conn_set *s, int fd, uint64_t id, const char *peer, in
     c->opened_ms = now_ms;
     c->last_frame_ms = now_ms;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
-    rmq_frame_decoder_init(&c->dec, s->opt.max_frame);
+    rmq_frame_decoder_init(&c->dec, s->opt.max_frame, s->opt.max_header);
     buf_init(&c->out, s->opt.max_output);
     int rc = loop_add_fd(s->loop, fd, LOOP_READ, on_event, c);
     if (rc != 0) {

@@ -53,6 +53,7 @@ typedef void (*conn_close_cb)(void *ctx, struct conn *c);
 
 struct conn_set_options {
     size_t max_frame;
+    size_t max_header; /* 0: RMQ_HEADER_MAX_DEFAULT */
     size_t max_output;
     conn_frame_cb on_frame;
     conn_close_cb on_close;

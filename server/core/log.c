@@ -51,6 +51,31 @@ void log_msg(enum log_level level, const char *fmt, ...)
     size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
     if (len > sizeof line - 2)
         len = sizeof line - 2;
+    /* One event, one line: a peer-chosen string (a client id, a topic)
+     * with a newline or other control byte must not forge a line. */
+    for (size_t i = (size_t)n; i < len; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            line[i] = '?';
     line[len++] = '\n';
     fwrite(line, 1, len, stderr);
+}
+
+void log_limited(struct log_limit *lim, int64_t now_ms, enum log_level level, const char *fmt, ...)
+{
+    if (now_ms < lim->next_ms) {
+        lim->suppressed++;
+        return;
+    }
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (lim->suppressed)
+        log_msg(level, "%s (and %llu more like it in the last %lld ms)", text,
+                (unsigned long long)lim->suppressed, (long long)LOG_LIMIT_INTERVAL_MS);
+    else
+        log_msg(level, "%s", text);
+    lim->suppressed = 0;
+    lim->next_ms = now_ms + LOG_LIMIT_INTERVAL_MS;
 }

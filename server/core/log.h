@@ -8,6 +8,8 @@
 #ifndef RMQ_LOG_H
 #define RMQ_LOG_H
 
+#include <stdint.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 
 void log_set_level(enum log_level level);
@@ -15,6 +17,18 @@ enum log_level log_get_level(void);
 /* Parses "error"/"warn"/"info"/"debug". 0, or RMQ_EINVAL. */
 int log_level_parse(const char *s, enum log_level *out);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A repeated condition (a limit hit by every new connection, accept
+ * failing while out of descriptors) is logged at most once per
+ * LOG_LIMIT_INTERVAL_MS per limiter; the next line says how many were
+ * suppressed. A limiter belongs to one thread; zero-initialise it. */
+#define LOG_LIMIT_INTERVAL_MS 1000
+struct log_limit {
+    int64_t next_ms;
+    uint64_t suppressed;
+};
+void log_limited(struct log_limit *lim, int64_t now_ms, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

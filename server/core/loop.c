@@ -1,8 +1,10 @@
 /* loop.c — see loop.h. Loop thread only. */
 #include "loop.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -35,22 +37,16 @@ struct loop {
     int bulk_epfd; /* the bulk set; itself watched by epfd (bulk_marker) */
     char bulk_marker;
     struct watch **by_fd; /* index = fd */
-    int by_fd_cap;
+    size_t by_fd_cap;
     struct watch *dead; /* freed after the current event batch */
     struct timer *timers;
-    int ntimers, timers_cap, next_timer_id;
+    int ntimers, next_timer_id;
+    size_t timers_cap;
     loop_hook_cb before_sleep;
     void *before_sleep_ctx;
     volatile sig_atomic_t stop;
     int64_t now;
 };
-
-int64_t loop_clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int loop_new(struct loop **out)
 {
@@ -70,7 +66,7 @@ int loop_new(struct loop **out)
         return e;
     }
     l->next_timer_id = 1;
-    l->now = loop_clock_ms();
+    l->now = rmq_mono_ms();
     *out = l;
     return RMQ_OK;
 }
@@ -88,7 +84,7 @@ void loop_free(struct loop *l)
 {
     if (!l)
         return;
-    for (int i = 0; i < l->by_fd_cap; i++)
+    for (size_t i = 0; i < l->by_fd_cap; i++)
         rmq_free(l->by_fd[i]);
     free_dead(l);
     rmq_free(l->by_fd);
@@ -113,17 +109,10 @@ int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ct
 {
     if (fd < 0)
         return RMQ_EINVAL;
-    if (fd >= l->by_fd_cap) {
-        int cap = l->by_fd_cap ? l->by_fd_cap : 64;
-        while (cap <= fd)
-            cap *= 2;
-        struct watch **p = rmq_realloc(l->by_fd, (size_t)cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        memset(p + l->by_fd_cap, 0, (size_t)(cap - l->by_fd_cap) * sizeof *p);
-        l->by_fd = p;
-        l->by_fd_cap = cap;
-    }
+    size_t old = l->by_fd_cap;
+    if (RMQ_GROW(l->by_fd, l->by_fd_cap, (size_t)fd + 1, 64) != 0)
+        return RMQ_ENOMEM;
+    memset(l->by_fd + old, 0, (l->by_fd_cap - old) * sizeof *l->by_fd);
     if (l->by_fd[fd])
         return RMQ_EEXIST;
     struct watch *w = rmq_calloc(1, sizeof *w);
@@ -145,7 +134,7 @@ int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ct
 
 int loop_mod_fd(struct loop *l, int fd, uint32_t events)
 {
-    if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
+    if (fd < 0 || (size_t)fd >= l->by_fd_cap || !l->by_fd[fd])
         return RMQ_ENOTFOUND;
     struct watch *w = l->by_fd[fd];
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
@@ -157,7 +146,7 @@ int loop_mod_fd(struct loop *l, int fd, uint32_t events)
 
 int loop_set_bulk(struct loop *l, int fd, bool bulk)
 {
-    if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
+    if (fd < 0 || (size_t)fd >= l->by_fd_cap || !l->by_fd[fd])
         return RMQ_ENOTFOUND;
     struct watch *w = l->by_fd[fd];
     if (w->bulk == bulk)
@@ -173,7 +162,7 @@ int loop_set_bulk(struct loop *l, int fd, bool bulk)
 
 void loop_del_fd(struct loop *l, int fd)
 {
-    if (fd < 0 || fd >= l->by_fd_cap || !l->by_fd[fd])
+    if (fd < 0 || (size_t)fd >= l->by_fd_cap || !l->by_fd[fd])
         return;
     struct watch *w = l->by_fd[fd];
     /* Failure only means the fd is already gone from the set; nothing to undo. */
@@ -196,19 +185,13 @@ int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_tim
         }
     }
     if (slot < 0) {
-        if (l->ntimers == l->timers_cap) {
-            int cap = l->timers_cap ? l->timers_cap * 2 : 8;
-            struct timer *p = rmq_realloc(l->timers, (size_t)cap * sizeof *p);
-            if (!p)
-                return RMQ_ENOMEM;
-            l->timers = p;
-            l->timers_cap = cap;
-        }
+        if (RMQ_GROW(l->timers, l->timers_cap, (size_t)l->ntimers + 1, 8) != 0)
+            return RMQ_ENOMEM;
         slot = l->ntimers++;
     }
     struct timer *t = &l->timers[slot];
     t->id = l->next_timer_id++;
-    t->when = loop_clock_ms() + delay_ms;
+    t->when = rmq_mono_ms() + delay_ms;
     t->period = period_ms;
     t->cb = cb;
     t->ctx = ctx;
@@ -280,7 +263,7 @@ static int next_timeout(const struct loop *l)
             next = l->timers[i].when;
     if (next == INT64_MAX)
         return 1000;
-    int64_t d = next - loop_clock_ms();
+    int64_t d = next - rmq_mono_ms();
     if (d < 0)
         return 0;
     return d > 1000 ? 1000 : (int)d;
@@ -331,7 +314,7 @@ int loop_run(struct loop *l)
                 continue;
             return -errno;
         }
-        l->now = loop_clock_ms();
+        l->now = rmq_mono_ms();
         if (dispatch_events(l, events, n)) {
             /* Level-triggered: what is left stays ready for the next turn. */
             int m = epoll_wait(l->bulk_epfd, events, LOOP_BULK_SLICE, 0);

@@ -55,7 +55,5 @@ int loop_run(struct loop *l);
 /* Safe from a callback; with loop_wake also from a signal handler context. */
 void loop_stop(struct loop *l);
 int64_t loop_now_ms(const struct loop *l);
-/* Reads CLOCK_MONOTONIC now (not the cached iteration time). */
-int64_t loop_clock_ms(void);
 
 #endif

@@ -10,13 +10,6 @@ const uint64_t stats_bucket_bounds_us[STATS_BUCKETS - 1] = {10,   25,   50,   10
 static const char *const kind_names[STATS_CHANGE_KINDS] = {"join", "close", "unregister", "expire",
                                                            "subscription"};
 
-uint64_t stats_clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 void stats_histogram_add(struct stats_histogram *h, uint64_t us)
 {
     size_t b = 0;

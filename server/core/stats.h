@@ -42,6 +42,7 @@ struct server_stats {
     uint64_t expirations;
     uint64_t connections_accepted;
     uint64_t connections_refused; /* over --max-connections */
+    uint64_t accept_failures;     /* accept() out of descriptors or memory */
     uint64_t requests_throttled;  /* over --max-requests-per-sec */
     uint64_t requests_denied;     /* failed the --acl check */
     uint64_t commit_failures;
@@ -61,7 +62,5 @@ void stats_record_request(struct server_stats *st, int32_t code, uint64_t us);
 /* "join" -> STATS_CHANGE_JOIN ...; -1 for an unknown kind. */
 int stats_change_kind(const char *kind);
 const char *stats_change_kind_name(int kind);
-/* Monotonic microseconds. */
-uint64_t stats_clock_us(void);
 
 #endif

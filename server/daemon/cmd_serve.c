@@ -4,9 +4,9 @@
 #include "config.h"
 #include "log.h"
 #include "mem.h"
+#include "proc.h"
 #include "server.h"
 
-#include <jansson.h>
 #include <stdio.h>
 
 int cmd_serve_main(int argc, char **argv)
@@ -17,10 +17,7 @@ int cmd_serve_main(int argc, char **argv)
         return 0;
     if (rc != 0)
         return 2;
-    log_set_level((enum log_level)cfg.log_level);
-    /* Before any thread exists: jansson's allocator and hash seed are process-wide. */
-    rmq_mem_install_jansson();
-    json_object_seed(0);
+    proc_init(cfg.log_level);
     static struct broker srv;
     rc = server_init(&srv, &cfg);
     if (rc == 0)

@@ -6,6 +6,7 @@
 #include "acl.h"
 #include "admin_dispatch.h"
 #include "admin_holdings.h"
+#include "clocks.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
@@ -19,6 +20,7 @@
 #include "net.h"
 #include "notify.h"
 #include "outbound.h"
+#include "proc.h"
 #include "pull_requests.h"
 #include "reply.h"
 #include "request_codes.h"
@@ -32,8 +34,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 /* ---- connections ---- */
@@ -87,11 +89,20 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
         reply_code(s, c, cmd, RMQ_RESP_NO_PERMISSION, why);
         return;
     }
+    /* A channel row is written at its first accepted request, not at
+     * accept: bare connect/close churn, or frames the ACL refuses, leave no
+     * row behind. */
+    struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    if (ch && !ch->stored) {
+        ch->stored = true;
+        if (store_open_channel(s->store, (int64_t)c->id, c->peer, ch->opened_ms) != 0)
+            log_error("store: recording channel of %s failed: %s", c->peer, store_errmsg(s->store));
+    }
     if (cmd->code == RMQ_REQ_HEART_BEAT)
         c->bulk_frames_in_event++; /* a heartbeat flood is served in slices (conn.c classify) */
     if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
         trace_record_request(s->trace, broker_now_ms(s), c->id, c->peer, cmd);
-    uint64_t t0 = stats_clock_us();
+    uint64_t t0 = rmq_mono_us();
     uint64_t writes = store_write_count(s->store);
     if (!cluster_dispatch(s, c, cmd))
         dispatch_request(s, c, cmd);
@@ -100,7 +111,7 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
      * wrote nothing may be answered at once. */
     if (store_write_count(s->store) != writes)
         c->hold_output = true;
-    stats_record_request(&s->stats, cmd->code, stats_clock_us() - t0);
+    stats_record_request(&s->stats, cmd->code, rmq_mono_us() - t0);
 }
 
 static void on_close(void *ctx, struct conn *c)
@@ -112,10 +123,41 @@ static void on_close(void *ctx, struct conn *c)
     cluster_conn_closed(s, c);
     reply_forget_conn(s, c);
     trace_record_close(s->trace, broker_now_ms(s), c->id, c->peer, c->close_reason);
+    struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    bool stored = ch && ch->stored;
     registry_channel_close(&s->reg, c->id);
-    int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, broker_now_ms(s));
+    int rc = stored ? store_close_channel(s->store, (int64_t)c->id, c->close_reason, broker_now_ms(s)) : 0;
     if (rc != 0 && rc != RMQ_ENOTFOUND)
         log_error("store: closing channel of %s failed: %s", c->peer, store_errmsg(s->store));
+}
+
+/* Out of descriptors (or of kernel memory), accept fails again at once: the
+ * listeners pause for ACCEPT_PAUSE_MS instead of spinning a core, and the
+ * failure is logged once a second (counted in /metrics). */
+#define ACCEPT_PAUSE_MS 100
+
+static void resume_accepting(struct loop *l, int id, void *ctx)
+{
+    (void)id;
+    struct broker *s = ctx;
+    for (size_t i = 0; i < s->nlisten; i++)
+        if (loop_mod_fd(l, s->listen_fds[i], LOOP_READ) != 0)
+            log_error("cannot resume listening on %s", s->listen_addrs[i]);
+    s->accept_paused = false;
+}
+
+static void pause_accepting(struct broker *s, int err)
+{
+    s->stats.accept_failures++;
+    log_limited(&s->accept_log, loop_now_ms(s->loop), LOG_WARN, "accept failed: %s; not accepting for %d ms",
+                strerror(err), ACCEPT_PAUSE_MS);
+    if (s->accept_paused)
+        return;
+    if (loop_add_timer(s->loop, ACCEPT_PAUSE_MS, 0, resume_accepting, s, NULL) != 0)
+        return; /* no timer, no pause: better to retry than to stop accepting */
+    for (size_t i = 0; i < s->nlisten; i++)
+        (void)loop_mod_fd(s->loop, s->listen_fds[i], 0);
+    s->accept_paused = true;
 }
 
 static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
@@ -127,14 +169,20 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
         int cfd = net_accept(fd, peer, sizeof peer);
         if (cfd == -EAGAIN)
             return;
-        if (cfd < 0) {
-            log_warn("accept failed: %s", strerror(-cfd));
+        if (cfd == -EMFILE || cfd == -ENFILE || cfd == -ENOBUFS || cfd == -ENOMEM) {
+            pause_accepting(s, -cfd);
             return;
+        }
+        if (cfd < 0) {
+            /* A connection that died in the backlog (ECONNABORTED, ...): the next may be fine. */
+            log_limited(&s->accept_log, loop_now_ms(l), LOG_WARN, "accept failed: %s", strerror(-cfd));
+            continue;
         }
         if ((int64_t)conn_set_count(s->conns) >= s->cfg->max_connections) {
             /* Refuse early: one more connection would push every other client's latency. */
-            log_warn("connection from %s refused: --max-connections %lld reached", peer,
-                     (long long)s->cfg->max_connections);
+            log_limited(&s->refuse_log, loop_now_ms(l), LOG_WARN,
+                        "connection from %s refused: --max-connections %lld reached", peer,
+                        (long long)s->cfg->max_connections);
             close(cfd);
             s->stats.connections_refused++;
             continue;
@@ -142,15 +190,14 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
         uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
         struct conn *c;
         if (conn_set_adopt(s->conns, cfd, id, peer, loop_now_ms(l), &c) != 0) {
-            log_warn("connection from %s refused: out of resources", peer);
+            log_limited(&s->refuse_log, loop_now_ms(l), LOG_WARN,
+                        "connection from %s refused: out of resources", peer);
             continue;
         }
         if (registry_channel_open(&s->reg, id, c, peer, broker_now_ms(s)) != 0) {
             conn_close_async(c, "out of memory");
             continue;
         }
-        if (store_open_channel(s->store, (int64_t)id, peer, broker_now_ms(s)) != 0)
-            log_error("store: recording channel of %s failed: %s", peer, store_errmsg(s->store));
         s->stats.connections_accepted++;
         trace_record_connect(s->trace, broker_now_ms(s), id, peer);
         log_debug("connection %s accepted (channel %llu)", peer, (unsigned long long)id);
@@ -177,7 +224,7 @@ static void before_sleep(struct loop *l, void *ctx)
     struct broker *s = ctx;
     /* Closing connections can schedule NOTIFYs, and writing can close
      * connections: repeat a few times so nothing waits for the next event. */
-    uint64_t fanout_t0 = stats_clock_us(), notified = s->stats.notifications_sent;
+    uint64_t fanout_t0 = rmq_mono_us(), notified = s->stats.notifications_sent;
     for (int round = 0; round < 4; round++) {
         conn_set_reap(s->conns);
         notify_flush(s);
@@ -185,7 +232,7 @@ static void before_sleep(struct loop *l, void *ctx)
         if (store_in_batch(s->store) && commit_due(s, l)) {
             s->writes_at_commit = store_write_count(s->store);
             s->last_commit_ms = loop_now_ms(l);
-            uint64_t t0 = stats_clock_us();
+            uint64_t t0 = rmq_mono_us();
             /* Only a batch an acknowledgement depends on waits for fsync. */
             int rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
             if (rc != 0) {
@@ -194,7 +241,7 @@ static void before_sleep(struct loop *l, void *ctx)
                 member_events_need_snapshots(s);
                 s->stats.commit_failures++;
             }
-            stats_histogram_add(&s->stats.commit, stats_clock_us() - t0);
+            stats_histogram_add(&s->stats.commit, rmq_mono_us() - t0);
         }
         reply_release_held(s, durable_ok);
         conn_set_flush(s->conns);
@@ -203,7 +250,7 @@ static void before_sleep(struct loop *l, void *ctx)
             break;
     }
     if (s->stats.notifications_sent != notified)
-        stats_histogram_add(&s->stats.fanout, stats_clock_us() - fanout_t0);
+        stats_histogram_add(&s->stats.fanout, rmq_mono_us() - fanout_t0);
     conn_set_reap(s->conns);
 }
 
@@ -309,16 +356,9 @@ static int open_listeners(struct broker *s)
 
 static int setup_signals(struct broker *s)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
-        return -errno;
-    s->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    s->signal_fd = proc_stop_signal_fd();
     if (s->signal_fd < 0)
-        return -errno;
-    signal(SIGPIPE, SIG_IGN);
+        return s->signal_fd;
     /* A file-size limit must fail the write (SQLite reports it), not kill the daemon. */
     signal(SIGXFSZ, SIG_IGN);
     return loop_add_fd(s->loop, s->signal_fd, LOOP_READ, on_signal, s);
@@ -415,15 +455,33 @@ static int setup_http(struct broker *s)
     return RMQ_OK;
 }
 
+/* Raises the soft open-file limit to the hard one (a daemon with 10,000
+ * clients needs more than the usual 1,024) and says at start when
+ * --max-connections cannot be reached under it. */
+static void raise_fd_limit(const struct config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+    }
+    /* Listeners, the store, the HTTP side and logs take a few dozen descriptors. */
+    if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < cfg->max_connections + 64)
+        log_warn("the open-file limit is %llu: accepting fails (and pauses) before --max-connections %lld",
+                 (unsigned long long)rl.rlim_cur, (long long)cfg->max_connections);
+}
+
 int server_init(struct broker *s, const struct config *cfg)
 {
+    raise_fd_limit(cfg);
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->signal_fd = -1;
     s->next_opaque = 1000000;
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    s->wall_base_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    s->wall_base_ms = rmq_wall_ms();
     int rc = loop_new(&s->loop);
     if (rc != 0)
         return rc;
@@ -437,6 +495,7 @@ int server_init(struct broker *s, const struct config *cfg)
     queue_locks_init(&s->locks);
     struct conn_set_options copt = {
         .max_frame = cfg->max_frame_bytes,
+        .max_header = cfg->max_header_bytes,
         .max_output = cfg->max_pending_output,
         .on_frame = on_frame,
         .on_close = on_close,

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,8 +41,8 @@ static int loopback_addr(const char *hp, struct sockaddr_in *sa)
         strcpy(host, "127.0.0.1");
     memset(sa, 0, sizeof *sa);
     sa->sin_family = AF_INET;
-    int port = atoi(colon + 1);
-    if (inet_pton(AF_INET, host, &sa->sin_addr) != 1 || port <= 0 || port > 65535)
+    int64_t port;
+    if (inet_pton(AF_INET, host, &sa->sin_addr) != 1 || rmq_parse_i64_range(colon + 1, 1, 65535, &port) != 0)
         return RMQ_EINVAL;
     if ((ntohl(sa->sin_addr.s_addr) >> 24) != 127)
         return RMQ_EINVAL; /* loopback only: the admin API is not a proxy */

@@ -10,6 +10,7 @@
  */
 #include "http_admin_api.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "mem.h"
 #include "store_read.h"
@@ -121,13 +122,6 @@ int api_events_get(struct MHD_Connection *conn, const json_t *query, const char 
     return http_admin_reply_json(conn, 200, events);
 }
 
-static int64_t wall_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Optional non-negative time parameter (epoch ms); -1 after a 400. */
 static int time_param(struct MHD_Connection *conn, const json_t *query, const char *key, int64_t dflt,
                       int64_t *out, int *r)
@@ -233,7 +227,7 @@ void api_augment_diagnostics(struct store_reader *reader, json_t *diag, int64_t 
     if (!group)
         return;
     if (now_ms <= 0)
-        now_ms = wall_now_ms();
+        now_ms = rmq_wall_ms();
     int64_t n = 0;
     char err[256];
     if (store_reader_count_events(reader, group, "subscription", now_ms - CHURN_WINDOW_MS, &n, err,

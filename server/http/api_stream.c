@@ -19,6 +19,7 @@
 #include "http_admin_api.h"
 
 #include "buf.h"
+#include "clocks.h"
 #include "err.h"
 #include "mem.h"
 #include "store_read.h"
@@ -44,13 +45,6 @@ struct api_stream {
     struct buf out; /* formatted, not yet handed to MHD */
     bool failed;    /* the store read failed: end after flushing */
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Appends every event after last_id (one batch) to st->out. */
 static void poll_store(struct api_stream *st)
@@ -103,7 +97,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct api_stream *st = cls;
     if (http_admin_stopping(st->h))
         return MHD_CONTENT_READER_END_OF_STREAM;
-    int64_t now = mono_ms();
+    int64_t now = rmq_mono_ms();
     if (buf_live(&st->out) == 0 && !st->failed && now - st->last_poll_ms >= API_STREAM_POLL_MS / 2) {
         st->last_poll_ms = now;
         poll_store(st);
@@ -191,7 +185,7 @@ int api_stream_start(struct http_admin *h, struct MHD_Connection *conn, const js
     st->reader = reader;
     st->last_id = start;
     st->heartbeat_ms = heartbeat;
-    st->last_write_ms = st->last_poll_ms = mono_ms();
+    st->last_write_ms = st->last_poll_ms = rmq_mono_ms();
     buf_init(&st->out, 0);
     /* Sent at once so the client sees the headers and knows the position. */
     buf_appendf(&st->out, "retry: 2000\n: stream open after event %" PRId64 "\n\n", start);

@@ -28,11 +28,14 @@
  */
 #include "http_admin.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "http_admin_api.h"
+#include "json_util.h"
 #include "mem.h"
 #include "metrics_text.h"
 #include "store_read.h"
+#include "util.h"
 
 #include <assert.h>
 #include <microhttpd.h>
@@ -153,7 +156,7 @@ reply_errorv(struct MHD_Connection *conn, unsigned status, const char *code, con
 {
     char detail[512];
     vsnprintf(detail, sizeof detail, fmt, ap);
-    return queue_json(conn, status, json_pack("{s:s,s:s}", "error", code, "detail", detail), NULL);
+    return queue_json(conn, status, rmq_error_json(code, detail), NULL);
 }
 
 __attribute__((format(printf, 4, 5))) static enum MHD_Result
@@ -203,14 +206,12 @@ int http_admin_reply_method_not_allowed(struct MHD_Connection *conn, const char 
 {
     char detail[160];
     snprintf(detail, sizeof detail, "method %.32s is not allowed here; allowed: %s", method, allow);
-    return queue_json(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
-                      json_pack("{s:s,s:s}", "error", "method not allowed", "detail", detail), allow);
+    return queue_json(conn, MHD_HTTP_METHOD_NOT_ALLOWED, rmq_error_json("method not allowed", detail), allow);
 }
 
 int http_admin_reply_unauthorized(struct MHD_Connection *conn, const char *detail)
 {
-    return queue_json_h(conn, MHD_HTTP_UNAUTHORIZED,
-                        json_pack("{s:s,s:s}", "error", "unauthorized", "detail", detail),
+    return queue_json_h(conn, MHD_HTTP_UNAUTHORIZED, rmq_error_json("unauthorized", detail),
                         MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"rmqcoord\"");
 }
 
@@ -317,7 +318,7 @@ int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req
         p->refs--;
         p->completed = true;
         p->msg.status = 503;
-        p->msg.reply = json_pack("{s:s,s:s}", "error", "shutting down", "detail", "the server is stopping");
+        p->msg.reply = rmq_error_json("shutting down", "the server is stopping");
         if (p->conn) {
             pending_unlink(p);
             MHD_resume_connection(conn); /* HTTP thread: safe under our lock */
@@ -387,17 +388,9 @@ static void body_append(struct request *req, const char *data, size_t n)
         req->body_len = req->body_cap = 0;
         return;
     }
-    if (req->body_len + n + 1 > req->body_cap) {
-        size_t cap = req->body_cap ? req->body_cap : 4096;
-        while (cap < req->body_len + n + 1)
-            cap *= 2;
-        char *b = rmq_realloc(req->body, cap);
-        if (!b) {
-            req->body_oom = true;
-            return;
-        }
-        req->body = b;
-        req->body_cap = cap;
+    if (RMQ_GROW(req->body, req->body_cap, req->body_len + n + 1, 4096) != 0) {
+        req->body_oom = true;
+        return;
     }
     memcpy(req->body + req->body_len, data, n);
     req->body_len += n;
@@ -588,13 +581,7 @@ static void *ticker_main(void *arg)
             pthread_cond_wait(&h->tick_wake, &pending_lock);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += API_STREAM_POLL_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = rmq_clock_after_ms(CLOCK_REALTIME, API_STREAM_POLL_MS);
         /* Wake-ups from further parks are ignored until the tick is due. */
         while (!h->stopping && pthread_cond_timedwait(&h->tick_wake, &pending_lock, &ts) == 0)
             ;

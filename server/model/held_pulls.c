@@ -3,19 +3,14 @@
 
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #define HELD_PULLS_FIRST_CAP 64
 
 int held_pulls_add(struct held_pulls *p, const struct held_pull *h)
 {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : HELD_PULLS_FIRST_CAP;
-        struct held_pull *items = rmq_realloc(p->items, cap * sizeof *items);
-        if (!items)
-            return RMQ_ENOMEM;
-        p->items = items;
-        p->cap = cap;
-    }
+    if (RMQ_GROW(p->items, p->cap, p->n + 1, HELD_PULLS_FIRST_CAP) != 0)
+        return RMQ_ENOMEM;
     p->items[p->n++] = *h;
     return RMQ_OK;
 }

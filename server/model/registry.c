@@ -4,6 +4,7 @@
 #include "err.h"
 #include "mem.h"
 #include "topics.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -149,14 +150,8 @@ static void channel_forget_group(struct reg_channel *ch, const char *group)
 
 static int channel_add_group(struct reg_channel *ch, const char *group)
 {
-    if (ch->ngroups == ch->groups_cap) {
-        size_t cap = ch->groups_cap ? ch->groups_cap * 2 : 4;
-        char **p = rmq_realloc(ch->groups, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        ch->groups = p;
-        ch->groups_cap = cap;
-    }
+    if (RMQ_GROW(ch->groups, ch->groups_cap, ch->ngroups + 1, 4) != 0)
+        return RMQ_ENOMEM;
     char *dup = rmq_strdup(group);
     if (!dup)
         return RMQ_ENOMEM;
@@ -424,14 +419,8 @@ size_t registry_expire(struct registry *r, int64_t now_ms, int64_t expiry_ms, ui
                     floor = g->g.members[i].last_hb_ms;
                 continue;
             }
-            if (ntodo == cap) {
-                size_t nc = cap ? cap * 2 : 16;
-                struct expired *p = rmq_realloc(todo, nc * sizeof *p);
-                if (!p)
-                    goto apply; /* expire what fits; the next scan gets the rest */
-                todo = p;
-                cap = nc;
-            }
+            if (RMQ_GROW(todo, cap, ntodo + 1, 16) != 0)
+                goto apply; /* expire what fits; the next scan gets the rest */
             todo[ntodo].group = rmq_strdup(g->g.name);
             if (!todo[ntodo].group)
                 goto apply;

@@ -36,6 +36,7 @@ struct reg_channel {
     int64_t last_hb_ms;
     int64_t client_stored_ms; /* for the owner: when the client row was last persisted */
     double rate_tokens;       /* for the owner: request-rate budget */
+    bool stored;              /* for the owner: its row is in the store */
     /* The last heartbeat applied in full: a byte-identical repeat on this
      * channel, with every group still at the state version it left, would
      * change nothing, so it only refreshes timestamps (registry_heartbeat_repeat). */

@@ -12,12 +12,14 @@
  */
 #include "cmd_replay.h"
 #include "client_defaults.h"
+#include "clocks.h"
 #include "err.h"
 #include "mem.h"
 #include "replay.h"
 #include "replay_io.h"
 #include "replay_live.h"
 #include "trace_fmt.h"
+#include "util.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -76,20 +78,10 @@ static void usage(FILE *f)
         f);
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < lo)
-        return RMQ_EINVAL;
-    *out = v;
-    return RMQ_OK;
-}
-
 static int parse_time(const char *s, bool *rel, int64_t *out)
 {
     *rel = s[0] == '+';
-    return parse_i64(s + *rel, 0, out);
+    return rmq_parse_i64_range(s + *rel, 0, INT64_MAX, out);
 }
 
 static int split_list(char *s, const char **v, size_t max, size_t *n)
@@ -109,7 +101,7 @@ static int parse_explain(struct cli *c, const char *arg)
     char *q = strrchr(c->explain, ':');
     char *b = q ? (*q = '\0', strrchr(c->explain, ':')) : NULL;
     int64_t qid;
-    if (!b || b == c->explain || !b[1] || parse_i64(q + 1, 0, &qid) != 0 || qid > INT32_MAX)
+    if (!b || b == c->explain || !b[1] || rmq_parse_i64_range(q + 1, 0, INT32_MAX, &qid) != 0)
         return RMQ_EINVAL;
     *b = '\0';
     c->opt.explain_topic = c->explain;
@@ -168,12 +160,14 @@ static int apply_opt(struct cli *c, int o, char *arg)
     int64_t v = 0;
     switch (o) {
     case O_STRATEGY: return allocate_strategy_parse(arg, &r->alloc.strategy);
-    case O_VNODES: return parse_i64(arg, 0, &v) ? RMQ_EINVAL : (r->alloc.virtual_nodes = (long)v, 0);
+    case O_VNODES:
+        return rmq_parse_i64_range(arg, 0, INT64_MAX, &v) ? RMQ_EINVAL
+                                                          : (r->alloc.virtual_nodes = (long)v, 0);
     case O_IDCS: return split_list(arg, c->idcs, 64, &r->alloc.n_idcs);
-    case O_REBALANCE: return parse_i64(arg, 1, &r->rebalance_ms);
-    case O_DELAY: return parse_i64(arg, 0, &r->notify_delay_ms);
-    case O_EXPIRY: return parse_i64(arg, 0, &r->expiry_ms);
-    case O_SCAN: return parse_i64(arg, 1, &r->scan_ms);
+    case O_REBALANCE: return rmq_parse_i64_range(arg, 1, INT64_MAX, &r->rebalance_ms);
+    case O_DELAY: return rmq_parse_i64_range(arg, 0, INT64_MAX, &r->notify_delay_ms);
+    case O_EXPIRY: return rmq_parse_i64_range(arg, 0, INT64_MAX, &r->expiry_ms);
+    case O_SCAN: return rmq_parse_i64_range(arg, 1, INT64_MAX, &r->scan_ms);
     case O_ON_EXPIRY:
         r->notify_on_expiry = !strcmp(arg, "on");
         return strcmp(arg, "on") && strcmp(arg, "off") ? RMQ_EINVAL : 0;
@@ -195,7 +189,8 @@ static int apply_opt(struct cli *c, int o, char *arg)
     case O_EXPLAIN: return parse_explain(c, arg);
     case O_TARGET: c->target = arg; return 0;
     case O_SPEED: c->speed = strtod(arg, NULL); return c->speed > 0 ? 0 : RMQ_EINVAL;
-    case O_MAX_CONNS: return parse_i64(arg, 1, &v) ? RMQ_EINVAL : (c->max_conns = (long)v, 0);
+    case O_MAX_CONNS:
+        return rmq_parse_i64_range(arg, 1, INT64_MAX, &v) ? RMQ_EINVAL : (c->max_conns = (long)v, 0);
     default: return RMQ_EINVAL;
     }
 }
@@ -231,9 +226,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)rmq_mono_us() / 1e6;
 }
 
 static int write_out(struct replay *rp)

@@ -15,6 +15,7 @@
 #include "mem.h"
 #include "request_codes.h"
 #include "trace_fmt.h"
+#include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -81,14 +82,8 @@ static bool gact_less(const struct gact *a, const struct gact *b)
 
 static int push(struct gen *g, int64_t at, int kind, long arg)
 {
-    if (g->nh == g->ch) {
-        size_t cap = g->ch ? g->ch * 2 : 256;
-        struct gact *p = rmq_realloc(g->h, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        g->h = p;
-        g->ch = cap;
-    }
+    if (RMQ_GROW(g->h, g->ch, g->nh + 1, 256) != 0)
+        return RMQ_ENOMEM;
     struct gact a = {at, g->seq++, kind, arg};
     size_t i = g->nh++;
     for (; i > 0 && gact_less(&a, &g->h[(i - 1) / 2]); i = (i - 1) / 2)
@@ -162,14 +157,8 @@ static char *heartbeat_json(long group, const char *cid)
 /* A new client of group connects at t and sends its first heartbeat. */
 static int join(struct gen *g, int64_t t, long group)
 {
-    if (g->nc == g->cc) {
-        size_t cap = g->cc ? g->cc * 2 : 64;
-        struct gclient *p = rmq_realloc(g->c, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        g->c = p;
-        g->cc = cap;
-    }
+    if (RMQ_GROW(g->c, g->cc, g->nc + 1, 64) != 0)
+        return RMQ_ENOMEM;
     struct gclient *c = &g->c[g->nc];
     char cid[64];
     uint64_t n = ++g->next_conn;

@@ -10,9 +10,11 @@
 #include "client_defaults.h"
 #include "err.h"
 #include "mem.h"
+#include "notify_policy.h"
 #include "replay_int.h"
 #include "request_codes.h"
 #include "topics.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,14 +42,8 @@ static bool act_less(const struct rp_action *a, const struct rp_action *b)
 
 int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c)
 {
-    if (rp->nheap == rp->heap_cap) {
-        size_t cap = rp->heap_cap ? rp->heap_cap * 2 : 256;
-        struct rp_action *p = rmq_realloc(rp->heap, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        rp->heap = p;
-        rp->heap_cap = cap;
-    }
+    if (RMQ_GROW(rp->heap, rp->heap_cap, rp->nheap + 1, 256) != 0)
+        return RMQ_ENOMEM;
     size_t i = rp->nheap++;
     struct rp_action a = {at, rp->seq++, kind, c};
     while (i > 0 && act_less(&a, &rp->heap[(i - 1) / 2])) {
@@ -158,14 +154,8 @@ struct rp_conn *rp_find_conn(struct replay *rp, uint64_t id)
 
 int rp_ptr_push(void ***arr, size_t *n, size_t *cap, void *p)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4;
-        void **q = rmq_realloc(*arr, nc * sizeof *q);
-        if (!q)
-            return RMQ_ENOMEM;
-        *arr = q;
-        *cap = nc;
-    }
+    if (RMQ_GROW(*arr, *cap, *n + 1, 4) != 0)
+        return RMQ_ENOMEM;
     (*arr)[(*n)++] = p;
     return RMQ_OK;
 }
@@ -229,10 +219,10 @@ bool rp_in_window(const struct replay *rp, int64_t ts)
 
 /* ---- the daemon's registry hooks (server.c hook_*), replayed ---- */
 
-/* PROTOCOL (docs/protocol.md §4.4): as server.c schedule_notify — broadcast groups are not notified. */
-static void schedule_notify(struct rp_view *v, struct reg_group *g)
+/* The daemon's rule (notify_policy, as member_events.c asks it). */
+static void schedule_notify(struct rp_view *v, struct reg_group *g, enum notify_change change)
 {
-    if (mship_notifies(&g->g))
+    if (notify_policy_marks(&g->g, change, v->rp->opt.notify_on_expiry))
         registry_mark_notify(&v->reg, g);
 }
 
@@ -290,7 +280,7 @@ static void hook_joined(void *ctx, struct reg_group *g, const struct mship_membe
         /* PROTOCOL: docs/protocol.md §10.1 — a client rebalances right after its first heartbeat. */
         rp_push_action(rp, rp->now, RP_ACT_START, c);
     }
-    schedule_notify(v, g);
+    schedule_notify(v, g, NOTIFY_CHANGE_JOIN);
 }
 
 static void client_end(struct replay *rp, struct rp_client *c, const char *why)
@@ -327,23 +317,18 @@ static void hook_left(void *ctx, struct reg_group *g, const struct mship_member 
     struct rp_client *c = rp_find_client(rp, m->channel_id, g->g.name);
     if (c)
         client_end(rp, c, kind);
-    /* PROTOCOL (docs/protocol.md §4.5): the broker is silent on expiry; rmqcoord notifies unless told not to.
-     */
-    if (why == REG_LEAVE_EXPIRE && !rp->opt.notify_on_expiry)
-        return;
-    schedule_notify(v, g);
+    schedule_notify(v, g, why == REG_LEAVE_EXPIRE ? NOTIFY_CHANGE_EXPIRE : NOTIFY_CHANGE_LEAVE);
 }
 
 static void hook_subscriptions(void *ctx, struct reg_group *g, unsigned flags)
 {
     struct rp_view *v = ctx;
-    /* As the daemon: a first heartbeat joins and subscribes at once, one change. */
-    if (flags & MSHIP_JOINED)
+    if (!notify_policy_subscription_counts(flags))
         return;
     v->rp->st.changes++;
     v->rp->st.sub_changes++;
     rp_out_change(v->rp, v, g->g.name, "subscription", NULL, 0, &g->g);
-    schedule_notify(v, g);
+    schedule_notify(v, g, NOTIFY_CHANGE_SUBSCRIPTION);
 }
 
 static void hook_heartbeat(void *ctx, struct reg_group *g, const struct mship_member *m, unsigned flags)
@@ -395,7 +380,7 @@ static int cmp_group_name(const void *a, const void *b)
 
 static void notify_group(struct replay *rp, struct rp_view *v, struct reg_group *g)
 {
-    if (g->g.nmembers == 0 || !mship_notifies(&g->g))
+    if (!notify_policy_sends(&g->g))
         return;
     size_t delivered = 0, deaf = 0;
     for (size_t i = 0; i < g->g.nmembers; i++) {

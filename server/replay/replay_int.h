@@ -68,7 +68,7 @@ struct rp_client {
     char **topics;       /* owned, sorted: its own subscriptions */
     size_t ntopics;
     struct rp_hold *holds;
-    size_t nholds;
+    size_t nholds, holds_cap;
     uint64_t n_start, n_notify, n_timer, n_changes;
 };
 

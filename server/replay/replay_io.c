@@ -4,6 +4,7 @@
 #include "err.h"
 #include "mem.h"
 #include "trace_fmt.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -45,13 +46,9 @@ int replay_reader_next(struct replay_reader *r, const char **line, size_t *len, 
         memmove(r->buf, r->buf + r->start, r->end - r->start);
         r->end -= r->start;
         r->start = 0;
-        if (r->cap - r->end < REPLAY_IO_CHUNK) {
-            char *p = rmq_realloc(r->buf, r->cap * 2);
-            if (!p)
-                return RMQ_ENOMEM;
-            r->buf = p;
-            r->cap *= 2;
-        }
+        /* Room for a whole chunk per read: fewer, larger freads. */
+        if (RMQ_GROW(r->buf, r->cap, r->end + REPLAY_IO_CHUNK, REPLAY_IO_CHUNK * 2) != 0)
+            return RMQ_ENOMEM;
         size_t n = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
         r->end += n;
         if (n == 0)

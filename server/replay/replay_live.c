@@ -11,6 +11,7 @@
  */
 #include "replay_live.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "hashmap.h"
 #include "mem.h"
@@ -50,13 +51,6 @@ struct live {
     size_t pcap;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void lconn_free(struct live *lv, struct lconn *c)
 {
     hashmap_remove(&lv->conns, &c->id, sizeof c->id);
@@ -91,7 +85,7 @@ static struct lconn *lconn_open(struct live *lv, uint64_t id)
     c->id = id;
     c->fd = fd;
     buf_init(&c->out, LIVE_MAX_OUT);
-    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT);
+    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT, 0);
     lv->opened++;
     return c;
 }
@@ -166,7 +160,7 @@ static void pump(struct live *lv, int64_t deadline)
             lv->pfd[n] = (struct pollfd){c->fd, (short)(POLLIN | (buf_live(&c->out) ? POLLOUT : 0)), 0};
             lv->pc[n++] = c;
         }
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - rmq_mono_ms();
         int r = poll(lv->pfd, n, left > 0 ? (int)(left < 1000 ? left : 1000) : 0);
         for (size_t i = 0; r > 0 && i < n; i++) {
             struct lconn *c = lv->pc[i];
@@ -175,7 +169,7 @@ static void pump(struct live *lv, int64_t deadline)
                 ((re & POLLOUT) && flush_out(lv, c) != 0))
                 lconn_free(lv, c);
         }
-    } while (mono_ms() < deadline);
+    } while (rmq_mono_ms() < deadline);
 }
 
 static void send_request(struct live *lv, const struct trace_event *ev)
@@ -240,7 +234,7 @@ static int run(struct live *lv, const char *path, double speed)
     const char *line;
     size_t len;
     bool complete, first = true;
-    int64_t t0 = 0, w0 = mono_ms();
+    int64_t t0 = 0, w0 = rmq_mono_ms();
     while (rc == 0 && (n = replay_reader_next(&r, &line, &len, &complete)) == 1) {
         struct trace_event ev;
         if (trace_decode_line(&d, line, len, r.lineno, &ev) != 0) {
@@ -275,9 +269,9 @@ int replay_live_run(const char *path, const char *target, double speed, size_t m
         return -1;
     }
     hashmap_init(&lv.conns);
-    int64_t start = mono_ms();
+    int64_t start = rmq_mono_ms();
     int rc = run(&lv, path, speed);
-    pump(&lv, mono_ms() + 500); /* let the last replies and NOTIFYs arrive */
+    pump(&lv, rmq_mono_ms() + 500); /* let the last replies and NOTIFYs arrive */
     size_t b;
     struct hashmap_entry *e;
     while ((e = hashmap_first(&lv.conns, &b)) != NULL)
@@ -295,6 +289,6 @@ int replay_live_run(const char *path, const char *target, double speed, size_t m
         target, speed, (unsigned long long)lv.lines, (unsigned long long)lv.opened,
         (unsigned long long)lv.failed, (unsigned long long)lv.skipped, max_conns, (unsigned long long)lv.sent,
         (unsigned long long)lv.dropped, (unsigned long long)lv.responses, (unsigned long long)lv.notifies,
-        (unsigned long long)lv.peer_closed, (double)(mono_ms() - start) / 1000.0);
+        (unsigned long long)lv.peer_closed, (double)(rmq_mono_ms() - start) / 1000.0);
     return rc;
 }

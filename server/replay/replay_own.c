@@ -15,15 +15,11 @@
 #include "mem.h"
 #include "replay_int.h"
 #include "topics.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_strp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static int cmp_owner(const void *a, const void *b)
 {
@@ -62,15 +58,7 @@ static char *owners_string(const struct rp_queue *q)
 static void close_interval(struct replay *rp, struct rp_queue *q, bool open)
 {
     if ((q->state == RP_Q_OVERLAP || q->state == RP_Q_STALL) && rp->now > q->since) {
-        if (q->niv == q->iv_cap) {
-            size_t cap = q->iv_cap ? q->iv_cap * 2 : 4;
-            struct rp_interval *p = rmq_realloc(q->iv, cap * sizeof *p);
-            if (p) {
-                q->iv = p;
-                q->iv_cap = cap;
-            }
-        }
-        if (q->niv < q->iv_cap) {
+        if (RMQ_GROW(q->iv, q->iv_cap, q->niv + 1, 4) == 0) {
             q->iv[q->niv++] = (struct rp_interval){q->state, q->since, rp->now, q->snapshot, open};
             q->snapshot = NULL;
         }
@@ -182,11 +170,9 @@ static struct rp_hold *get_hold(struct rp_client *c, const char *topic)
     for (size_t i = 0; i < c->nholds; i++)
         if (!strcmp(c->holds[i].topic, topic))
             return &c->holds[i];
-    struct rp_hold *p = rmq_realloc(c->holds, (c->nholds + 1) * sizeof *p);
-    if (!p)
+    if (RMQ_GROW(c->holds, c->holds_cap, c->nholds + 1, 4) != 0)
         return NULL;
-    c->holds = p;
-    p = &c->holds[c->nholds];
+    struct rp_hold *p = &c->holds[c->nholds];
     memset(p, 0, sizeof *p);
     if (!(p->topic = rmq_strdup(topic)))
         return NULL;
@@ -281,7 +267,7 @@ int rp_client_set_topics(struct replay *rp, struct rp_client *c, const struct rm
     size_t n = 0;
     for (size_t i = 0; i < cd->nsubs; i++)
         t[n++] = cd->subs[i].topic; /* borrowed until copied below */
-    qsort(t, n, sizeof *t, cmp_strp);
+    qsort(t, n, sizeof *t, rmq_strp_cmp);
     size_t w = 0;
     for (size_t i = 0; i < n; i++)
         if (!w || strcmp(t[w - 1], t[i]) != 0)
@@ -490,7 +476,7 @@ bool rp_client_stale(struct replay *rp, const struct rp_client *c)
     }
     for (size_t k = 0; k < c->nholds; k++)
         if (c->holds[k].nq &&
-            !bsearch(&c->holds[k].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
+            !bsearch(&c->holds[k].topic, c->topics, c->ntopics, sizeof *c->topics, rmq_strp_cmp))
             return true;
     return false;
 }
@@ -507,7 +493,7 @@ int rp_rebalance(struct replay *rp, struct rp_client *c, int kind)
     }
     for (size_t i = 0; i < c->nholds; i++) {
         if (!c->holds[i].nq ||
-            bsearch(&c->holds[i].topic, c->topics, c->ntopics, sizeof *c->topics, cmp_strp))
+            bsearch(&c->holds[i].topic, c->topics, c->ntopics, sizeof *c->topics, rmq_strp_cmp))
             continue;
         set_holding(rp, c, &c->holds[i], NULL, 0, "unsubscribed", NULL); /* a topic it no longer lists */
         c->holds[i].computed = false;

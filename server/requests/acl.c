@@ -4,6 +4,7 @@
 #include "acl_sig.h"
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -61,14 +62,8 @@ static char *value_of(const char *line, const char *key)
 
 static int add_account(struct acl *a)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 4;
-        struct acl_account *p = rmq_realloc(a->accounts, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        a->accounts = p;
-        a->cap = cap;
-    }
+    if (RMQ_GROW(a->accounts, a->cap, a->n + 1, 4) != 0)
+        return RMQ_ENOMEM;
     a->accounts[a->n++] = (struct acl_account){NULL, NULL};
     return RMQ_OK;
 }

@@ -3,6 +3,7 @@
  * Loop thread only. */
 #include "broker.h"
 
+#include "clocks.h"
 #include "conn.h"
 #include "err.h"
 #include "lock_requests.h"
@@ -48,7 +49,7 @@ const struct topic *broker_create_topic(struct broker *s, const char *name, int 
 }
 void broker_expire(struct broker *s)
 {
-    uint64_t t0 = stats_clock_us();
+    uint64_t t0 = rmq_mono_us();
     if (s->cfg->idle_timeout_ms > 0) {
         int64_t now = loop_now_ms(s->loop);
         for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
@@ -69,7 +70,7 @@ void broker_expire(struct broker *s)
                 conn_close_async(ch->conn, "expired: no heartbeat within the channel expiry");
         }
     } while (n == BROKER_EXPIRE_BATCH);
-    stats_histogram_add(&s->stats.expiry_scan, stats_clock_us() - t0);
+    stats_histogram_add(&s->stats.expiry_scan, rmq_mono_us() - t0);
 }
 
 void broker_reset_live(struct broker *s)

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "hashmap.h"
 #include "held_pulls.h"
+#include "log.h"
 #include "offsets.h"
 #include "queue_locks.h"
 #include "registry.h"
@@ -81,6 +82,9 @@ struct broker {
     int64_t clock_offset_ms; /* --clock virtual: total advanced so far */
     int64_t started_ms;
     bool stopping;
+    bool accept_paused;          /* listeners off after accept ran out of descriptors */
+    struct log_limit accept_log; /* accept failures, once a second */
+    struct log_limit refuse_log; /* connections refused at a limit, once a second */
     struct server_stats stats;
     struct namesrv_table *ns; /* owned; --role namesrv only (cluster.h) */
     struct broker_reg *breg;  /* owned; --role broker only */

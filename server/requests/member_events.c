@@ -1,13 +1,14 @@
 /* member_events.c — what the daemon does when the registry reports a
  * membership change: persist it (member rows, subscriptions, an event row),
  * log one line, and schedule the group's NOTIFY when the rules say so
- * (mship_notifies, common/broker). Loop thread only. */
+ * (notify_policy, common/broker). Loop thread only. */
 #include "member_events.h"
 
 #include "buf.h"
 #include "err.h"
 #include "log.h"
 #include "mem.h"
+#include "notify_policy.h"
 #include "pull_requests.h"
 #include "rmq_body.h"
 #include "store.h"
@@ -149,9 +150,9 @@ static void check_store(struct broker *s, int rc, const char *what, const char *
                   store_errmsg(s->store));
 }
 
-static void schedule_notify(struct broker *s, struct reg_group *g)
+static void schedule_notify(struct broker *s, struct reg_group *g, enum notify_change change)
 {
-    if (mship_notifies(&g->g))
+    if (notify_policy_marks(&g->g, change, s->cfg->notify_on_expiry))
         registry_mark_notify(&s->reg, g);
 }
 
@@ -167,7 +168,7 @@ static void hook_joined(void *ctx, struct reg_group *g, const struct mship_membe
     check_store(s, store_member_join(s->store, g->g.name, (int64_t)m->channel_id, m->client_id, now),
                 "recording a join", g->g.name);
     record_event(s, g, "join", m->client_id, m->channel_id, NULL, 0, (long)(m - g->g.members));
-    schedule_notify(s, g);
+    schedule_notify(s, g, NOTIFY_CHANGE_JOIN);
 }
 
 static void hook_left(void *ctx, struct reg_group *g, const struct mship_member *m, size_t index,
@@ -178,14 +179,9 @@ static void hook_left(void *ctx, struct reg_group *g, const struct mship_member 
     check_store(s, store_member_leave(s->store, g->g.name, (int64_t)m->channel_id, kind, broker_now_ms(s)),
                 "recording a leave", g->g.name);
     record_event(s, g, kind, m->client_id, m->channel_id, m->client_id, index, -1);
-    if (why == REG_LEAVE_EXPIRE) {
+    if (why == REG_LEAVE_EXPIRE)
         s->stats.expirations++;
-        /* PROTOCOL (docs/protocol.md §4.5): the broker stays silent on expiry; rmqcoord notifies unless told
-         * not to. */
-        if (!s->cfg->notify_on_expiry)
-            return;
-    }
-    schedule_notify(s, g);
+    schedule_notify(s, g, why == REG_LEAVE_EXPIRE ? NOTIFY_CHANGE_EXPIRE : NOTIFY_CHANGE_LEAVE);
 }
 
 static void save_subscriptions(struct broker *s, const struct reg_group *g)
@@ -232,11 +228,10 @@ static void hook_subscriptions(void *ctx, struct reg_group *g, unsigned flags)
 {
     struct broker *s = ctx;
     save_subscriptions(s, g);
-    /* A first heartbeat joins and subscribes at once: that is one change, the join. */
-    if (flags & MSHIP_JOINED)
+    if (!notify_policy_subscription_counts(flags))
         return;
     record_event(s, g, "subscription", NULL, 0, NULL, 0, -2 /* list unchanged */);
-    schedule_notify(s, g);
+    schedule_notify(s, g, NOTIFY_CHANGE_SUBSCRIPTION);
 }
 
 static void hook_heartbeat(void *ctx, struct reg_group *g, const struct mship_member *m, unsigned flags)

@@ -8,6 +8,7 @@
 #include "broker.h"
 #include "conn.h"
 #include "log.h"
+#include "notify_policy.h"
 #include "pull_requests.h"
 #include "remoting_frame.h"
 #include "request_codes.h"
@@ -16,7 +17,7 @@
 static void notify_group(struct broker *s, struct reg_group *g)
 {
     pull_release_group(s, g->g.name);
-    if (g->g.nmembers == 0 || !mship_notifies(&g->g))
+    if (!notify_policy_sends(&g->g))
         return;
     struct rmq_cmd cmd;
     rmq_cmd_init_request(&cmd, RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED, s->next_opaque++, RMQ_FLAG_ONEWAY);

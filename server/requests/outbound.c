@@ -6,20 +6,15 @@
 #include "err.h"
 #include "loop.h"
 #include "mem.h"
+#include "util.h"
 
 #include <string.h>
 
 int outbound_send(struct broker *s, struct conn *c, struct rmq_cmd *req, int64_t timeout_ms, outbound_cb cb,
                   void *ctx)
 {
-    if (s->noutbound == s->outbound_cap) {
-        size_t cap = s->outbound_cap ? s->outbound_cap * 2 : 16;
-        struct outbound_pending *p = rmq_realloc(s->outbound, cap * sizeof *p);
-        if (!p)
-            return RMQ_ENOMEM;
-        s->outbound = p;
-        s->outbound_cap = cap;
-    }
+    if (RMQ_GROW(s->outbound, s->outbound_cap, s->noutbound + 1, 16) != 0)
+        return RMQ_ENOMEM;
     /* Our opaques count up from a large base so they are easy to tell from
      * the client's own numbers in captures; matching is by flag anyway. */
     req->opaque = s->next_opaque++;

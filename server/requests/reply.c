@@ -8,6 +8,7 @@
 #include "mem.h"
 #include "request_codes.h"
 #include "topics.h"
+#include "util.h"
 
 #include <stdio.h>
 
@@ -23,16 +24,10 @@ void reply_send(struct broker *s, struct conn *c, const struct rmq_cmd *req, str
         rmq_cmd_clear(resp);
         return;
     }
-    if (s->nacks == s->acks_cap) {
-        size_t cap = s->acks_cap ? s->acks_cap * 2 : 64;
-        struct held_ack *p = rmq_realloc(s->acks, cap * sizeof *p);
-        if (!p) {
-            rmq_cmd_clear(resp);
-            conn_close_async(c, "out of memory holding a reply");
-            return;
-        }
-        s->acks = p;
-        s->acks_cap = cap;
+    if (RMQ_GROW(s->acks, s->acks_cap, s->nacks + 1, 64) != 0) {
+        rmq_cmd_clear(resp);
+        conn_close_async(c, "out of memory holding a reply");
+        return;
     }
     s->acks[s->nacks].conn = c;
     s->acks[s->nacks++].resp = *resp;

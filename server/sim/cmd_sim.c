@@ -11,10 +11,12 @@
 #include "cmd_sim.h"
 #include "sim.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
+#include "proc.h"
 #include "request_codes.h"
 
 #include <inttypes.h>
@@ -39,7 +41,7 @@ void sim_emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim
     for (size_t i = 0; i < t->nheld; i++)
         qs[i] = (struct allocate_queue){t->name, t->held[i]->broker_name, t->held[i]->queue_id};
     buf_reset(&sim->line);
-    if (sim_holdings_line_encode(&sim->line, sim_wall_ms(), c->id, t->name, qs, t->nheld,
+    if (sim_holdings_line_encode(&sim->line, rmq_wall_ms(), c->id, t->name, qs, t->nheld,
                                  sim_reason_name(why)) == 0 &&
         buf_append_u8(&sim->line, '\n') == 0) {
         fwrite(buf_head(&sim->line), 1, buf_live(&sim->line), stdout);
@@ -60,7 +62,7 @@ static void emit_summary(const struct sim *sim)
            ",\"heartbeats\":%" PRIu64 ",\"pulls\":%" PRIu64 ",\"runningInfo\":%" PRIu64
            ",\"unregistered\":%" PRIu64 ",\"connects\":%" PRIu64 ",\"disconnects\":%" PRIu64
            ",\"timeouts\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"responses\":%" PRIu64 "}}\n",
-           sim_wall_ms(), sim->nclients, sim->ngroups, held, sim->stats.rebalances, sim->stats.changes,
+           rmq_wall_ms(), sim->nclients, sim->ngroups, held, sim->stats.rebalances, sim->stats.changes,
            sim->stats.notifies, sim->stats.heartbeats, sim->stats.pulls, sim->stats.running_info,
            sim->stats.unregistered, n->connects, n->disconnects, n->timeouts, n->requests, n->responses);
     fflush(stdout);
@@ -209,19 +211,6 @@ static void sim_teardown(struct sim *sim)
     loop_free(sim->loop);
 }
 
-/* Blocks SIGINT/SIGTERM and returns a signalfd for them, or -errno. */
-static int signals_fd(void)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    signal(SIGPIPE, SIG_IGN); /* sends use MSG_NOSIGNAL; this covers stdout */
-    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
-        return -1;
-    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
 /* Thousands of clients need thousands of sockets: lift the soft limit. */
 static void raise_fd_limit(void)
 {
@@ -261,11 +250,9 @@ int cmd_sim_main(int argc, char **argv)
         return 0;
     if (rc != 0)
         return 2;
-    log_set_level((enum log_level)cfg.log_level);
-    rmq_mem_install_jansson();
-    json_object_seed(0);
+    proc_init(cfg.log_level);
     raise_fd_limit();
-    int sfd = signals_fd();
+    int sfd = proc_stop_signal_fd();
     static struct sim sim;
     rc = sfd < 0 ? -1 : sim_setup(&sim, &cfg, sfd);
     for (size_t i = 0; rc == 0 && i < sim.nclients; i++)

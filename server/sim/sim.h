@@ -173,7 +173,6 @@ void sim_client_heartbeat_all(struct sim_client *c);
 struct rclient_conn *sim_group_conn(struct sim_group *g, const char *addr);
 /* A request carrying the configured version and language. */
 void sim_request_init(const struct sim *sim, struct rmq_cmd *cmd, int32_t code);
-int64_t sim_wall_ms(void);
 
 /* sim_balance.c */
 void sim_balance_start(struct sim_client *c, enum sim_reason why);

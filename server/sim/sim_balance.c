@@ -6,6 +6,7 @@
  * Loop thread only. */
 #include "sim.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "log.h"
 #include "loop.h"
@@ -121,7 +122,7 @@ static void apply(struct sim_client *c, struct sim_topic *t, char **ids, size_t 
         if (changed) {
             c->sim->stats.changes++;
             /* PROTOCOL: docs/protocol.md §10.1 messageQueueChanged: new subVersion, heartbeat all. */
-            int64_t now = sim_wall_ms();
+            int64_t now = rmq_wall_ms();
             t->sub_version = now > t->sub_version ? now : t->sub_version + 1;
             sim_client_heartbeat_all(c);
         }

@@ -4,6 +4,7 @@
  * timers. Loop thread only. */
 #include "sim.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "log.h"
 #include "loop.h"
@@ -16,13 +17,6 @@
 #include <time.h>
 
 #define NEVER (INT64_MAX / 4)
-
-int64_t sim_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void sim_request_init(const struct sim *sim, struct rmq_cmd *cmd, int32_t code)
 {
@@ -69,7 +63,7 @@ int sim_client_init(struct sim_client *c, struct sim *sim, struct sim_group *grp
     c->sim = sim;
     c->grp = grp;
     c->due_heartbeat = c->due_route = c->due_persist = c->due_rebalance = NEVER;
-    c->start_wall = sim_wall_ms();
+    c->start_wall = rmq_wall_ms();
     if (!(c->id = rmq_strdup(id)))
         return RMQ_ENOMEM;
     const struct sim_config *cfg = sim->cfg;

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -248,9 +249,8 @@ static int bad(const char *flag, const char *arg, const char *why)
 
 static int parse_long(const char *flag, const char *arg, long long lo, long long hi, long long *out)
 {
-    char *end;
-    long long v = strtoll(arg, &end, 10);
-    if (!*arg || *end || v < lo || v > hi) {
+    int64_t v;
+    if (rmq_parse_i64_range(arg, lo, hi, &v) != 0) {
         char why[96];
         snprintf(why, sizeof why, "needs a whole number from %lld to %lld", lo, hi);
         return bad(flag, arg, why);
@@ -328,10 +328,10 @@ static int parse_config_queues(struct sim_config *cfg, const char *arg)
     rmq_free(cfg->config_queues);
     cfg->config_queues = rmq_calloc(cnt ? cnt : 1, sizeof *cfg->config_queues);
     for (size_t i = 0; cfg->config_queues && i < cnt; i++) {
-        char *first = strchr(items[i], ':'), *last = strrchr(items[i], ':'), *end;
-        long q = last ? strtol(last + 1, &end, 10) : -1;
-        if (!first || first == last || first == items[i] || last == first + 1 || !last[1] || *end || q < 0 ||
-            q > INT32_MAX) {
+        char *first = strchr(items[i], ':'), *last = strrchr(items[i], ':');
+        int64_t q;
+        if (!first || first == last || first == items[i] || last == first + 1 ||
+            rmq_parse_i64_range(last + 1, 0, INT32_MAX, &q) != 0) {
             rmq_free(items);
             return bad("config-queues", arg, "needs TOPIC:BROKER:QUEUEID items");
         }

@@ -10,6 +10,7 @@
  * Loop thread only. */
 #include "sim.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "log.h"
 #include "loop.h"
@@ -235,7 +236,7 @@ static void start_pull(struct sim_pq *pq)
         retry_later(pq, SIM_PULL_DELAY_EXCEPTION_MS);
         return;
     }
-    pq->last_pull_wall = sim_wall_ms();
+    pq->last_pull_wall = rmq_wall_ms();
     sim_of(pq)->stats.pulls++;
 }
 

@@ -1,11 +1,11 @@
-/* store.c — the SQLite writer: open + migrate, batched writes, recovery.
+/* store.c — the SQLite writer's core: open + migrate, batches and commits.
  *
  * Owned by the loop thread: one connection opened SQLITE_OPEN_NOMUTEX, never
  * touched by another thread (store_read.c has its own connection).
  *
  * Design:
  * - Every statement is prepared once at open (the stmt table below) with
- *   SQLITE_PREPARE_PERSISTENT and reused; exec_st() binds, steps, and always
+ *   SQLITE_PREPARE_PERSISTENT and reused; store_exec_st() binds, steps, and always
  *   resets, so no statement holds a read lock or a borrowed string after the
  *   call returns.
  * - Group commit: the first write after a commit runs BEGIN IMMEDIATE (so a
@@ -23,6 +23,12 @@
  *   Natural order: store_open_channel at accept, then per heartbeat
  *   store_put_client, store_put_group, store_member_join, subscriptions.
  *
+ * This file is the writer core (statements, batch and savepoints, commit,
+ * lazy sync) and the schema migrations at open; the writes themselves are
+ * grouped by what they store: store_members.c (clients, channels, groups,
+ * members, subscriptions, events, restart recovery) and store_topics.c
+ * (topics, offsets and their loading at start).
+ *
  * Errors: 0, or RMQ_EIO for SQLite failures, RMQ_EINVAL for a violated
  * constraint (bad argument, missing parent row), RMQ_EEXIST for a duplicate
  * key, RMQ_ENOTFOUND when an update matched no row, RMQ_ENOMEM, or -errno
@@ -32,6 +38,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "store_internal.h"
 #include "store_sync.h"
 
 #include <assert.h>
@@ -52,16 +59,6 @@ extern const unsigned schema_migration_count;
 /* Writers can wait this long for a lock held by another connection (a
  * checkpointing reader, an admin sqlite3 shell) before failing. */
 #define STORE_BUSY_TIMEOUT_MS 5000
-
-/* clang-format off */
-enum stmt_id {
-    ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO, ST_RUN_INSERT,
-    ST_TOPIC_UPSERT, ST_TOPIC_BROKERS_CLEAR, ST_TOPIC_BROKER_PUT, ST_TOPIC_DELETE, ST_OFFSET_PUT,
-    ST_CLIENT_PUT, ST_CHANNEL_OPEN, ST_CHANNEL_CLOSE, ST_CHANNEL_MEMBERS_LEAVE, ST_GROUP_PUT, ST_MEMBER_JOIN,
-    ST_MEMBER_HEARTBEAT, ST_MEMBER_LEAVE, ST_SUBS_CLEAR, ST_SUB_PUT, ST_EVENT_APPEND, ST_RECOVER_EVENTS,
-    ST_RECOVER_MEMBERS, ST_RECOVER_CHANNELS, ST_LOAD_TOPICS, ST_LOAD_OFFSETS, ST_COUNT,
-};
-/* clang-format on */
 
 static const struct {
     const char *name; /* for error messages */
@@ -152,17 +149,10 @@ static const struct {
                                          "ORDER BY group_name, topic, queue_id"},
 };
 
-struct store {
-    sqlite3 *db;
-    sqlite3_stmt *st[ST_COUNT];
-    int64_t run_id;
-    bool in_batch;               /* BEGIN has run and COMMIT has not */
-    bool batch_lost;             /* SQLite rolled an open batch back; the next store_commit reports it */
-    uint64_t writes;             /* write calls so far, soft ones excepted (store_write_count) */
-    bool soft;                   /* store_soft_writes: writes do not count */
-    struct store_syncer *syncer; /* lazy commits on: the thread that fsyncs them; owned */
-    char errbuf[256];
-};
+const char *store_stmt_name(enum stmt_id id)
+{
+    return stmt_def[id].name;
+}
 
 /* WAL frames after which the syncer is asked for an early checkpoint (the
  * writer's own automatic checkpoint is off while the syncer runs). */
@@ -185,7 +175,7 @@ static int map_rc(int rc)
  * Also notices when SQLite has rolled the whole batch back on its own (it
  * does for I/O errors, SQLITE_FULL, SQLITE_NOMEM), so the loss is reported
  * by the next store_commit instead of passing silently. */
-static int fail(struct store *s, int rc, const char *what)
+int store_fail(struct store *s, int rc, const char *what)
 {
     snprintf(s->errbuf, sizeof s->errbuf, "%s: %s (%d)", what, sqlite3_errmsg(s->db), rc);
     if (s->in_batch && sqlite3_get_autocommit(s->db)) {
@@ -196,7 +186,7 @@ static int fail(struct store *s, int rc, const char *what)
 }
 
 /* Records a caller error that never reached SQLite; returns code. */
-static int refuse(struct store *s, int code, const char *what)
+int store_refuse(struct store *s, int code, const char *what)
 {
     snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", what, rmq_strerror(code));
     return code;
@@ -204,7 +194,7 @@ static int refuse(struct store *s, int code, const char *what)
 
 /* Binds the arguments described by fmt to st, one character per parameter:
  * 's' const char * (NULL binds SQL NULL; bound SQLITE_STATIC, which is safe
- * because exec_st clears bindings before returning), 'd' int, 'I' int64_t,
+ * because store_exec_st clears bindings before returning), 'd' int, 'I' int64_t,
  * 'N' int64_t where 0 binds SQL NULL, 'n' an int64_t that is skipped and
  * binds SQL NULL. Returns a SQLite code. */
 static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
@@ -247,7 +237,7 @@ static int exec_st_va(struct store *s, enum stmt_id id, int *changes, const char
         if (rc == SQLITE_DONE)
             rc = SQLITE_OK;
     }
-    int err = rc == SQLITE_OK ? 0 : fail(s, rc, stmt_def[id].name);
+    int err = rc == SQLITE_OK ? 0 : store_fail(s, rc, store_stmt_name(id));
     if (!err && changes)
         *changes = sqlite3_changes(s->db);
     /* reset returns the step error again, already handled above;
@@ -257,7 +247,7 @@ static int exec_st_va(struct store *s, enum stmt_id id, int *changes, const char
     return err;
 }
 
-static int exec_st(struct store *s, enum stmt_id id, int *changes, const char *fmt, ...)
+int store_exec_st(struct store *s, enum stmt_id id, int *changes, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -274,32 +264,32 @@ static int batch_begin(struct store *s)
         s->writes++;
     if (s->in_batch)
         return 0;
-    int err = exec_st(s, ST_BEGIN, NULL, "");
+    int err = store_exec_st(s, ST_BEGIN, NULL, "");
     if (!err)
         s->in_batch = true;
     return err;
 }
 
 /* Starts a multi-statement write: the batch, then a savepoint inside it. */
-static int write_begin(struct store *s)
+int store_write_begin(struct store *s)
 {
     int err = batch_begin(s);
-    return err ? err : exec_st(s, ST_SAVEPOINT, NULL, "");
+    return err ? err : store_exec_st(s, ST_SAVEPOINT, NULL, "");
 }
 
 /* Ends a multi-statement write: keeps its changes when err is 0, otherwise
  * undoes them so the batch is as it was before the call. Returns err, or
  * the savepoint's own failure. If even the undo fails, the whole batch is
  * rolled back and reported lost (a half-applied write must not commit). */
-static int write_end(struct store *s, int err)
+int store_write_end(struct store *s, int err)
 {
     if (!err)
-        return exec_st(s, ST_RELEASE, NULL, "");
+        return store_exec_st(s, ST_RELEASE, NULL, "");
     if (!s->in_batch)
-        return err; /* SQLite already rolled the whole batch back; fail() noted it */
-    if (exec_st(s, ST_ROLLBACK_TO, NULL, "") == 0 && exec_st(s, ST_RELEASE, NULL, "") == 0)
+        return err; /* SQLite already rolled the whole batch back; store_fail() noted it */
+    if (store_exec_st(s, ST_ROLLBACK_TO, NULL, "") == 0 && store_exec_st(s, ST_RELEASE, NULL, "") == 0)
         return err;
-    if (exec_st(s, ST_ROLLBACK, NULL, "") == 0 || sqlite3_get_autocommit(s->db)) {
+    if (store_exec_st(s, ST_ROLLBACK, NULL, "") == 0 || sqlite3_get_autocommit(s->db)) {
         s->in_batch = false;
         s->batch_lost = true;
     }
@@ -308,7 +298,7 @@ static int write_end(struct store *s, int err)
 
 /* Runs a single-statement write in the batch; a statement is atomic on its
  * own, so no savepoint is needed. Returns 0 or an RMQ_E* code. */
-static int write_one(struct store *s, int *changes, enum stmt_id id, const char *fmt, ...)
+int store_write_one(struct store *s, int *changes, enum stmt_id id, const char *fmt, ...)
 {
     int err = batch_begin(s);
     if (err)
@@ -334,7 +324,7 @@ static int query_int(struct store *s, const char *sql, int64_t *out)
             rc = SQLITE_ERROR; /* a pragma the library does not know returns no row */
         }
     }
-    int err = rc == SQLITE_OK ? 0 : fail(s, rc, sql);
+    int err = rc == SQLITE_OK ? 0 : store_fail(s, rc, sql);
     (void)sqlite3_finalize(st); /* returns the step error again, handled above */
     return err;
 }
@@ -366,7 +356,7 @@ static int configure(struct store *s)
         const unsigned char *mode = sqlite3_column_text(st, 0);
         rc = mode && strcmp((const char *)mode, "wal") == 0 ? SQLITE_OK : SQLITE_CANTOPEN;
     }
-    int err = rc == SQLITE_OK ? 0 : fail(s, rc, "journal_mode=WAL");
+    int err = rc == SQLITE_OK ? 0 : store_fail(s, rc, "journal_mode=WAL");
     (void)sqlite3_finalize(st); /* returns the step error again, handled above */
     if (err)
         return err;
@@ -424,7 +414,7 @@ static int enable_foreign_keys(struct store *s)
     if (!err)
         err = query_int(s, "PRAGMA foreign_keys", &on);
     if (!err && on != 1)
-        err = refuse(s, RMQ_EIO, "foreign_keys unsupported by this SQLite");
+        err = store_refuse(s, RMQ_EIO, "foreign_keys unsupported by this SQLite");
     return err;
 }
 
@@ -433,7 +423,7 @@ static int prepare_all(struct store *s)
     for (int i = 0; i < ST_COUNT; i++) {
         int rc = sqlite3_prepare_v3(s->db, stmt_def[i].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
         if (rc != SQLITE_OK)
-            return fail(s, rc, stmt_def[i].name);
+            return store_fail(s, rc, store_stmt_name(i));
     }
     return 0;
 }
@@ -495,13 +485,13 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
     int rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
     if (rc != SQLITE_OK) {
-        e = s->db ? fail(s, rc, path) : RMQ_ENOMEM;
+        e = s->db ? store_fail(s, rc, path) : RMQ_ENOMEM;
         if (!s->db)
             snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", path, sqlite3_errstr(rc));
         goto fail;
     }
     if ((rc = sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS)) != SQLITE_OK) {
-        e = fail(s, rc, "busy_timeout");
+        e = store_fail(s, rc, "busy_timeout");
         goto fail;
     }
     /* Refuse a newer schema before anything (even the WAL switch) writes. */
@@ -510,7 +500,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
         (e = configure(s)) != 0 || (e = migrate(s)) != 0 || (e = enable_foreign_keys(s)) != 0 ||
         (e = prepare_all(s)) != 0)
         goto fail;
-    if ((e = exec_st(s, ST_RUN_INSERT, NULL, "Id", wall_ms(), (int)schema_migration_count)) != 0)
+    if ((e = store_exec_st(s, ST_RUN_INSERT, NULL, "Id", wall_ms(), (int)schema_migration_count)) != 0)
         goto fail;
     s->run_id = sqlite3_last_insert_rowid(s->db);
     s->errbuf[0] = 0;
@@ -587,7 +577,7 @@ static int commit(struct store *s, bool lazy)
     s->batch_lost = false;
     if (!s->in_batch)
         return lost ? RMQ_EIO : 0; /* errbuf still names the failure that lost it */
-    if (exec_st(s, ST_COMMIT, NULL, "") == 0) {
+    if (store_exec_st(s, ST_COMMIT, NULL, "") == 0) {
         s->in_batch = false;
         if (!lazy && s->syncer && sync_wal(s) != 0)
             return RMQ_EIO; /* committed, but not known to be on disk: acknowledge nothing */
@@ -599,7 +589,7 @@ static int commit(struct store *s, bool lazy)
     char why[sizeof s->errbuf];
     memcpy(why, s->errbuf, sizeof why);
     if (!sqlite3_get_autocommit(s->db))
-        (void)exec_st(s, ST_ROLLBACK, NULL, "");
+        (void)store_exec_st(s, ST_ROLLBACK, NULL, "");
     memcpy(s->errbuf, why, sizeof why);
     s->in_batch = !sqlite3_get_autocommit(s->db);
     s->batch_lost = s->in_batch; /* a batch we could not even roll back is still a lost one */
@@ -633,10 +623,10 @@ static int on_wal_commit(void *ctx, sqlite3 *db, const char *schema, int frames)
 int store_lazy_sync(struct store *s, int64_t interval_ms)
 {
     if (s->syncer || s->in_batch)
-        return refuse(s, RMQ_ESTATE, "lazy sync");
+        return store_refuse(s, RMQ_ESTATE, "lazy sync");
     const char *path = sqlite3_db_filename(s->db, "main");
     if (!path || !*path)
-        return refuse(s, RMQ_EINVAL, "lazy sync (no file)");
+        return store_refuse(s, RMQ_EINVAL, "lazy sync (no file)");
     /* OFF, not NORMAL: NORMAL still fsyncs the WAL header each time the WAL
      * restarts after a checkpoint, on the loop. Safe here because this
      * connection never writes the database file (only the syncer, at FULL,
@@ -662,251 +652,6 @@ bool store_sync_stats(struct store *s, struct store_syncer_stats *out)
     return true;
 }
 
-int store_recover(struct store *s, int64_t now_ms, int *groups_out)
-{
-    int groups = 0;
-    int err = write_begin(s);
-    if (err)
-        return err;
-    err = exec_st(s, ST_RECOVER_EVENTS, &groups, "II", now_ms, s->run_id);
-    if (!err)
-        err = exec_st(s, ST_RECOVER_MEMBERS, NULL, "II", now_ms, s->run_id);
-    if (!err)
-        err = exec_st(s, ST_RECOVER_CHANNELS, NULL, "II", now_ms, s->run_id);
-    if ((err = write_end(s, err)) != 0 || (err = store_commit(s)) != 0)
-        return err;
-    if (groups_out)
-        *groups_out = groups;
-    return 0;
-}
-
-/* Accumulates the broker rows of one topic while load_topics scans. */
-struct topic_acc {
-    char *topic;
-    struct store_topic_broker *brokers;
-    size_t n, cap;
-};
-
-static void topic_acc_clear(struct topic_acc *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        rmq_free((char *)a->brokers[i].broker_name);
-    rmq_free(a->topic);
-    a->topic = NULL;
-    a->n = 0;
-}
-
-static int topic_acc_add(struct topic_acc *a, sqlite3_stmt *st)
-{
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 8;
-        struct store_topic_broker *b = rmq_realloc(a->brokers, cap * sizeof *b);
-        if (!b)
-            return RMQ_ENOMEM;
-        a->brokers = b;
-        a->cap = cap;
-    }
-    const char *name = (const char *)sqlite3_column_text(st, 1);
-    char *copy = name ? rmq_strdup(name) : NULL;
-    if (!copy)
-        return RMQ_ENOMEM; /* the column is NOT NULL, so NULL here is SQLite's OOM */
-    a->brokers[a->n++] = (struct store_topic_broker){
-        .broker_name = copy,
-        .read_queue_nums = sqlite3_column_int(st, 2),
-        .write_queue_nums = sqlite3_column_int(st, 3),
-        .perm = sqlite3_column_int(st, 4),
-    };
-    return 0;
-}
-
-/* One row of the topics LEFT JOIN brokers scan: rows of one topic are
- * adjacent (ORDER BY), so a change of name hands the finished topic to cb.
- * Returns 0, cb's non-zero result, or an RMQ_E* code. */
-static int topic_row(struct topic_acc *a, sqlite3_stmt *st, store_topic_cb cb, void *ctx)
-{
-    const char *name = (const char *)sqlite3_column_text(st, 0);
-    if (!name)
-        return RMQ_ENOMEM;
-    if (a->topic && strcmp(a->topic, name) != 0) {
-        int r = cb(ctx, a->topic, a->brokers, a->n);
-        topic_acc_clear(a);
-        if (r)
-            return r;
-    }
-    if (!a->topic && !(a->topic = rmq_strdup(name)))
-        return RMQ_ENOMEM;
-    return sqlite3_column_type(st, 1) == SQLITE_NULL ? 0 : topic_acc_add(a, st);
-}
-
-/* Calls cb once per topic with its brokers (borrowed for the call; n may be
- * 0). cb must not write to the store: the scan is still running. On a
- * SQLite error mid-scan, cb has already seen the topics before it. */
-int store_load_topics(struct store *s, store_topic_cb cb, void *ctx)
-{
-    if (!cb)
-        return refuse(s, RMQ_EINVAL, "load topics");
-    sqlite3_stmt *st = s->st[ST_LOAD_TOPICS];
-    struct topic_acc a = {0};
-    int rc, r = 0;
-    while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        r = topic_row(&a, st, cb, ctx);
-    if (r == RMQ_ENOMEM)
-        r = refuse(s, RMQ_ENOMEM, stmt_def[ST_LOAD_TOPICS].name);
-    else if (r == 0 && rc != SQLITE_DONE)
-        r = fail(s, rc, stmt_def[ST_LOAD_TOPICS].name);
-    (void)sqlite3_reset(st); /* returns the step error again, handled above */
-    if (r == 0 && a.topic)
-        r = cb(ctx, a.topic, a.brokers, a.n);
-    topic_acc_clear(&a);
-    rmq_free(a.brokers);
-    return r;
-}
-
-/* Calls cb once per stored offset (strings borrowed for the call). Same
- * rules as store_load_topics. */
-int store_load_offsets(struct store *s, store_offset_cb cb, void *ctx)
-{
-    if (!cb)
-        return refuse(s, RMQ_EINVAL, "load offsets");
-    sqlite3_stmt *st = s->st[ST_LOAD_OFFSETS];
-    int rc, r = 0;
-    while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *group = (const char *)sqlite3_column_text(st, 0);
-        const char *topic = (const char *)sqlite3_column_text(st, 1);
-        if (!group || !topic)
-            r = refuse(s, RMQ_ENOMEM, stmt_def[ST_LOAD_OFFSETS].name);
-        else
-            r = cb(ctx, group, topic, sqlite3_column_int(st, 2), sqlite3_column_int64(st, 3));
-    }
-    if (r == 0 && rc != SQLITE_DONE)
-        r = fail(s, rc, stmt_def[ST_LOAD_OFFSETS].name);
-    (void)sqlite3_reset(st); /* returns the step error again, handled above */
-    return r;
-}
-
-int store_put_topic(struct store *s, const char *topic, const struct store_topic_broker *brokers, size_t n,
-                    int64_t now_ms)
-{
-    if (n && !brokers)
-        return refuse(s, RMQ_EINVAL, "put topic");
-    int err = write_begin(s);
-    if (err)
-        return err;
-    err = exec_st(s, ST_TOPIC_UPSERT, NULL, "sI", topic, now_ms);
-    if (!err)
-        err = exec_st(s, ST_TOPIC_BROKERS_CLEAR, NULL, "s", topic);
-    for (size_t i = 0; i < n && !err; i++)
-        err = exec_st(s, ST_TOPIC_BROKER_PUT, NULL, "ssddd", topic, brokers[i].broker_name,
-                      brokers[i].read_queue_nums, brokers[i].write_queue_nums, brokers[i].perm);
-    return write_end(s, err);
-}
-
-int store_delete_topic(struct store *s, const char *topic)
-{
-    int changes = 0;
-    int err = write_one(s, &changes, ST_TOPIC_DELETE, "s", topic);
-    return err ? err : changes ? 0 : refuse(s, RMQ_ENOTFOUND, "delete topic");
-}
-
-int store_put_offset(struct store *s, const char *group, const char *topic, int queue_id, int64_t offset,
-                     int64_t now_ms)
-{
-    return write_one(s, NULL, ST_OFFSET_PUT, "ssdII", group, topic, queue_id, offset, now_ms);
-}
-
-int store_put_client(struct store *s, const char *client_id, const char *language, int version,
-                     int64_t now_ms)
-{
-    return write_one(s, NULL, ST_CLIENT_PUT, "ssdI", client_id, language, version, now_ms);
-}
-
-int store_open_channel(struct store *s, int64_t channel_id, const char *remote_addr, int64_t now_ms)
-{
-    return write_one(s, NULL, ST_CHANNEL_OPEN, "IIsI", channel_id, s->run_id, remote_addr, now_ms);
-}
-
-/* Also ends any member still live on the channel (same reason), so a
- * closed channel never keeps live members even if the caller missed one.
- * RMQ_ENOTFOUND if the channel is unknown or already closed. */
-int store_close_channel(struct store *s, int64_t channel_id, const char *reason, int64_t now_ms)
-{
-    int changes = 0;
-    int err = write_begin(s);
-    if (err)
-        return err;
-    err = exec_st(s, ST_CHANNEL_CLOSE, &changes, "IIs", channel_id, now_ms, reason);
-    if (!err && changes == 0)
-        err = refuse(s, RMQ_ENOTFOUND, "close channel");
-    if (!err)
-        err = exec_st(s, ST_CHANNEL_MEMBERS_LEAVE, NULL, "IIs", channel_id, now_ms, reason);
-    return write_end(s, err);
-}
-
-int store_put_group(struct store *s, const char *group, const char *consume_type, const char *message_model,
-                    const char *consume_from_where, int64_t now_ms)
-{
-    return write_one(s, NULL, ST_GROUP_PUT, "ssssI", group, consume_type, message_model, consume_from_where,
-                     now_ms);
-}
-
-int store_member_join(struct store *s, const char *group, int64_t channel_id, const char *client_id,
-                      int64_t now_ms)
-{
-    return write_one(s, NULL, ST_MEMBER_JOIN, "sIsI", group, channel_id, client_id, now_ms);
-}
-
-/* RMQ_ENOTFOUND when the (group, channel) has no live member. */
-int store_member_heartbeat(struct store *s, const char *group, int64_t channel_id, int64_t now_ms)
-{
-    int changes = 0;
-    int err = write_one(s, &changes, ST_MEMBER_HEARTBEAT, "sII", group, channel_id, now_ms);
-    return err ? err : changes ? 0 : refuse(s, RMQ_ENOTFOUND, "member heartbeat");
-}
-
-/* RMQ_ENOTFOUND when the (group, channel) has no live member. */
-int store_member_leave(struct store *s, const char *group, int64_t channel_id, const char *reason,
-                       int64_t now_ms)
-{
-    int changes = 0;
-    int err = write_one(s, &changes, ST_MEMBER_LEAVE, "sIIs", group, channel_id, now_ms, reason);
-    return err ? err : changes ? 0 : refuse(s, RMQ_ENOTFOUND, "member leave");
-}
-
-/* A NULL tags_json stores "[]"; a repeated topic in subs keeps the last. */
-int store_put_subscriptions(struct store *s, const char *group, const struct store_subscription *subs,
-                            size_t n, int64_t now_ms)
-{
-    if (n && !subs)
-        return refuse(s, RMQ_EINVAL, "put subscriptions");
-    int err = write_begin(s);
-    if (err)
-        return err;
-    err = exec_st(s, ST_SUBS_CLEAR, NULL, "s", group);
-    for (size_t i = 0; i < n && !err; i++) {
-        const struct store_subscription *u = &subs[i];
-        err = exec_st(s, ST_SUB_PUT, NULL, "sssssII", group, u->topic, u->sub_string, u->expression_type,
-                      u->tags_json ? u->tags_json : "[]", u->sub_version, now_ms);
-    }
-    return write_end(s, err);
-}
-
-/* NULL before/after store "[]"; channel_id 0 and a NULL client_id are
- * stored as SQL NULL. */
-int store_append_event(struct store *s, const struct store_event *ev, int64_t *id_out)
-{
-    if (!ev)
-        return refuse(s, RMQ_EINVAL, "append event");
-    if (ev->delta && ev->delta_index < -1)
-        return refuse(s, RMQ_EINVAL, "append event (delta index)");
-    int err = write_one(s, NULL, ST_EVENT_APPEND, ev->delta ? "IsssNssI" : "IsssNssn", ev->ts_ms, ev->group,
-                        ev->kind, ev->client_id, ev->channel_id,
-                        !ev->delta && ev->before_json ? ev->before_json : "[]",
-                        !ev->delta && ev->after_json ? ev->after_json : "[]", ev->delta_index);
-    if (!err && id_out)
-        *id_out = sqlite3_last_insert_rowid(s->db);
-    return err;
-}
-
 /* Wipes every table but runs (POST /api/reset), inside the batch; the
  * caller commits. Children go before the rows they reference (foreign keys
  * are on). The events id sequence is kept on purpose: ids only grow, so a
@@ -914,7 +659,7 @@ int store_append_event(struct store *s, const struct store_event *ev, int64_t *i
  * instead of skipping the first ones. */
 int store_reset(struct store *s)
 {
-    int err = write_begin(s);
+    int err = store_write_begin(s);
     if (err)
         return err;
     err = exec_sql(s,
@@ -922,5 +667,5 @@ int store_reset(struct store *s)
                    "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
                    "DELETE FROM clients; DELETE FROM events; DELETE FROM channels;",
                    "reset");
-    return write_end(s, err);
+    return store_write_end(s, err);
 }

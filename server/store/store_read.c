@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "util.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -374,14 +375,8 @@ static int list_before(struct store_reader *r, struct list_cache *c, const char 
         char *name = x == 0 ? rmq_strdup(group) : NULL;
         if (x == 0 && !name)
             x = RMQ_ENOMEM;
-        if (x == 0 && c->n == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 8;
-            struct list_cache_entry *p = rmq_realloc(c->e, cap * sizeof *p);
-            if (!p)
-                x = RMQ_ENOMEM;
-            else
-                c->e = p, c->cap = cap;
-        }
+        if (x == 0 && RMQ_GROW(c->e, c->cap, c->n + 1, 8) != 0)
+            x = RMQ_ENOMEM;
         if (x != 0) {
             rmq_free(name);
             json_decref(list);

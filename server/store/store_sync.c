@@ -1,6 +1,7 @@
 /* store_sync.c — see store_sync.h. */
 #include "store_sync.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "mem.h"
 
@@ -28,18 +29,11 @@ struct store_syncer {
     struct store_syncer_stats stats; /* under mu */
 };
 
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void checkpoint(struct store_syncer *y)
 {
-    uint64_t t0 = mono_us();
+    uint64_t t0 = rmq_mono_us();
     int rc = sqlite3_wal_checkpoint_v2(y->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    uint64_t took = mono_us() - t0;
+    uint64_t took = rmq_mono_us() - t0;
     pthread_mutex_lock(&y->mu);
     y->stats.checkpoints++;
     /* BUSY: another checkpoint is running (the writer's safety net); the
@@ -57,14 +51,7 @@ static void *run(void *arg)
     struct store_syncer *y = arg;
     pthread_mutex_lock(&y->mu);
     while (!y->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += y->interval_ms / 1000;
-        until.tv_nsec += (y->interval_ms % 1000) * 1000000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = rmq_clock_after_ms(CLOCK_MONOTONIC, y->interval_ms);
         while (!y->stop && !y->kicked) {
             if (pthread_cond_timedwait(&y->cv, &y->mu, &until) == ETIMEDOUT)
                 break;

@@ -23,6 +23,7 @@
 #include "mem.h"
 #include "remoting_cmd.h"
 #include "remoting_frame.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -253,16 +254,10 @@ static void accept_all(int lfd)
         int one = 1;
         if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
             fail_errno("setsockopt");
-        if (g_nall == g_all_cap) {
-            size_t cap = g_all_cap ? g_all_cap * 2 : 1024;
-            struct econn **p = rmq_realloc(g_all, cap * sizeof *p);
-            if (!p) {
-                fprintf(stderr, "bench_echo: out of memory\n");
-                close(fd);
-                return;
-            }
-            g_all = p;
-            g_all_cap = cap;
+        if (RMQ_GROW(g_all, g_all_cap, g_nall + 1, 1024) != 0) {
+            fprintf(stderr, "bench_echo: out of memory\n");
+            close(fd);
+            return;
         }
         struct econn *c = rmq_calloc(1, sizeof *c);
         if (!c) {

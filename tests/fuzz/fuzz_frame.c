@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Streaming, in chunks chosen by the input's hash. */
     struct rmq_frame_decoder d;
-    rmq_frame_decoder_init(&d, max_frame);
+    rmq_frame_decoder_init(&d, max_frame, 0);
     size_t fed = 0, got = 0;
     int rc = RMQ_EAGAIN;
     uint64_t rng = seed;

@@ -129,7 +129,7 @@ static void test_encode_matches_protocol_example(void **state)
 static void feed_in_chunks(const uint8_t *frame, size_t len, size_t split, const struct rmq_cmd *want)
 {
     struct rmq_frame_decoder d;
-    rmq_frame_decoder_init(&d, 0);
+    rmq_frame_decoder_init(&d, 0, 0);
     struct rmq_cmd got;
     rmq_cmd_init(&got);
     size_t off = 0;
@@ -207,7 +207,7 @@ static void test_two_frames_in_one_feed(void **state)
     assert_int_equal(rmq_frame_encode(&b, &out), RMQ_OK);
     assert_int_equal(buf_append(&out, "\0\0", 2), RMQ_OK); /* start of a third */
     struct rmq_frame_decoder d;
-    rmq_frame_decoder_init(&d, 0);
+    rmq_frame_decoder_init(&d, 0, 0);
     assert_int_equal(rmq_frame_decoder_feed(&d, buf_head(&out), buf_live(&out)), RMQ_OK);
     rmq_cmd_init(&got);
     assert_int_equal(rmq_frame_decoder_next(&d, &got), RMQ_OK);
@@ -252,7 +252,7 @@ static void test_malformed_lengths_and_types(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct rmq_frame_decoder d;
-        rmq_frame_decoder_init(&d, 0);
+        rmq_frame_decoder_init(&d, 0, 0);
         struct rmq_cmd c;
         rmq_cmd_init(&c);
         assert_int_equal(rmq_frame_decoder_feed(&d, cases[i].bytes, cases[i].len), RMQ_OK);
@@ -277,12 +277,12 @@ static void test_limit_boundary(void **state)
     struct rmq_frame_decoder d;
     struct rmq_cmd c;
     rmq_cmd_init(&c);
-    rmq_frame_decoder_init(&d, 100);
+    rmq_frame_decoder_init(&d, 100, 0);
     static const uint8_t ok[] = {0, 0, 0, 96};
     assert_int_equal(rmq_frame_decoder_feed(&d, ok, sizeof ok), RMQ_OK);
     assert_int_equal(rmq_frame_decoder_next(&d, &c), RMQ_EAGAIN);
     rmq_frame_decoder_free(&d);
-    rmq_frame_decoder_init(&d, 100);
+    rmq_frame_decoder_init(&d, 100, 0);
     static const uint8_t big[] = {0, 0, 0, 97};
     assert_int_equal(rmq_frame_decoder_feed(&d, big, sizeof big), RMQ_OK);
     assert_int_equal(rmq_frame_decoder_next(&d, &c), RMQ_E2BIG);
@@ -307,7 +307,7 @@ static void test_header_error_inside_frame(void **state)
     assert_int_equal(buf_append_str(&b, hdr), RMQ_OK);
     assert_int_equal(buf_append(&b, "xy", 2), RMQ_OK);
     struct rmq_frame_decoder d;
-    rmq_frame_decoder_init(&d, 0);
+    rmq_frame_decoder_init(&d, 0, 0);
     assert_int_equal(rmq_frame_decoder_feed(&d, buf_head(&b), buf_live(&b)), RMQ_OK);
     struct rmq_cmd c;
     rmq_cmd_init(&c);
@@ -377,7 +377,7 @@ static void test_decoder_allocation_failures(void **state)
             struct rmq_frame_decoder d;
             struct rmq_cmd got;
             rmq_cmd_init(&got);
-            rmq_frame_decoder_init(&d, 0);
+            rmq_frame_decoder_init(&d, 0, 0);
             rmq_mem_fail_after(n);
             int rc = rmq_frame_decoder_feed(&d, frame, len);
             if (rc == RMQ_OK)

@@ -257,6 +257,48 @@ static void test_codec_fail_formats(void **state)
     assert_int_equal(rmq_fail(NULL, 0, RMQ_ENOMEM, "x"), RMQ_ENOMEM);
 }
 
+/* Decoders append and merge once (rmq_cmd_ext_dedupe): the result must be
+ * what rmq_cmd_ext_set one key at a time gives — first place kept, last value
+ * wins — on both the small (pairwise) and the sorted path. */
+static void check_dedupe_like_set(size_t nkeys, size_t repeats)
+{
+    struct rmq_cmd a, b;
+    rmq_cmd_init(&a);
+    rmq_cmd_init(&b);
+    char key[32], val[32];
+    for (size_t r = 0; r < repeats; r++)
+        for (size_t i = 0; i < nkeys; i++) {
+            size_t k = (i * 7 + r) % nkeys; /* each round in another order */
+            snprintf(key, sizeof key, "k%zu", k);
+            snprintf(val, sizeof val, "v%zu.%zu", k, r);
+            assert_int_equal(rmq_cmd_ext_append(&a, key, val), 0);
+            assert_int_equal(rmq_cmd_ext_set(&b, key, val), 0);
+        }
+    assert_int_equal(a.ext_len, nkeys * repeats);
+    assert_int_equal(rmq_cmd_ext_dedupe(&a), 0);
+    assert_int_equal(a.ext_len, b.ext_len);
+    for (size_t i = 0; i < a.ext_len; i++) {
+        assert_string_equal(a.ext[i].key, b.ext[i].key);
+        assert_string_equal(a.ext[i].val, b.ext[i].val);
+    }
+    rmq_cmd_clear(&a);
+    rmq_cmd_clear(&b);
+}
+
+static void test_ext_append_dedupe(void **state)
+{
+    (void)state;
+    check_dedupe_like_set(1, 3);
+    check_dedupe_like_set(5, 2);   /* pairwise path */
+    check_dedupe_like_set(40, 3);  /* sorted path */
+    check_dedupe_like_set(300, 1); /* sorted path, nothing to merge */
+    struct rmq_cmd c;
+    rmq_cmd_init(&c);
+    assert_int_equal(rmq_cmd_ext_dedupe(&c), 0);
+    assert_int_equal(rmq_cmd_ext_append(&c, NULL, "x"), RMQ_EINVAL);
+    rmq_cmd_clear(&c);
+}
+
 int main(void)
 {
     rmq_mem_install_jansson();
@@ -271,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_language_table),
         cmocka_unit_test(test_ext_set_allocation_failures),
         cmocka_unit_test(test_codec_fail_formats),
+        cmocka_unit_test(test_ext_append_dedupe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,30 @@
+/* proc.c — see proc.h. Main thread. */
+#include "proc.h"
+
+#include "log.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+
+void proc_init(int log_level)
+{
+    log_set_level((enum log_level)log_level);
+    rmq_mem_install_jansson();
+    json_object_seed(0);
+}
+
+int proc_stop_signal_fd(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    signal(SIGPIPE, SIG_IGN);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return -errno;
+    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}

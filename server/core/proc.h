@@ -1,0 +1,19 @@
+/* proc.h — the start of a long-running subcommand (serve, sim): one way to
+ * set up the process, so the daemon and the simulator cannot drift apart on
+ * signals or on jansson's allocator. Main thread, before any other thread.
+ */
+#ifndef RMQ_PROC_H
+#define RMQ_PROC_H
+
+/* Sets the log level (enum log_level), points jansson at the allocation
+ * funnel (mem.h) and fixes its hash seed; both are process-wide, so this
+ * must run before a second thread exists. */
+void proc_init(int log_level);
+
+/* Blocks SIGINT and SIGTERM and returns a non-blocking, close-on-exec
+ * signalfd that reports them (owned by the caller, who closes it), or
+ * -errno. SIGPIPE is ignored from then on: sockets send with MSG_NOSIGNAL,
+ * this covers pipes such as stdout. */
+int proc_stop_signal_fd(void);
+
+#endif

@@ -1,0 +1,129 @@
+/* store_members.c — the writer's membership rows: clients, channels,
+ * consumer groups, members, subscriptions, the event history, and the
+ * restart recovery that ends what an earlier run left live.
+ *
+ * Owned by the loop thread, on the writer's connection (store.c). Foreign
+ * keys are on, so the natural order is store_open_channel at accept, then
+ * per heartbeat store_put_client, store_put_group, store_member_join,
+ * subscriptions. Writes made of several statements run in a savepoint so a
+ * failing call leaves the batch as it was.
+ */
+#include "store.h"
+
+#include "err.h"
+#include "mem.h"
+#include "store_internal.h"
+
+#include <sqlite3.h>
+#include <string.h>
+
+int store_recover(struct store *s, int64_t now_ms, int *groups_out)
+{
+    int groups = 0;
+    int err = store_write_begin(s);
+    if (err)
+        return err;
+    err = store_exec_st(s, ST_RECOVER_EVENTS, &groups, "II", now_ms, s->run_id);
+    if (!err)
+        err = store_exec_st(s, ST_RECOVER_MEMBERS, NULL, "II", now_ms, s->run_id);
+    if (!err)
+        err = store_exec_st(s, ST_RECOVER_CHANNELS, NULL, "II", now_ms, s->run_id);
+    if ((err = store_write_end(s, err)) != 0 || (err = store_commit(s)) != 0)
+        return err;
+    if (groups_out)
+        *groups_out = groups;
+    return 0;
+}
+
+int store_put_client(struct store *s, const char *client_id, const char *language, int version,
+                     int64_t now_ms)
+{
+    return store_write_one(s, NULL, ST_CLIENT_PUT, "ssdI", client_id, language, version, now_ms);
+}
+
+int store_open_channel(struct store *s, int64_t channel_id, const char *remote_addr, int64_t now_ms)
+{
+    return store_write_one(s, NULL, ST_CHANNEL_OPEN, "IIsI", channel_id, s->run_id, remote_addr, now_ms);
+}
+
+/* Also ends any member still live on the channel (same reason), so a
+ * closed channel never keeps live members even if the caller missed one.
+ * RMQ_ENOTFOUND if the channel is unknown or already closed. */
+int store_close_channel(struct store *s, int64_t channel_id, const char *reason, int64_t now_ms)
+{
+    int changes = 0;
+    int err = store_write_begin(s);
+    if (err)
+        return err;
+    err = store_exec_st(s, ST_CHANNEL_CLOSE, &changes, "IIs", channel_id, now_ms, reason);
+    if (!err && changes == 0)
+        err = store_refuse(s, RMQ_ENOTFOUND, "close channel");
+    if (!err)
+        err = store_exec_st(s, ST_CHANNEL_MEMBERS_LEAVE, NULL, "IIs", channel_id, now_ms, reason);
+    return store_write_end(s, err);
+}
+
+int store_put_group(struct store *s, const char *group, const char *consume_type, const char *message_model,
+                    const char *consume_from_where, int64_t now_ms)
+{
+    return store_write_one(s, NULL, ST_GROUP_PUT, "ssssI", group, consume_type, message_model,
+                           consume_from_where, now_ms);
+}
+
+int store_member_join(struct store *s, const char *group, int64_t channel_id, const char *client_id,
+                      int64_t now_ms)
+{
+    return store_write_one(s, NULL, ST_MEMBER_JOIN, "sIsI", group, channel_id, client_id, now_ms);
+}
+
+/* RMQ_ENOTFOUND when the (group, channel) has no live member. */
+int store_member_heartbeat(struct store *s, const char *group, int64_t channel_id, int64_t now_ms)
+{
+    int changes = 0;
+    int err = store_write_one(s, &changes, ST_MEMBER_HEARTBEAT, "sII", group, channel_id, now_ms);
+    return err ? err : changes ? 0 : store_refuse(s, RMQ_ENOTFOUND, "member heartbeat");
+}
+
+/* RMQ_ENOTFOUND when the (group, channel) has no live member. */
+int store_member_leave(struct store *s, const char *group, int64_t channel_id, const char *reason,
+                       int64_t now_ms)
+{
+    int changes = 0;
+    int err = store_write_one(s, &changes, ST_MEMBER_LEAVE, "sIIs", group, channel_id, now_ms, reason);
+    return err ? err : changes ? 0 : store_refuse(s, RMQ_ENOTFOUND, "member leave");
+}
+
+/* A NULL tags_json stores "[]"; a repeated topic in subs keeps the last. */
+int store_put_subscriptions(struct store *s, const char *group, const struct store_subscription *subs,
+                            size_t n, int64_t now_ms)
+{
+    if (n && !subs)
+        return store_refuse(s, RMQ_EINVAL, "put subscriptions");
+    int err = store_write_begin(s);
+    if (err)
+        return err;
+    err = store_exec_st(s, ST_SUBS_CLEAR, NULL, "s", group);
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct store_subscription *u = &subs[i];
+        err = store_exec_st(s, ST_SUB_PUT, NULL, "sssssII", group, u->topic, u->sub_string,
+                            u->expression_type, u->tags_json ? u->tags_json : "[]", u->sub_version, now_ms);
+    }
+    return store_write_end(s, err);
+}
+
+/* NULL before/after store "[]"; channel_id 0 and a NULL client_id are
+ * stored as SQL NULL. */
+int store_append_event(struct store *s, const struct store_event *ev, int64_t *id_out)
+{
+    if (!ev)
+        return store_refuse(s, RMQ_EINVAL, "append event");
+    if (ev->delta && ev->delta_index < -1)
+        return store_refuse(s, RMQ_EINVAL, "append event (delta index)");
+    int err = store_write_one(s, NULL, ST_EVENT_APPEND, ev->delta ? "IsssNssI" : "IsssNssn", ev->ts_ms,
+                              ev->group, ev->kind, ev->client_id, ev->channel_id,
+                              !ev->delta && ev->before_json ? ev->before_json : "[]",
+                              !ev->delta && ev->after_json ? ev->after_json : "[]", ev->delta_index);
+    if (!err && id_out)
+        *id_out = sqlite3_last_insert_rowid(s->db);
+    return err;
+}

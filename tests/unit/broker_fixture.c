@@ -1,0 +1,380 @@
+/* broker_fixture.c — see broker_fixture.h. The wiring mirrors
+ * daemon/server.c (server_init, on_accept, on_close, before_sleep,
+ * server_fini); keep the two in step when the daemon's iteration changes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "broker_fixture.h"
+
+#include "buf.h"
+#include "conn.h"
+#include "consumer_requests.h"
+#include "err.h"
+#include "log.h"
+#include "loop.h"
+#include "mem.h"
+#include "member_events.h"
+#include "notify.h"
+#include "outbound.h"
+#include "pull_requests.h"
+#include "reply.h"
+#include "request_codes.h"
+#include "request_dispatch.h"
+#include "rmq_body.h"
+#include "store.h"
+#include "test_support.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+void fx_config_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->http_enabled = false;
+    cfg->channel_expiry_ms = 120000;
+    cfg->expiry_scan_ms = 1000;
+    cfg->sync_interval_ms = 0;
+    cfg->notify_on_expiry = true;
+    cfg->auto_create_queues = 8;
+    cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
+    cfg->max_pending_output = 64u * 1024u * 1024u;
+    cfg->pull_hold_max_ms = 15000;
+    cfg->lock_expiry_ms = 60000;
+    cfg->max_connections = 10000;
+    cfg->max_groups_per_client = 256;
+    cfg->max_subscriptions = 256;
+    cfg->max_client_id_bytes = 255;
+    cfg->max_requests_per_sec = 0;
+    cfg->idle_timeout_ms = 0;
+    strcpy(cfg->broker_name, "broker-a");
+    strcpy(cfg->cluster_name, "DefaultCluster");
+    cfg->log_level = LOG_ERROR;
+    cfg->virtual_clock = true;
+    cfg->register_interval_ms = 30000;
+    cfg->broker_expiry_ms = 120000;
+}
+
+static struct fx_peer *peer_of(struct fx *fx, const struct conn *c)
+{
+    for (size_t i = 0; i < fx->npeers; i++)
+        if (fx->peers[i].c == c)
+            return &fx->peers[i];
+    return NULL;
+}
+
+/* server.c on_frame without rate limit, ACL and trace: dispatch, and hold
+ * the connection's output when the request wrote to the store. */
+static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
+{
+    struct fx *fx = ctx;
+    if (rmq_cmd_is_response(cmd)) {
+        (void)outbound_on_response(&fx->b, c, cmd);
+        return;
+    }
+    uint64_t writes = store_write_count(fx->b.store);
+    dispatch_request(&fx->b, c, cmd);
+    if (store_write_count(fx->b.store) != writes)
+        c->hold_output = true;
+}
+
+/* server.c on_close. */
+static void on_close(void *ctx, struct conn *c)
+{
+    struct fx *fx = ctx;
+    struct broker *s = &fx->b;
+    pull_drop_conn(s, c);
+    outbound_drop_conn(s, c);
+    if (fx->on_close_extra)
+        fx->on_close_extra(s, c);
+    reply_forget_conn(s, c);
+    registry_channel_close(&s->reg, c->id);
+    int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, broker_now_ms(s));
+    assert_true(rc == 0 || rc == RMQ_ENOTFOUND);
+    struct fx_peer *p = peer_of(fx, c);
+    if (p)
+        p->c = NULL;
+}
+
+struct fx *fx_new(const struct config *cfg)
+{
+    /* A peer end may be closed by a test; writing to it must fail, not kill. */
+    signal(SIGPIPE, SIG_IGN);
+    struct fx *fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    if (cfg)
+        fx->cfg = *cfg;
+    else
+        fx_config_defaults(&fx->cfg);
+    log_set_level((enum log_level)fx->cfg.log_level);
+    const char *dir = test_tmpdir();
+    assert_non_null(dir);
+    snprintf(fx->dir, sizeof fx->dir, "%s", dir);
+    snprintf(fx->db, sizeof fx->db, "%s/store.db", dir);
+    snprintf(fx->cfg.store_path, sizeof fx->cfg.store_path, "%s", fx->db);
+
+    struct broker *s = &fx->b;
+    s->cfg = &fx->cfg;
+    s->signal_fd = -1;
+    s->next_opaque = 1000000;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    s->wall_base_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    assert_int_equal(loop_new(&s->loop), 0);
+    s->mono_base_ms = loop_now_ms(s->loop);
+    s->started_ms = s->wall_base_ms;
+    struct registry_hooks hooks;
+    member_events_hooks(s, &hooks);
+    registry_init(&s->reg, &hooks);
+    topics_init(&s->topics);
+    offsets_init(&s->offsets);
+    queue_locks_init(&s->locks);
+    struct conn_set_options copt = {
+        .max_frame = fx->cfg.max_frame_bytes,
+        .max_output = fx->cfg.max_pending_output,
+        .on_frame = on_frame,
+        .on_close = on_close,
+        .ctx = fx,
+    };
+    assert_int_equal(conn_set_new(s->loop, &copt, &s->conns), 0);
+    char err[256] = "";
+    int rc = store_open(fx->db, &s->store, err, sizeof err);
+    if (rc != 0)
+        fail_msg("store_open %s: %s", fx->db, err);
+    s->run_id = store_run_id(s->store);
+    assert_int_equal(store_recover(s->store, broker_now_ms(s), NULL), 0);
+    for (size_t i = 0; i < fx->cfg.ntopics; i++)
+        assert_non_null(broker_create_topic(s, fx->cfg.topics[i].name, fx->cfg.topics[i].queues));
+    assert_int_equal(store_commit(s->store), 0);
+    return fx;
+}
+
+static void remove_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[8192];
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+void fx_free(struct fx *fx)
+{
+    struct broker *s = &fx->b;
+    outbound_free_all(s);
+    pull_free_all(s);
+    conn_set_free(s->conns);
+    s->conns = NULL;
+    if (store_in_batch(s->store))
+        assert_int_equal(store_commit(s->store), 0);
+    reply_release_held(s, false);
+    rmq_free(s->acks);
+    store_close(s->store);
+    queue_locks_free(&s->locks);
+    registry_free(&s->reg);
+    topics_free(&s->topics);
+    offsets_free(&s->offsets);
+    loop_free(s->loop);
+    for (size_t i = 0; i < fx->npeers; i++) {
+        close(fx->peers[i].fd);
+        rmq_frame_decoder_free(&fx->peers[i].dec);
+    }
+    remove_dir(fx->dir);
+    free(fx);
+}
+
+size_t fx_connect(struct fx *fx)
+{
+    assert_true(fx->npeers < FX_MAX_PEERS);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    struct broker *s = &fx->b;
+    size_t i = fx->npeers++;
+    struct fx_peer *p = &fx->peers[i];
+    memset(p, 0, sizeof *p);
+    p->fd = sv[1];
+    rmq_frame_decoder_init(&p->dec, RMQ_FRAME_MAX_DEFAULT);
+    char peer[64];
+    snprintf(peer, sizeof peer, "127.0.0.1:%zu", 40000 + i);
+    uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
+    assert_int_equal(conn_set_adopt(s->conns, sv[0], id, peer, loop_now_ms(s->loop), &p->c), 0);
+    assert_int_equal(registry_channel_open(&s->reg, id, p->c, peer, broker_now_ms(s)), 0);
+    assert_int_equal(store_open_channel(s->store, (int64_t)id, peer, broker_now_ms(s)), 0);
+    return i;
+}
+
+struct conn *fx_conn(struct fx *fx, size_t i)
+{
+    assert_true(i < fx->npeers);
+    assert_non_null(fx->peers[i].c);
+    return fx->peers[i].c;
+}
+
+/* server.c before_sleep (commit_due reduced to "a batch is open": tests
+ * want every write committed at the iteration that made it). */
+void fx_iterate(struct fx *fx)
+{
+    struct broker *s = &fx->b;
+    fx->last_commit_rc = 0;
+    for (int round = 0; round < 4; round++) {
+        conn_set_reap(s->conns);
+        notify_flush(s);
+        bool durable_ok = true;
+        if (store_in_batch(s->store)) {
+            s->writes_at_commit = store_write_count(s->store);
+            s->last_commit_ms = loop_now_ms(s->loop);
+            int rc = store_commit(s->store);
+            if (rc != 0) {
+                fx->last_commit_rc = rc;
+                durable_ok = false;
+                member_events_need_snapshots(s);
+                s->stats.commit_failures++;
+            }
+        }
+        reply_release_held(s, durable_ok);
+        assert(s->nacks == 0); /* every held reply is sent or replaced once the batch's fate is known */
+        conn_set_flush(s->conns);
+        if (!s->reg.pending)
+            break;
+    }
+    conn_set_reap(s->conns);
+}
+
+void fx_advance(struct fx *fx, int64_t ms)
+{
+    assert_true(fx->cfg.virtual_clock);
+    fx->b.clock_offset_ms += ms;
+}
+
+int fx_recv(struct fx *fx, size_t i, struct rmq_cmd *out)
+{
+    assert_true(i < fx->npeers);
+    struct fx_peer *p = &fx->peers[i];
+    rmq_cmd_init(out);
+    for (;;) {
+        int rc = rmq_frame_decoder_next(&p->dec, out);
+        if (rc == 0)
+            return 0;
+        assert_int_equal(rc, RMQ_EAGAIN);
+        uint8_t chunk[65536];
+        ssize_t n = read(p->fd, chunk, sizeof chunk);
+        if (n == 0)
+            p->eof = true;
+        if (n <= 0) {
+            assert_true(n == 0 || errno == EAGAIN || errno == ECONNRESET);
+            return RMQ_EAGAIN;
+        }
+        assert_int_equal(rmq_frame_decoder_feed(&p->dec, chunk, (size_t)n), 0);
+    }
+}
+
+size_t fx_drain(struct fx *fx, size_t i)
+{
+    size_t n = 0;
+    struct rmq_cmd cmd;
+    while (fx_recv(fx, i, &cmd) == 0) {
+        rmq_cmd_clear(&cmd);
+        n++;
+    }
+    return n;
+}
+
+int32_t fx_reply(struct fx *fx, size_t i, int32_t opaque, struct rmq_cmd *out)
+{
+    if (fx_recv(fx, i, out) != 0)
+        fail_msg("peer %zu: no frame, expected the reply to opaque %d", i, opaque);
+    assert_true(rmq_cmd_is_response(out));
+    assert_int_equal(out->opaque, opaque);
+    return out->code;
+}
+
+size_t fx_notifies(struct fx *fx, size_t i, const char *group)
+{
+    size_t n = 0;
+    struct rmq_cmd cmd;
+    while (fx_recv(fx, i, &cmd) == 0) {
+        assert_false(rmq_cmd_is_response(&cmd));
+        assert_int_equal(cmd.code, RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED);
+        assert_true(rmq_cmd_is_oneway(&cmd));
+        assert_string_equal(rmq_cmd_ext_get(&cmd, "consumerGroup"), group);
+        rmq_cmd_clear(&cmd);
+        n++;
+    }
+    return n;
+}
+
+void fx_request(struct rmq_cmd *req, int32_t code, int32_t opaque, int32_t flag)
+{
+    rmq_cmd_init_request(req, code, opaque, flag);
+    req->language = RMQ_LANG_JAVA;
+    req->version = 401;
+}
+
+void fx_heartbeat_req(struct rmq_cmd *req, int32_t opaque, const char *client_id, const char *group,
+                      const char *const *topics, size_t ntopics, bool broadcast)
+{
+    fx_request(req, RMQ_REQ_HEART_BEAT, opaque, 0);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(
+        buf_appendf(&b,
+                    "{\"clientID\":\"%s\",\"consumerDataSet\":[{\"groupName\":\"%s\","
+                    "\"consumeType\":\"CONSUME_PASSIVELY\",\"messageModel\":\"%s\","
+                    "\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\"subscriptionDataSet\":[",
+                    client_id, group, broadcast ? "BROADCASTING" : "CLUSTERING"),
+        0);
+    for (size_t t = 0; t < ntopics; t++)
+        assert_int_equal(buf_appendf(&b,
+                                     "%s{\"topic\":\"%s\",\"subString\":\"*\",\"expressionType\":\"TAG\","
+                                     "\"subVersion\":1,\"tagsSet\":[],\"codeSet\":[]}",
+                                     t ? "," : "", topics[t]),
+                         0);
+    assert_int_equal(buf_append_str(&b, "],\"unitMode\":false}],\"producerDataSet\":[]}"), 0);
+    assert_int_equal(rmq_cmd_set_body_copy(req, buf_head(&b), buf_live(&b)), 0);
+    buf_free(&b);
+}
+
+void fx_heartbeat(struct fx *fx, size_t i, const char *client_id, const char *group, const char *topic)
+{
+    struct rmq_cmd req;
+    const char *topics[1] = {topic};
+    fx_heartbeat_req(&req, 7, client_id, group, topics, topic ? 1 : 0, false);
+    handle_heartbeat(&fx->b, fx_conn(fx, i), &req);
+    rmq_cmd_clear(&req);
+}
+
+int64_t fx_sql_int(struct fx *fx, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(fx->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    int64_t v = -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}

@@ -1,0 +1,301 @@
+/* test_namesrv_table.c — --role namesrv (server/cluster/namesrv_table.c and
+ * cluster_dispatch): REGISTER_BROKER checks, routes built from the
+ * registrations, broker expiry, unregistration, brokers forgotten when
+ * their connection closes, broker codes refused (docs/protocol.md §2.3,
+ * §8.1, §8.4). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "broker_fixture.h"
+#include "cluster.h"
+#include "conn.h"
+#include "crc32.h"
+#include "namesrv_table.h"
+#include "request_codes.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static void forget(struct broker *b, struct conn *c)
+{
+    cluster_conn_closed(b, c);
+}
+
+static int setup(void **state)
+{
+    struct config cfg;
+    fx_config_defaults(&cfg);
+    cfg.role = CONFIG_ROLE_NAMESRV;
+    cfg.broker_expiry_ms = 1000;
+    struct fx *fx = fx_new(&cfg);
+    assert_int_equal(namesrv_table_new(&fx->b.ns), 0);
+    fx->on_close_extra = forget;
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *fx = *state;
+    /* Close the connections while the table still exists. */
+    for (size_t i = 0; i < fx->npeers; i++)
+        if (fx->peers[i].c)
+            conn_close_async(fx->peers[i].c, "teardown");
+    fx_iterate(fx);
+    namesrv_table_free(fx->b.ns);
+    fx->b.ns = NULL;
+    fx_free(fx);
+    return 0;
+}
+
+static int32_t next_opaque = 1;
+
+struct reg {
+    const char *name, *addr, *topic;
+    const char *broker_id;  /* NULL = absent */
+    const char *compressed; /* NULL = absent */
+    bool bad_crc;
+    const char *timeout_ms; /* heartbeatTimeoutMillis, NULL = absent */
+};
+
+/* REGISTER_BROKER through cluster_dispatch; returns the reply code. */
+static int32_t do_register(struct fx *fx, size_t i, const struct reg *g, struct rmq_cmd *out)
+{
+    char body[1024];
+    int n =
+        snprintf(body, sizeof body,
+                 "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{\"dataVersion\":{\"counter\":3,"
+                 "\"timestamp\":1700000000000},\"topicConfigTable\":{\"%s\":{\"topicName\":\"%s\","
+                 "\"readQueueNums\":4,\"writeQueueNums\":2,\"perm\":6}}}}",
+                 g->topic, g->topic);
+    assert_true(n > 0 && (size_t)n < sizeof body);
+    struct rmq_cmd req;
+    int32_t opaque = next_opaque++;
+    fx_request(&req, RMQ_REQ_REGISTER_BROKER, opaque, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "brokerName", g->name), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "brokerAddr", g->addr), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "clusterName", "C1"), 0);
+    if (g->broker_id)
+        assert_int_equal(rmq_cmd_ext_set(&req, "brokerId", g->broker_id), 0);
+    if (g->compressed)
+        assert_int_equal(rmq_cmd_ext_set(&req, "compressed", g->compressed), 0);
+    if (g->timeout_ms)
+        assert_int_equal(rmq_cmd_ext_set(&req, "heartbeatTimeoutMillis", g->timeout_ms), 0);
+    int32_t crc = crc32_rocketmq((const uint8_t *)body, (size_t)n);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "bodyCrc32", g->bad_crc ? crc ^ 1 : crc), 0);
+    assert_int_equal(rmq_cmd_set_body_copy(&req, body, (size_t)n), 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, i), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    return fx_reply(fx, i, opaque, out);
+}
+
+static void register_ok(struct fx *fx, size_t i, const char *name, const char *addr, const char *topic)
+{
+    struct reg g = {name, addr, topic, "0", NULL, false, NULL};
+    struct rmq_cmd r;
+    assert_int_equal(do_register(fx, i, &g, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+}
+
+/* GET_ROUTEINFO_BY_TOPIC through cluster_dispatch: the reply code, and the
+ * broker names and addresses listed (comma-joined) into names. */
+static int32_t route(struct fx *fx, size_t i, const char *topic, char *names, size_t cap, struct rmq_cmd *out)
+{
+    struct rmq_cmd req;
+    int32_t opaque = next_opaque++;
+    fx_request(&req, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, opaque, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", topic), 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, i), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    int32_t code = fx_reply(fx, i, opaque, out);
+    names[0] = 0;
+    if (code != RMQ_RESP_SUCCESS)
+        return code;
+    json_error_t err;
+    json_t *j = json_loadb((const char *)out->body, out->body_len, 0, &err);
+    assert_non_null(j);
+    size_t k;
+    json_t *bd;
+    size_t len = 0;
+    json_array_foreach(json_object_get(j, "brokerDatas"), k, bd)
+    {
+        const char *addr = json_string_value(json_object_get(json_object_get(bd, "brokerAddrs"), "0"));
+        len += (size_t)snprintf(names + len, cap - len, "%s%s@%s", k ? "," : "",
+                                json_string_value(json_object_get(bd, "brokerName")), addr ? addr : "?");
+    }
+    json_t *qd = json_array_get(json_object_get(j, "queueDatas"), 0);
+    assert_int_equal(json_integer_value(json_object_get(qd, "readQueueNums")), 4);
+    assert_int_equal(json_integer_value(json_object_get(qd, "writeQueueNums")), 2);
+    json_decref(j);
+    return code;
+}
+
+/* Routes list every registered broker with the topic, sorted by name;
+ * a topic nobody has is 17 with the name server's remark. */
+static void test_register_and_route(void **state)
+{
+    struct fx *fx = *state;
+    size_t nb = fx_connect(fx), na = fx_connect(fx), client = fx_connect(fx);
+    register_ok(fx, nb, "broker-b", "10.0.0.2:10911", "TopicA");
+    register_ok(fx, na, "broker-a", "10.0.0.1:10911", "TopicA");
+    char names[256];
+    struct rmq_cmd r;
+    assert_int_equal(route(fx, client, "TopicA", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_string_equal(names, "broker-a@10.0.0.1:10911,broker-b@10.0.0.2:10911");
+    assert_int_equal(route(fx, client, "TopicB", names, sizeof names, &r), RMQ_RESP_TOPIC_NOT_EXIST);
+    assert_string_equal(r.remark, "No topic route info in name server for the topic: TopicB");
+    rmq_cmd_clear(&r);
+    /* A re-registration under the same name replaces the entry whole. */
+    register_ok(fx, na, "broker-a", "10.0.0.9:10911", "TopicB");
+    assert_int_equal(route(fx, client, "TopicA", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_string_equal(names, "broker-b@10.0.0.2:10911");
+    assert_int_equal(route(fx, client, "TopicB", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_string_equal(names, "broker-a@10.0.0.9:10911");
+    json_t *admin = namesrv_admin_json(&fx->b);
+    assert_int_equal(json_array_size(admin), 2);
+    json_t *a0 = json_array_get(admin, 0);
+    assert_int_equal(json_integer_value(json_object_get(a0, "registrations")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(a0, "dataVersion"), "counter")), 3);
+    json_decref(admin);
+}
+
+/* Refused registrations: bad CRC, compressed body, missing field; a slave
+ * (brokerId 1) is acknowledged and ignored. None enters the routes. */
+static void test_registration_checks(void **state)
+{
+    struct fx *fx = *state;
+    size_t b = fx_connect(fx);
+    struct rmq_cmd r;
+    char names[128];
+    struct reg bad_crc = {"broker-a", "10.0.0.1:1", "T", "0", NULL, true, NULL};
+    assert_int_equal(do_register(fx, b, &bad_crc, &r), RMQ_RESP_SYSTEM_ERROR);
+    assert_string_equal(r.remark, "crc32 not match");
+    rmq_cmd_clear(&r);
+    struct reg compressed = {"broker-a", "10.0.0.1:1", "T", "0", "true", false, NULL};
+    assert_int_equal(do_register(fx, b, &compressed, &r), RMQ_RESP_SYSTEM_ERROR);
+    assert_non_null(strstr(r.remark, "compressed"));
+    rmq_cmd_clear(&r);
+    struct reg slave = {"broker-a", "10.0.0.1:1", "T", "1", NULL, false, NULL};
+    assert_int_equal(do_register(fx, b, &slave, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_int_equal(route(fx, b, "T", names, sizeof names, &r), RMQ_RESP_TOPIC_NOT_EXIST);
+    rmq_cmd_clear(&r);
+
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_REGISTER_BROKER, 500, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "brokerName", "broker-a"), 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, b), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, b, 500, &r), RMQ_RESP_SYSTEM_ERROR);
+    assert_string_equal(r.remark, "missing field brokerAddr in REGISTER_BROKER request");
+    rmq_cmd_clear(&r);
+}
+
+/* A broker silent for --broker-expiry-ms leaves the routes; one that sent
+ * heartbeatTimeoutMillis uses that instead. */
+static void test_expiry(void **state)
+{
+    struct fx *fx = *state;
+    size_t b1 = fx_connect(fx), b2 = fx_connect(fx);
+    register_ok(fx, b1, "broker-a", "10.0.0.1:1", "T");
+    struct reg longer = {"broker-b", "10.0.0.2:1", "T", "0", NULL, false, "5000"};
+    struct rmq_cmd r;
+    assert_int_equal(do_register(fx, b2, &longer, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    char names[128];
+    fx_advance(fx, 1000);
+    namesrv_expire(&fx->b);
+    assert_int_equal(route(fx, b1, "T", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_string_equal(names, "broker-a@10.0.0.1:1,broker-b@10.0.0.2:1");
+    fx_advance(fx, 1);
+    namesrv_expire(&fx->b);
+    assert_int_equal(route(fx, b1, "T", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_string_equal(names, "broker-b@10.0.0.2:1");
+    fx_advance(fx, 4000);
+    namesrv_expire(&fx->b);
+    assert_int_equal(route(fx, b1, "T", names, sizeof names, &r), RMQ_RESP_TOPIC_NOT_EXIST);
+    rmq_cmd_clear(&r);
+}
+
+/* UNREGISTER_BROKER removes a broker only when name and address match;
+ * a closed registering connection removes its brokers at once. */
+static void test_unregister_and_forget_on_close(void **state)
+{
+    struct fx *fx = *state;
+    size_t b1 = fx_connect(fx), b2 = fx_connect(fx), client = fx_connect(fx);
+    register_ok(fx, b1, "broker-a", "10.0.0.1:1", "T");
+    register_ok(fx, b2, "broker-b", "10.0.0.2:1", "T");
+    const char *addrs[] = {"10.0.0.99:1", "10.0.0.1:1"};
+    for (size_t k = 0; k < 2; k++) {
+        struct rmq_cmd req, r;
+        fx_request(&req, RMQ_REQ_UNREGISTER_BROKER, 600 + (int32_t)k, 0);
+        assert_int_equal(rmq_cmd_ext_set(&req, "brokerName", "broker-a"), 0);
+        assert_int_equal(rmq_cmd_ext_set(&req, "brokerAddr", addrs[k]), 0);
+        assert_true(cluster_dispatch(&fx->b, fx_conn(fx, b1), &req));
+        rmq_cmd_clear(&req);
+        fx_iterate(fx);
+        assert_int_equal(fx_reply(fx, b1, 600 + (int32_t)k, &r), RMQ_RESP_SUCCESS);
+        rmq_cmd_clear(&r);
+        char names[128];
+        assert_int_equal(route(fx, client, "T", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+        rmq_cmd_clear(&r);
+        assert_string_equal(names,
+                            k == 0 ? "broker-a@10.0.0.1:1,broker-b@10.0.0.2:1" : "broker-b@10.0.0.2:1");
+    }
+    conn_close_async(fx_conn(fx, b2), "broker went away");
+    fx_iterate(fx);
+    char names[128];
+    struct rmq_cmd r;
+    assert_int_equal(route(fx, client, "T", names, sizeof names, &r), RMQ_RESP_TOPIC_NOT_EXIST);
+    rmq_cmd_clear(&r);
+    json_t *admin = namesrv_admin_json(&fx->b);
+    assert_int_equal(json_array_size(admin), 0);
+    json_decref(admin);
+}
+
+/* A pure name server refuses broker codes with a remark saying so, and
+ * leaves the codes it shares (GET_KV_CONFIG) to the normal dispatch. */
+static void test_broker_codes_refused(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    struct rmq_cmd req, r;
+    fx_request(&req, RMQ_REQ_HEART_BEAT, 700, 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, a), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 700, &r), RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED);
+    assert_string_equal(r.remark,
+                        "request code 34 (HEART_BEAT) is for a broker; this rmqcoord runs --role namesrv");
+    rmq_cmd_clear(&r);
+    fx_request(&req, RMQ_REQ_GET_KV_CONFIG, 701, 0);
+    assert_false(cluster_dispatch(&fx->b, fx_conn(fx, a), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_drain(fx, a), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_register_and_route, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_registration_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unregister_and_forget_on_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_codes_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,296 @@
+/* test_notify.c — NOTIFY_CONSUMER_IDS_CHANGED fan-out (server/requests/notify.c,
+ * with the member_events hooks that schedule it), against a broker fixture
+ * whose connections are socketpairs: who receives a NOTIFY, how often, and
+ * for which changes (docs/protocol.md §4.2, §4.4, §4.5, §4.6). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "broker_fixture.h"
+#include "conn.h"
+#include "consumer_requests.h"
+#include "request_codes.h"
+
+#include <string.h>
+
+static int setup(void **state)
+{
+    *state = fx_new(NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_free(*state);
+    return 0;
+}
+
+/* Reads the HEART_BEAT reply (SUCCESS) at peer i. */
+static void expect_hb_reply(struct fx *fx, size_t i)
+{
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, i, 7, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+}
+
+/* A join notifies every live channel of the group, the new member included. */
+static void test_join_notifies_every_member(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx), other = fx_connect(fx);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, other, "cO", "h", "T");
+    fx_iterate(fx);
+    expect_hb_reply(fx, a);
+    assert_int_equal(fx_notifies(fx, a, "g"), 1);
+    expect_hb_reply(fx, other);
+    assert_int_equal(fx_notifies(fx, other, "h"), 1);
+
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    assert_int_equal(fx_notifies(fx, a, "g"), 1);
+    expect_hb_reply(fx, b);
+    assert_int_equal(fx_notifies(fx, b, "g"), 1);
+    /* Another group's member hears nothing. */
+    assert_int_equal(fx_drain(fx, other), 0);
+    assert_int_equal(fx->b.stats.notifications_sent, 4);
+}
+
+/* However many changes a group sees in one iteration, each member gets one
+ * NOTIFY; a channel in two changed groups gets one per group. */
+static void test_coalesced_once_per_group_per_iteration(void **state)
+{
+    struct fx *fx = *state;
+    size_t p[4];
+    for (size_t i = 0; i < 4; i++)
+        p[i] = fx_connect(fx);
+    fx_heartbeat(fx, p[0], "c0", "g", "T");
+    fx_heartbeat(fx, p[1], "c1", "g", "T");
+    fx_heartbeat(fx, p[2], "c2", "g", "T");
+    /* p[3] is in two groups at once. */
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_HEART_BEAT, 7, 0);
+    const char *body = "{\"clientID\":\"c3\",\"consumerDataSet\":["
+                       "{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":\"T\"}]},"
+                       "{\"groupName\":\"h\",\"subscriptionDataSet\":[{\"topic\":\"T\"}]}]}";
+    assert_int_equal(rmq_cmd_set_body_copy(&req, body, strlen(body)), 0);
+    handle_heartbeat(&fx->b, fx_conn(fx, p[3]), &req);
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    for (size_t i = 0; i < 3; i++) {
+        expect_hb_reply(fx, p[i]);
+        assert_int_equal(fx_notifies(fx, p[i], "g"), 1);
+    }
+    expect_hb_reply(fx, p[3]);
+    size_t g = 0, h = 0;
+    struct rmq_cmd n;
+    while (fx_recv(fx, p[3], &n) == 0) {
+        assert_int_equal(n.code, RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED);
+        const char *grp = rmq_cmd_ext_get(&n, "consumerGroup");
+        assert_non_null(grp);
+        g += !strcmp(grp, "g");
+        h += !strcmp(grp, "h");
+        rmq_cmd_clear(&n);
+    }
+    assert_int_equal(g, 1);
+    assert_int_equal(h, 1);
+    /* Nothing changed since: the next iteration sends nothing. */
+    fx_iterate(fx);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(fx_drain(fx, p[i]), 0);
+}
+
+/* A repeated heartbeat (byte-identical, or re-sent with a new client id on
+ * the same channel) is not a change: a reply, no NOTIFY. */
+static void test_reheartbeat_is_not_a_change(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    fx_drain(fx, b);
+
+    uint64_t repeated = fx->b.stats.heartbeats_repeated;
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_iterate(fx);
+    expect_hb_reply(fx, a);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_int_equal(fx_drain(fx, b), 0);
+    assert_int_equal(fx->b.stats.heartbeats_repeated, repeated + 1);
+
+    /* A different client id on a known channel replaces it silently. */
+    fx_heartbeat(fx, a, "cA2", "g", "T");
+    fx_iterate(fx);
+    expect_hb_reply(fx, a);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_int_equal(fx_drain(fx, b), 0);
+    const struct reg_group *g = registry_group(&fx->b.reg, "g");
+    assert_non_null(g);
+    assert_int_equal(g->g.nmembers, 2);
+    assert_string_equal(g->g.members[0].client_id, "cA2");
+}
+
+/* Broadcasting groups are never notified: not on join, not on close. */
+static void test_broadcast_group_not_notified(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    const char *topics[] = {"T"};
+    for (size_t i = 0; i < 2; i++) {
+        struct rmq_cmd req;
+        fx_heartbeat_req(&req, 7, i ? "cB" : "cA", "bg", topics, 1, true);
+        handle_heartbeat(&fx->b, fx_conn(fx, i ? b : a), &req);
+        rmq_cmd_clear(&req);
+        fx_iterate(fx);
+    }
+    expect_hb_reply(fx, a);
+    expect_hb_reply(fx, b);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_int_equal(fx_drain(fx, b), 0);
+    const struct reg_group *g = registry_group(&fx->b.reg, "bg");
+    assert_non_null(g);
+    assert_int_equal(g->g.nmembers, 2);
+    conn_close_async(fx_conn(fx, b), "test");
+    fx_iterate(fx);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_int_equal(fx->b.stats.notifications_sent, 0);
+}
+
+/* A close notifies the rest of the group; the closed peer sees EOF. */
+static void test_close_notifies_the_rest(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    fx_drain(fx, b);
+    conn_close_async(fx_conn(fx, b), "client went away");
+    fx_iterate(fx);
+    assert_null(fx->peers[b].c);
+    assert_int_equal(fx_drain(fx, b), 0);
+    assert_true(fx->peers[b].eof);
+    assert_int_equal(fx_notifies(fx, a, "g"), 1);
+    const struct reg_group *g = registry_group(&fx->b.reg, "g");
+    assert_non_null(g);
+    assert_int_equal(g->g.nmembers, 1);
+    /* The last member closing removes the group; nobody is left to notify. */
+    conn_close_async(fx_conn(fx, a), "client went away");
+    fx_iterate(fx);
+    assert_null(registry_group(&fx->b.reg, "g"));
+    assert_int_equal(fx_drain(fx, a), 0);
+}
+
+/* UNREGISTER_CLIENT notifies the remaining members, and only when the
+ * channel was a member; the connection stays open. */
+static void test_unregister_notifies_only_on_change(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    fx_drain(fx, b);
+
+    struct rmq_cmd req, r;
+    fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 21, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "other"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "clientID", "cA"), 0);
+    handle_unregister_client(&fx->b, fx_conn(fx, a), &req);
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 21, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_int_equal(fx_drain(fx, b), 0);
+
+    fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 22, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
+    handle_unregister_client(&fx->b, fx_conn(fx, a), &req);
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 22, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_int_equal(fx_notifies(fx, b, "g"), 1);
+    assert_non_null(fx->peers[a].c);
+    assert_false(fx->peers[a].c->closing);
+}
+
+/* A topic added to or removed from the group's table is a change. */
+static void test_subscription_change_notifies(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    fx_drain(fx, b);
+    const char *two[] = {"T", "U"};
+    struct rmq_cmd req;
+    fx_heartbeat_req(&req, 7, "cA", "g", two, 2, false);
+    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    expect_hb_reply(fx, a);
+    assert_int_equal(fx_notifies(fx, a, "g"), 1);
+    assert_int_equal(fx_notifies(fx, b, "g"), 1);
+    /* b's heartbeat lists only T: U is removed from the shared table. */
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    expect_hb_reply(fx, b);
+    assert_int_equal(fx_notifies(fx, a, "g"), 1);
+    assert_int_equal(fx_notifies(fx, b, "g"), 1);
+    assert_int_equal(registry_group(&fx->b.reg, "g")->g.nsubs, 1);
+}
+
+/* --notify-on-expiry off: an expired member leaves silently. */
+static void test_expiry_silent_when_configured(void **state)
+{
+    struct config cfg;
+    fx_config_defaults(&cfg);
+    cfg.notify_on_expiry = false;
+    cfg.channel_expiry_ms = 1000;
+    struct fx *fx = fx_new(&cfg);
+    (void)state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    fx_drain(fx, b);
+    fx_advance(fx, 600);
+    fx_heartbeat(fx, a, "cA", "g", "T"); /* a stays alive */
+    fx_advance(fx, 600);
+    broker_expire(&fx->b);
+    assert_true(fx_conn(fx, b)->closing);
+    fx_iterate(fx);
+    expect_hb_reply(fx, a);
+    assert_int_equal(fx_drain(fx, a), 0);
+    assert_null(fx->peers[b].c);
+    assert_int_equal(registry_group(&fx->b.reg, "g")->g.nmembers, 1);
+    fx_free(fx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_join_notifies_every_member, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesced_once_per_group_per_iteration, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reheartbeat_is_not_a_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broadcast_group_not_notified, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_notifies_the_rest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unregister_notifies_only_on_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_subscription_change_notifies, setup, teardown),
+        cmocka_unit_test(test_expiry_silent_when_configured),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,248 @@
+/* test_request_dispatch.c — routing request codes to handlers
+ * (server/requests/request_dispatch.c) on a broker fixture: unknown codes,
+ * oneway requests, and one request of each family through the table,
+ * including the consumer list, connection list, routes and cluster info
+ * (docs/protocol.md §1.5, §2.3, §4.7, §8.1). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "broker_fixture.h"
+#include "conn.h"
+#include "request_codes.h"
+#include "request_dispatch.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int setup(void **state)
+{
+    *state = fx_new(NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_free(*state);
+    return 0;
+}
+
+/* Dispatches code with up to two extFields on peer i; reply in *out. */
+static int32_t send_req(struct fx *fx, size_t i, int32_t code, int32_t opaque, int32_t flag, const char *k1,
+                        const char *v1, const char *k2, const char *v2, struct rmq_cmd *out)
+{
+    struct rmq_cmd req;
+    fx_request(&req, code, opaque, flag);
+    if (k1)
+        assert_int_equal(rmq_cmd_ext_set(&req, k1, v1), 0);
+    if (k2)
+        assert_int_equal(rmq_cmd_ext_set(&req, k2, v2), 0);
+    dispatch_request(&fx->b, fx_conn(fx, i), &req);
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    if (flag & RMQ_FLAG_ONEWAY)
+        return -1;
+    return fx_reply(fx, i, opaque, out);
+}
+
+static json_t *body_json(const struct rmq_cmd *r)
+{
+    json_error_t err;
+    json_t *j = json_loadb((const char *)r->body, r->body_len, 0, &err);
+    if (!j)
+        fail_msg("reply body is not JSON: %s", err.text);
+    return j;
+}
+
+/* An unknown code gets REQUEST_CODE_NOT_SUPPORTED naming the code; a
+ * oneway one gets nothing, whatever the code. */
+static void test_unknown_code(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    struct rmq_cmd r;
+    assert_int_equal(send_req(fx, a, 9999, 5, 0, NULL, NULL, NULL, NULL, &r),
+                     RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED);
+    assert_string_equal(r.remark, "request code 9999 (UNKNOWN) is not supported by rmqcoord");
+    rmq_cmd_clear(&r);
+    assert_int_equal(send_req(fx, a, RMQ_REQ_SEND_MESSAGE_V2, 6, 0, NULL, NULL, NULL, NULL, &r),
+                     RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED);
+    assert_string_equal(r.remark, "request code 310 (SEND_MESSAGE_V2) is not supported by rmqcoord");
+    rmq_cmd_clear(&r);
+    assert_int_equal(send_req(fx, a, 9999, 7, RMQ_FLAG_ONEWAY, NULL, NULL, NULL, NULL, &r), -1);
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_CHECK_CLIENT_CONFIG, 8, RMQ_FLAG_ONEWAY, NULL, NULL, NULL, NULL, &r), -1);
+    assert_int_equal(fx_drain(fx, a), 0);
+}
+
+/* Requests answered with a bare SUCCESS. */
+static void test_bare_success_codes(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    struct rmq_cmd r;
+    int32_t codes[] = {RMQ_REQ_CHECK_CLIENT_CONFIG, RMQ_REQ_CONSUMER_SEND_MSG_BACK};
+    for (size_t k = 0; k < 2; k++) {
+        assert_int_equal(send_req(fx, a, codes[k], 10 + (int32_t)k, 0, NULL, NULL, NULL, NULL, &r),
+                         RMQ_RESP_SUCCESS);
+        assert_null(r.remark);
+        assert_int_equal(r.body_len, 0);
+        rmq_cmd_clear(&r);
+    }
+}
+
+/* GET_CONSUMER_LIST_BY_GROUP: an unknown group is SYSTEM_ERROR with the
+ * broker's remark; a live one lists one id per channel, duplicates kept,
+ * in join order. */
+static void test_consumer_list(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx), c = fx_connect(fx);
+    struct rmq_cmd r;
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, 1, 0, "consumerGroup", "g", NULL, NULL, &r),
+        RMQ_RESP_SYSTEM_ERROR);
+    assert_string_equal(r.remark, "no consumer for this group, g");
+    rmq_cmd_clear(&r);
+    fx_heartbeat(fx, b, "cB", "g", "T");
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_heartbeat(fx, c, "cA", "g", "T"); /* the same client id on another connection */
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    fx_drain(fx, b);
+    fx_drain(fx, c);
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, 2, 0, "consumerGroup", "g", NULL, NULL, &r),
+        RMQ_RESP_SUCCESS);
+    json_t *j = body_json(&r);
+    json_t *ids = json_object_get(j, "consumerIdList");
+    assert_int_equal(json_array_size(ids), 3);
+    assert_string_equal(json_string_value(json_array_get(ids, 0)), "cB");
+    assert_string_equal(json_string_value(json_array_get(ids, 1)), "cA");
+    assert_string_equal(json_string_value(json_array_get(ids, 2)), "cA");
+    json_decref(j);
+    rmq_cmd_clear(&r);
+}
+
+/* GET_CONSUMER_CONNECTION_LIST: 206 for a group not online, else the
+ * connections and the subscription table. */
+static void test_connection_list(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    struct rmq_cmd r;
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, 1, 0, "consumerGroup", "g", NULL, NULL, &r),
+        RMQ_RESP_CONSUMER_NOT_ONLINE);
+    assert_string_equal(r.remark, "the consumer group[g] not online");
+    rmq_cmd_clear(&r);
+    fx_heartbeat(fx, a, "cA", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, a);
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, 2, 0, "consumerGroup", "g", NULL, NULL, &r),
+        RMQ_RESP_SUCCESS);
+    json_t *j = body_json(&r);
+    json_t *conns = json_object_get(j, "connectionSet");
+    assert_int_equal(json_array_size(conns), 1);
+    json_t *c0 = json_array_get(conns, 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "clientId")), "cA");
+    assert_string_equal(json_string_value(json_object_get(c0, "clientAddr")), fx_conn(fx, a)->peer);
+    assert_string_equal(json_string_value(json_object_get(j, "messageModel")), "CLUSTERING");
+    assert_non_null(json_object_get(json_object_get(j, "subscriptionTable"), "T"));
+    json_decref(j);
+    rmq_cmd_clear(&r);
+}
+
+/* GET_ROUTEINFO_BY_TOPIC: auto-create (8 queues) answered after the topic
+ * is stored; %RETRY% of a known group with 1 queue; unknown retry topic
+ * with auto-create off is 17 with the name server's remark. */
+static void test_routes(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    struct rmq_cmd r;
+    assert_int_equal(send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 1, 0, "topic", "Fresh", NULL, NULL, &r),
+                     RMQ_RESP_SUCCESS);
+    assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM topics WHERE name='Fresh'"), 1);
+    json_t *j = body_json(&r);
+    json_t *qd = json_array_get(json_object_get(j, "queueDatas"), 0);
+    assert_int_equal(json_integer_value(json_object_get(qd, "readQueueNums")), 8);
+    assert_string_equal(json_string_value(json_object_get(qd, "brokerName")), "broker-a");
+    json_decref(j);
+    rmq_cmd_clear(&r);
+    fx_free(fx);
+
+    struct config cfg;
+    fx_config_defaults(&cfg);
+    cfg.auto_create_queues = 0;
+    fx = fx_new(&cfg);
+    *state = fx;
+    a = fx_connect(fx);
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 2, 0, "topic", "%RETRY%g", NULL, NULL, &r),
+        RMQ_RESP_TOPIC_NOT_EXIST);
+    assert_string_equal(r.remark, "No topic route info in name server for the topic: %RETRY%g");
+    rmq_cmd_clear(&r);
+    assert_int_equal(registry_mark_known(&fx->b.reg, "g"), 0);
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 3, 0, "topic", "%RETRY%g", NULL, NULL, &r),
+        RMQ_RESP_SUCCESS);
+    j = body_json(&r);
+    qd = json_array_get(json_object_get(j, "queueDatas"), 0);
+    assert_int_equal(json_integer_value(json_object_get(qd, "readQueueNums")), 1);
+    json_decref(j);
+    rmq_cmd_clear(&r);
+    assert_int_equal(send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 4, 0, "topic", "Other", NULL, NULL, &r),
+                     RMQ_RESP_TOPIC_NOT_EXIST);
+    rmq_cmd_clear(&r);
+}
+
+/* The rest of the table reaches its handlers: offsets, pulls (both
+ * codes), locks, cluster info. */
+static void test_table_reaches_handlers(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    struct rmq_cmd r;
+    assert_int_equal(send_req(fx, a, RMQ_REQ_GET_MAX_OFFSET, 1, 0, "topic", "T", "queueId", "0", &r), 0);
+    assert_string_equal(rmq_cmd_ext_get(&r, "offset"), "0");
+    rmq_cmd_clear(&r);
+    assert_int_equal(
+        send_req(fx, a, RMQ_REQ_GET_EARLIEST_MSG_STORETIME, 2, 0, "topic", "T", "queueId", "0", &r), 0);
+    assert_string_equal(rmq_cmd_ext_get(&r, "timestamp"), "-1");
+    rmq_cmd_clear(&r);
+    assert_int_equal(send_req(fx, a, RMQ_REQ_LITE_PULL_MESSAGE, 3, 0, "topic", "Nope", NULL, NULL, &r),
+                     RMQ_RESP_SYSTEM_ERROR); /* consumerGroup missing */
+    assert_string_equal(r.remark, "missing field consumerGroup in LITE_PULL_MESSAGE request");
+    rmq_cmd_clear(&r);
+    assert_int_equal(send_req(fx, a, RMQ_REQ_UNLOCK_BATCH_MQ, 4, 0, NULL, NULL, NULL, NULL, &r),
+                     RMQ_RESP_SYSTEM_ERROR); /* no body */
+    rmq_cmd_clear(&r);
+    assert_int_equal(send_req(fx, a, RMQ_REQ_GET_BROKER_CLUSTER_INFO, 5, 0, NULL, NULL, NULL, NULL, &r),
+                     RMQ_RESP_SUCCESS);
+    /* ClusterInfo has fastjson's bare numeric keys (docs/protocol.md §3.5): not strict JSON. */
+    char *text = strndup((const char *)r.body, r.body_len);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"brokerAddrTable\":{\"broker-a\":"));
+    assert_non_null(strstr(text, "\"DefaultCluster\":[\"broker-a\"]"));
+    free(text);
+    rmq_cmd_clear(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_unknown_code, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bare_success_codes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumer_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_reaches_handlers, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
