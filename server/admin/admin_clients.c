@@ -63,7 +63,7 @@ static json_t *group_union(const struct reg_channel *const *chans, size_t n, boo
     qsort(names, k, sizeof *names, rmq_strp_cmp);
     for (size_t i = 0; i < k; i++)
         if (i == 0 || strcmp(names[i], names[i - 1]))
-            json_array_append_new(arr, json_string(names[i]));
+            json_array_append_new(arr, admin_json_name(names[i]));
     rmq_free(names);
     return arr;
 }
@@ -85,10 +85,10 @@ static json_t *client_json(const struct reg_channel *const *chans, size_t n)
     json_t *addrs = json_array();
     for (size_t i = 0; addrs && i < n; i++)
         json_array_append_new(addrs, json_string(chans[i]->peer));
-    return json_pack("{s:s,s:s,s:i,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:b}", "clientId", latest->client_id,
-                     "language", rmq_language_name(latest->language), "version", (int)latest->version,
-                     "lastHeartbeatMs", (json_int_t)latest->last_hb_ms, "openedMs",
-                     (json_int_t)chans[0]->opened_ms, "groups", group_union(chans, n, false),
+    return json_pack("{s:o,s:s,s:i,s:I,s:I,s:o*,s:o*,s:o*,s:o*,s:b}", "clientId",
+                     admin_json_name(latest->client_id), "language", rmq_language_name(latest->language),
+                     "version", (int)latest->version, "lastHeartbeatMs", (json_int_t)latest->last_hb_ms,
+                     "openedMs", (json_int_t)chans[0]->opened_ms, "groups", group_union(chans, n, false),
                      "producerGroups", group_union(chans, n, true), "remoteAddrs", addrs, "channels",
                      channels, "live", 1);
 }
@@ -171,7 +171,8 @@ json_t *admin_group_evict(struct broker *s, const char *group, const char *clien
     log_info("group %s: client %s evicted via the admin API (%zu channel(s))", group, client_id,
              json_array_size(evicted));
     *status = 200;
-    return json_pack("{s:s,s:s,s:o,s:s}", "group", group, "clientId", client_id, "evicted", evicted, "note",
+    return json_pack("{s:o,s:o,s:o,s:s}", "group", admin_json_name(group), "clientId",
+                     admin_json_name(client_id), "evicted", evicted, "note",
                      "the channel is closed, so the client also leaves its other groups; it reconnects and "
                      "heartbeats again unless it was stopped");
 }

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "rmq_body.h"
 #include "store.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,38 @@ json_t *admin_error_json(int *status, int code, const char *error, const char *d
 {
     *status = code;
     return rmq_error_json(error, detail);
+}
+
+json_t *admin_json_name(const char *name)
+{
+    const unsigned char *p = (const unsigned char *)name;
+    size_t len = strlen(name), bad = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq_len(p + i);
+        bad += n == 0;
+        i += n ? n : 1;
+    }
+    if (!bad)
+        return json_string(name);
+    char *out = rmq_malloc(len + 3 * bad + 1);
+    if (!out)
+        return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq_len(p + i);
+        if (n) {
+            memcpy(out + j, p + i, n);
+            j += n;
+            i += n;
+        } else {
+            j += (size_t)snprintf(out + j, 5, "\\x%02X", p[i]);
+            i++;
+        }
+    }
+    out[j] = 0;
+    json_t *v = json_string(out);
+    rmq_free(out);
+    return v;
 }
 
 /* POST /api/reset: closes every channel (each close is recorded, then wiped
@@ -97,7 +130,7 @@ static json_t *duplicates(const struct mship_group *g)
                 later = true;
         }
         if (later && !earlier)
-            json_array_append_new(dups, json_string(g->members[i].client_id));
+            json_array_append_new(dups, admin_json_name(g->members[i].client_id));
     }
     return dups;
 }
@@ -139,19 +172,20 @@ static json_t *diagnostics(struct broker *s, const char *name, int *status)
     json_t *issues = json_array();
     *status = 200;
     if (!rg)
-        return json_pack("{s:s,s:b,s:i,s:I,s:[],s:o}", "group", name, "live", 0, "members", 0, "nowMs",
-                         (json_int_t)now, "duplicateClientIds", "issues", issues);
+        return json_pack("{s:o,s:b,s:i,s:I,s:[],s:o}", "group", admin_json_name(name), "live", 0, "members",
+                         0, "nowMs", (json_int_t)now, "duplicateClientIds", "issues", issues);
     const struct mship_group *g = &rg->g;
     json_t *dups = duplicates(g), *stale = json_array(), *topics = json_array();
     for (size_t i = 0; stale && i < g->nmembers; i++) {
         int64_t age = now - g->members[i].last_hb_ms;
         if (age > DIAG_STALE_MS)
-            json_array_append_new(stale, json_pack("{s:s,s:I,s:I}", "clientId", g->members[i].client_id,
-                                                   "channelId", (json_int_t)g->members[i].channel_id,
-                                                   "heartbeatAgeMs", (json_int_t)age));
+            json_array_append_new(stale, json_pack("{s:o,s:I,s:I}", "clientId",
+                                                   admin_json_name(g->members[i].client_id), "channelId",
+                                                   (json_int_t)g->members[i].channel_id, "heartbeatAgeMs",
+                                                   (json_int_t)age));
     }
     for (size_t i = 0; topics && i < g->nsubs; i++)
-        json_array_append_new(topics, json_string(g->subs[i].topic));
+        json_array_append_new(topics, admin_json_name(g->subs[i].topic));
     bool broadcast = g->message_model == RMQ_MODEL_BROADCASTING;
     bool notified = mship_notifies(g);
     if (json_array_size(dups) > 0)
@@ -172,9 +206,9 @@ static json_t *diagnostics(struct broker *s, const char *name, int *status)
         json_array_append_new(issues, issue("mixedClients",
                                             "members run different client languages or versions; their "
                                             "default allocation strategies and rebalance timing may differ"));
-    return json_pack("{s:s,s:b,s:I,s:I,s:s,s:s,s:b,s:b,s:o,s:o,s:o,s:o,s:s,s:o}", "group", g->name, "live", 1,
-                     "members", (json_int_t)g->nmembers, "nowMs", (json_int_t)now, "messageModel",
-                     rmq_message_model_name(g->message_model), "consumeType",
+    return json_pack("{s:o,s:b,s:I,s:I,s:s,s:s,s:b,s:b,s:o,s:o,s:o,s:o,s:s,s:o}", "group",
+                     admin_json_name(g->name), "live", 1, "members", (json_int_t)g->nmembers, "nowMs",
+                     (json_int_t)now, "messageModel", rmq_message_model_name(g->message_model), "consumeType",
                      rmq_consume_type_name(g->consume_type), "broadcast", broadcast, "notified", notified,
                      "duplicateClientIds", dups, "staleMembers", stale, "clients", kinds, "subscribedTopics",
                      topics, "strategies",

@@ -2,6 +2,7 @@
  * broker, so loop thread only. */
 #include "metrics.h"
 
+#include "admin_offsets.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -122,6 +123,23 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
         rc = simple(&b, "rmqcoord_connections_refused_total", "counter",
                     "Remoting connections closed at accept: --max-connections reached",
                     st->connections_refused);
+    const struct conn_budget_stats *bud = conn_set_budget(s->conns);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_buffered_output_bytes", "gauge",
+                    "Bytes queued to remoting connections (budget --max-buffered-output)", bud->output_bytes);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_buffered_input_bytes", "gauge",
+                    "Bytes of partial frames held (budget --max-buffered-input)", bud->input_bytes);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_output_budget_closes_total", "counter",
+                    "Connections dropped because the output budget was exhausted", bud->output_closes);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_input_budget_closes_total", "counter",
+                    "Connections dropped because the input budget was exhausted", bud->input_closes);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_limit_hits_total", "counter",
+                    "Requests refused at a configured limit (--max-heartbeat-bytes, --max-topics, ...)",
+                    st->limit_hits);
     if (rc == 0)
         rc = simple(&b, "rmqcoord_accept_failures_total", "counter",
                     "accept() failures for lack of descriptors or memory (accepting pauses 100 ms)",
@@ -137,6 +155,8 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
                     s->reg.known.count);
     if (rc == 0)
         rc = group_members(&b, &s->reg);
+    if (rc == 0)
+        rc = admin_offsets_metrics(&b, s);
     if (rc == 0)
         rc = simple(&b, "rmqcoord_topics", "gauge", "Topics with a route", topics_count(&s->topics));
     if (rc == 0)

@@ -14,6 +14,7 @@
 #include "broker.h"
 #include "broker_registration.h"
 #include "buf.h"
+#include "clocks.h"
 #include "config.h"
 #include "crc32.h"
 #include "err.h"
@@ -251,7 +252,7 @@ void broker_reg_before_sleep(struct broker *s)
 #define UNREG_TOTAL_MS 2000
 static int unregister_exchange(int fd, const struct buf *frame, int32_t opaque, char *why, size_t whylen)
 {
-    int64_t deadline = loop_clock_ms() + UNREG_TOTAL_MS;
+    int64_t deadline = rmq_mono_ms() + UNREG_TOTAL_MS;
     for (size_t off = 0, n = buf_live(frame); off < n;) {
         ssize_t w = send(fd, buf_head(frame) + off, n - off, MSG_NOSIGNAL);
         if (w <= 0) {
@@ -262,13 +263,13 @@ static int unregister_exchange(int fd, const struct buf *frame, int32_t opaque, 
         off += (size_t)w;
     }
     struct rmq_frame_decoder dec;
-    rmq_frame_decoder_init(&dec, 64 * 1024);
+    rmq_frame_decoder_init(&dec, 64 * 1024, 0);
     struct rmq_cmd resp;
     rmq_cmd_init(&resp);
     int rc;
     while ((rc = rmq_frame_decoder_next(&dec, &resp)) == RMQ_EAGAIN) {
         uint8_t chunk[4096];
-        ssize_t r = loop_clock_ms() < deadline ? recv(fd, chunk, sizeof chunk, 0) : -2;
+        ssize_t r = rmq_mono_ms() < deadline ? recv(fd, chunk, sizeof chunk, 0) : -2;
         if (r == 0) {
             rc = -ECONNRESET;
             snprintf(why, whylen, "the name server closed the connection without a reply");

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static const char *role_name(int role)
 {
     return role == CONFIG_ROLE_NAMESRV ? "namesrv" : role == CONFIG_ROLE_BROKER ? "broker" : "both";
@@ -65,6 +64,9 @@ static bool name_server_code(int32_t code)
     case RMQ_REQ_UNREGISTER_BROKER:
     case RMQ_REQ_GET_ROUTEINFO_BY_TOPIC:
     case RMQ_REQ_GET_BROKER_CLUSTER_INFO:
+    case RMQ_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER:
+    case RMQ_REQ_DELETE_TOPIC_IN_NAMESRV:
+    case RMQ_REQ_DELETE_KV_CONFIG: /* answered 0 by the common handler: no KV store */
     case RMQ_REQ_GET_KV_CONFIG: return true;
     default: return false;
     }
@@ -90,10 +92,16 @@ bool cluster_dispatch(struct broker *s, struct conn *c, struct rmq_cmd *req)
     case RMQ_REQ_UNREGISTER_BROKER: namesrv_unregister(s, c, req); return true;
     case RMQ_REQ_GET_ROUTEINFO_BY_TOPIC: namesrv_get_route(s, c, req); return true;
     case RMQ_REQ_GET_BROKER_CLUSTER_INFO: namesrv_cluster_info(s, c, req); return true;
+    case RMQ_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER: namesrv_topic_list(s, c, req); return true;
+    case RMQ_REQ_DELETE_TOPIC_IN_NAMESRV: namesrv_delete_topic(s, c, req); return true;
     default: break;
     }
     if (name_server_code(req->code))
         return false;
+    /* --compat broker-4.9: a 4.9 name server sends no reply at all to a code it does not
+     * serve (docs/protocol.md §12). */
+    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49)
+        return true;
     /* PROTOCOL (docs/protocol.md §2.3): a broker request sent to a name server gets
      * REQUEST_CODE_NOT_SUPPORTED. */
     snprintf(remark, sizeof remark, "request code %d (%s) is for a broker; this rmqcoord runs --role namesrv",

@@ -407,3 +407,55 @@ void namesrv_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
     rmq_free(list);
     reply_body(s, c, req, rc, &body, false);
 }
+
+void namesrv_topic_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    /* Every topic some live broker registered, once, sorted. */
+    json_t *set = json_object();
+    for (size_t i = 0; set && i < s->ns->n; i++)
+        for (size_t k = 0; k < s->ns->b[i].ntopics; k++)
+            (void)json_object_set_new(set, s->ns->b[i].topics[k].name, json_true());
+    json_t *list = set ? json_array() : NULL;
+    const char *name;
+    json_t *v;
+    json_object_foreach(set, name, v)
+    {
+        if (list)
+            (void)json_array_append_new(list, json_string(name));
+    }
+    json_decref(set);
+    json_t *body = list ? json_pack("{s:o}", "topicList", list) : NULL;
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    struct buf out;
+    buf_init(&out, 0);
+    int rc = text ? buf_append_str(&out, text) : RMQ_ENOMEM;
+    free(text);
+    reply_body(s, c, req, rc, &out, false);
+}
+
+void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *topic;
+    if (reply_require_str(s, c, req, "topic", &topic) != 0)
+        return;
+    const char *cluster = rmq_cmd_ext_get(req, "clusterName");
+    size_t removed = 0;
+    for (size_t i = 0; i < s->ns->n; i++) {
+        struct ns_broker *b = &s->ns->b[i];
+        if (cluster && *cluster && strcmp(b->cluster, cluster) != 0)
+            continue;
+        struct ns_topic key = {(char *)topic, 0, 0, 0, 0};
+        struct ns_topic *tp = bsearch(&key, b->topics, b->ntopics, sizeof key, cmp_topic);
+        if (!tp)
+            continue;
+        size_t at = (size_t)(tp - b->topics);
+        rmq_free(tp->name);
+        memmove(&b->topics[at], &b->topics[at + 1], (b->ntopics - at - 1) * sizeof *tp);
+        b->ntopics--;
+        removed++;
+    }
+    if (removed)
+        log_info("namesrv: topic %s removed from %zu broker(s) by an admin request from %s", topic, removed, c->peer);
+    reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}

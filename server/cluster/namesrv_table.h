@@ -28,5 +28,10 @@ void namesrv_forget_conn(struct broker *s, uint64_t conn_id);
 json_t *namesrv_admin_json(struct broker *s);
 /* GET_BROKER_CLUSTER_INFO (106) on a name server: its live brokers. */
 void namesrv_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req);
+/* GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic a live broker registered. */
+void namesrv_topic_list(struct broker *s, struct conn *c, struct rmq_cmd *req);
+/* DELETE_TOPIC_IN_NAMESRV (216): drops the topic from the brokers of
+ * clusterName (every broker without it) until they register it again. */
+void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req);
 
 #endif

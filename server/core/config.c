@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum {
     OPT_LISTEN = 256,
     OPT_ADVERTISE,
     OPT_HTTP,
+    OPT_HTTP_INSECURE,
     OPT_STORE,
     OPT_EXPIRY,
     OPT_EXPIRY_SCAN,
@@ -26,6 +28,8 @@ enum {
     OPT_AUTO_CREATE,
     OPT_MAX_FRAME,
     OPT_MAX_HEADER,
+    OPT_MAX_BUF_OUT,
+    OPT_MAX_BUF_IN,
     OPT_MAX_OUTPUT,
     OPT_PULL_HOLD,
     OPT_LOCK_EXPIRY,
@@ -39,6 +43,9 @@ enum {
     OPT_MAX_CONNECTIONS,
     OPT_MAX_GROUPS,
     OPT_MAX_SUBS,
+    OPT_MAX_HB_BYTES,
+    OPT_MAX_HB_SUBS,
+    OPT_MAX_TOPICS,
     OPT_MAX_CLIENT_ID,
     OPT_RATE,
     OPT_IDLE,
@@ -47,6 +54,13 @@ enum {
     OPT_NAMESRV,
     OPT_REGISTER_INTERVAL,
     OPT_BROKER_EXPIRY,
+    OPT_COMPAT,
+    OPT_NOOP_UNREGISTER,
+    OPT_SQL92,
+    OPT_QUEUE_END,
+    OPT_PULL_CHECKS,
+    OPT_RELEASE_PULLS,
+    OPT_SEND_BACK,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -55,6 +69,7 @@ static const struct option long_options[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"http", required_argument, NULL, OPT_HTTP},
+    {"http-insecure", no_argument, NULL, OPT_HTTP_INSECURE},
     {"store", required_argument, NULL, OPT_STORE},
     {"channel-expiry-ms", required_argument, NULL, OPT_EXPIRY},
     {"expiry-scan-ms", required_argument, NULL, OPT_EXPIRY_SCAN},
@@ -63,6 +78,8 @@ static const struct option long_options[] = {
     {"auto-create-queues", required_argument, NULL, OPT_AUTO_CREATE},
     {"max-frame-bytes", required_argument, NULL, OPT_MAX_FRAME},
     {"max-header-bytes", required_argument, NULL, OPT_MAX_HEADER},
+    {"max-buffered-output", required_argument, NULL, OPT_MAX_BUF_OUT},
+    {"max-buffered-input", required_argument, NULL, OPT_MAX_BUF_IN},
     {"max-pending-output", required_argument, NULL, OPT_MAX_OUTPUT},
     {"pull-hold-max-ms", required_argument, NULL, OPT_PULL_HOLD},
     {"lock-expiry-ms", required_argument, NULL, OPT_LOCK_EXPIRY},
@@ -76,6 +93,9 @@ static const struct option long_options[] = {
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"max-groups-per-client", required_argument, NULL, OPT_MAX_GROUPS},
     {"max-subscriptions", required_argument, NULL, OPT_MAX_SUBS},
+    {"max-heartbeat-bytes", required_argument, NULL, OPT_MAX_HB_BYTES},
+    {"max-heartbeat-subscriptions", required_argument, NULL, OPT_MAX_HB_SUBS},
+    {"max-topics", required_argument, NULL, OPT_MAX_TOPICS},
     {"max-client-id-bytes", required_argument, NULL, OPT_MAX_CLIENT_ID},
     {"max-requests-per-sec", required_argument, NULL, OPT_RATE},
     {"idle-timeout-ms", required_argument, NULL, OPT_IDLE},
@@ -84,6 +104,13 @@ static const struct option long_options[] = {
     {"namesrv", required_argument, NULL, OPT_NAMESRV},
     {"register-interval-ms", required_argument, NULL, OPT_REGISTER_INTERVAL},
     {"broker-expiry-ms", required_argument, NULL, OPT_BROKER_EXPIRY},
+    {"compat", required_argument, NULL, OPT_COMPAT},
+    {"notify-on-noop-unregister", required_argument, NULL, OPT_NOOP_UNREGISTER},
+    {"sql92", required_argument, NULL, OPT_SQL92},
+    {"queue-end", required_argument, NULL, OPT_QUEUE_END},
+    {"pull-checks", required_argument, NULL, OPT_PULL_CHECKS},
+    {"release-pulls-on-change", required_argument, NULL, OPT_RELEASE_PULLS},
+    {"send-back", required_argument, NULL, OPT_SEND_BACK},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -98,7 +125,10 @@ void config_print_help(void)
           "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks "
           "one)\n"
           "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
-          "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080)\n"
+          "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080); a non-loopback HOST\n"
+          "                             needs --admin-token, or --http-insecure to serve it open\n"
+          "  --http-insecure            allow a non-loopback --http without --admin-token (anyone who\n"
+          "                             reaches it can change or wipe the state)\n"
           "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
           "  --sync-interval-ms N       history and heartbeat times are fsynced in the background at least\n"
           "                             every N ms; acknowledged facts always before the reply (default\n"
@@ -111,63 +141,99 @@ void config_print_help(void)
                                              "  --notify-on-expiry on|off  NOTIFY the group when a member "
                                              "expires (default on; the broker: off)\n"
                                              "  --auto-create-queues N     queues of a topic created on "
-                                             "first route query (default 8; 0 = off)\n"
-                                             "  --max-frame-bytes N        largest accepted frame (default "
-                                             "16777216)\n"
-                                             "  --max-header-bytes N       largest accepted frame header; a "
-                                             "larger one closes the "
-                                             "connection (default 65536)\n"
-                                             "  --max-pending-output N     bytes queued to one connection "
-                                             "before it is dropped (default "
-                                             "67108864)\n"
-                                             "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held "
-                                             "(default 15000)\n"
-                                             "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
-                                             "  --max-connections N        connections beyond N are closed "
-                                             "at accept (default 10000)\n"
-                                             "  --max-groups-per-client N  consumer groups one heartbeat may "
-                                             "carry (default 256)\n"
-                                             "  --max-subscriptions N      topics one consumer group may "
-                                             "subscribe (default 256)\n"
-                                             "  --max-client-id-bytes N    longest client id accepted "
-                                             "(default 255)\n"
-                                             "  --max-requests-per-sec N   per connection; above it requests "
-                                             "get SYSTEM_BUSY (default 20000, 0 = "
-                                             "off)\n"
-                                             "  --idle-timeout-ms N        close a connection that sent "
-                                             "nothing for N ms (default 120000, 0 = "
-                                             "off)\n"
-                                             "  --broker-name NAME         broker name of auto-created and "
-                                             "retry topics (default broker-a)\n"
-                                             "  --cluster NAME             cluster name in routes (default "
-                                             "DefaultCluster)\n"
-                                             "  --topic NAME[:QUEUES]      create a topic at start if "
-                                             "missing (repeatable; default 8 queues)\n"
-                                             "  --log-level LEVEL          error, warn, info (default) or "
-                                             "debug\n"
-                                             "  --record FILE              append a heartbeat trace (JSON "
-                                             "Lines) for `rmqcoord replay`\n"
-                                             "  --admin-token TOKEN        mutating HTTP routes need "
-                                             "'Authorization: Bearer TOKEN'\n"
-                                             "                             (default: $RMQCOORD_ADMIN_TOKEN; "
-                                             "unset = open)\n"
-                                             "  --acl FILE                 require RocketMQ ACL signatures "
-                                             "(accounts as in plain_acl.yml)\n"
-                                             "  --clock real|virtual       virtual: time moves only by POST "
-                                             "/api/clock/advance (tests)\n"
-                                             "  --role both|namesrv|broker cluster mode (default both: one "
-                                             "process is name server and broker)\n"
-                                             "  --namesrv HOST:PORT        broker: name server to register "
-                                             "with (repeatable)\n"
-                                             "  --register-interval-ms N   broker: REGISTER_BROKER period "
-                                             "(default 30000)\n"
-                                             "  --broker-expiry-ms N       namesrv: drop a broker not "
-                                             "registered for N ms (default 120000)\n"
-                                             "  --help, --version\n"
-                                             "\n"
-                                             "On start it prints one line to stdout once every listener is "
-                                             "bound:\n"
-                                             "  READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off\n",
+                                             "first route query (default 8; 0 = off)\n",
+          stdout);
+    /* Two calls: one string literal of the whole text is over C's 4095-byte minimum. */
+    fputs("  --max-frame-bytes N        largest accepted frame (default "
+          "16777216)\n"
+          "  --max-header-bytes N       largest accepted frame header; a "
+          "larger one closes the "
+          "connection (default 65536)\n"
+          "  --max-pending-output N     bytes queued to one connection "
+          "before it is dropped "
+          "(default 4194304)\n"
+          "  --max-buffered-output N    bytes queued to all connections; "
+          "past it a connection "
+          "holding over 64 KiB is dropped (default 134217728; 0 = no "
+          "limit)\n"
+          "  --max-buffered-input N     bytes of partial frames held for "
+          "all connections; past it a "
+          "connection holding over 64 KiB is dropped (default 268435456; "
+          "0 = no limit)\n"
+          "  --pull-hold-max-ms N       longest a PULL_MESSAGE is held "
+          "(default 15000)\n"
+          "  --lock-expiry-ms N         queue lock lease (default 60000)\n"
+          "  --max-connections N        connections beyond N are closed "
+          "at accept (default 10000)\n"
+          "  --max-groups-per-client N  consumer groups one connection "
+          "may be in "
+          "(default 256)\n"
+          "  --max-subscriptions N      topics one consumer group may "
+          "subscribe (default 256)\n"
+          "  --max-heartbeat-bytes N    largest heartbeat body parsed "
+          "(default 1048576)\n"
+          "  --max-heartbeat-subscriptions N  subscriptions over all "
+          "groups of one heartbeat "
+          "(default 4096)\n"
+          "  --max-topics N             topics the daemon holds; past it "
+          "none is created (default "
+          "50000)\n"
+          "  --max-client-id-bytes N    longest client id accepted "
+          "(default 255)\n"
+          "  --max-requests-per-sec N   per connection; above it requests "
+          "get SYSTEM_BUSY (default 20000, 0 = "
+          "off)\n"
+          "  --idle-timeout-ms N        close a connection that sent "
+          "nothing for N ms (default 120000, 0 = "
+          "off)\n"
+          "  --broker-name NAME         broker name of auto-created and "
+          "retry topics (default broker-a)\n"
+          "  --cluster NAME             cluster name in routes (default "
+          "DefaultCluster)\n"
+          "  --topic NAME[:QUEUES]      create a topic at start if "
+          "missing (repeatable; default 8 queues)\n"
+          "  --log-level LEVEL          error, warn, info (default) or "
+          "debug\n"
+          "  --record FILE              append a heartbeat trace (JSON "
+          "Lines) for `rmqcoord replay`\n"
+          "  --admin-token TOKEN        mutating HTTP routes need "
+          "'Authorization: Bearer TOKEN'\n"
+          "                             (default: $RMQCOORD_ADMIN_TOKEN; "
+          "unset = open)\n"
+          "  --acl FILE                 require RocketMQ ACL signatures "
+          "(accounts as in plain_acl.yml)\n"
+          "  --clock real|virtual       virtual: time moves only by POST "
+          "/api/clock/advance (tests)\n"
+          "  --role both|namesrv|broker cluster mode (default both: one "
+          "process is name server and broker)\n"
+          "  --namesrv HOST:PORT        broker: name server to register "
+          "with (repeatable)\n"
+          "  --register-interval-ms N   broker: REGISTER_BROKER period "
+          "(default 30000)\n"
+          "  --broker-expiry-ms N       namesrv: drop a broker not "
+          "registered for N ms (default 120000)\n",
+          stdout);
+    fputs("\nBroker-exact answers (README \"Where rmqcoord differs\"; --compat sets every one, a flag given\n"
+          "with it overrides):\n"
+          "  --compat MODE              rmqcoord (default), broker (= broker-5), broker-5 or broker-4.9:\n"
+          "                             answer as that RocketMQ broker where rmqcoord differs\n"
+          "  --notify-on-noop-unregister on|off  NOTIFY the group on an UNREGISTER_CLIENT that removed\n"
+          "                             nothing (default off; the broker: on)\n"
+          "  --sql92 accept|refuse      CHECK_CLIENT_CONFIG of a SQL92 subscription (default accept;\n"
+          "                             the broker without property filtering: refuse)\n"
+          "  --queue-end committed|zero max offset of a queue: the highest committed offset (default)\n"
+          "                             or 0, as a broker with no messages answers\n"
+          "  --pull-checks on|off       PULL_MESSAGE answers PULL_OFFSET_MOVED, bad queueId,\n"
+          "                             SUBSCRIPTION_NOT_EXIST / _NOT_LATEST as the broker (default off)\n"
+          "  --release-pulls-on-change on|off  answer held pulls when the group changes (default on;\n"
+          "                             the broker: off)\n"
+          "  --send-back accept|refuse  CONSUMER_SEND_MSG_BACK (default accept; the broker, which cannot\n"
+          "                             find a message rmqcoord never stored: refuse)\n"
+          "  --help, --version\n"
+          "\n"
+          "On start it prints one line to stdout once every listener is "
+          "bound:\n"
+          "  READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off\n",
           stdout);
 }
 
@@ -229,7 +295,7 @@ static int parse_topic(struct config *cfg, const char *s)
     return RMQ_OK;
 }
 
-static void set_defaults(struct config *cfg)
+void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->http_enabled = true;
@@ -243,13 +309,18 @@ static void set_defaults(struct config *cfg)
     cfg->auto_create_queues = 8;
     cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
     cfg->max_header_bytes = RMQ_HEADER_MAX_DEFAULT;
-    cfg->max_pending_output = 64u * 1024u * 1024u;
+    cfg->max_pending_output = 4u * 1024u * 1024u;
+    cfg->max_buffered_output = 128u * 1024u * 1024u;
+    cfg->max_buffered_input = 256u * 1024u * 1024u;
     cfg->pull_hold_max_ms = 15000;
     cfg->lock_expiry_ms = 60000;
     cfg->max_connections = 10000;
     /* The same values as REGISTRY_LIMITS_DEFAULT, which replay applies. */
     cfg->max_groups_per_client = 256;
     cfg->max_subscriptions = 256;
+    cfg->max_heartbeat_bytes = 1024 * 1024;
+    cfg->max_heartbeat_subscriptions = 4096;
+    cfg->max_topics = 50000;
     cfg->max_client_id_bytes = 255;
     cfg->max_requests_per_sec = 20000;
     cfg->idle_timeout_ms = 120000;
@@ -258,6 +329,7 @@ static void set_defaults(struct config *cfg)
     cfg->log_level = LOG_INFO;
     cfg->register_interval_ms = 30000;
     cfg->broker_expiry_ms = 120000;
+    cfg->release_pulls_on_change = true;
     const char *token = getenv("RMQCOORD_ADMIN_TOKEN");
     if (token && strlen(token) < sizeof cfg->admin_token)
         strcpy(cfg->admin_token, token);
@@ -295,12 +367,17 @@ static const struct num_flag num_flags[] = {
     NUM_FLAG(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues),
     NUM_FLAG(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes),
     NUM_FLAG(OPT_MAX_HEADER, "max-header-bytes", 1024, INT64_C(1) << 24, max_header_bytes),
+    NUM_FLAG(OPT_MAX_BUF_OUT, "max-buffered-output", 0, INT64_C(1) << 40, max_buffered_output),
+    NUM_FLAG(OPT_MAX_BUF_IN, "max-buffered-input", 0, INT64_C(1) << 40, max_buffered_input),
     NUM_FLAG(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output),
     NUM_FLAG(OPT_PULL_HOLD, "pull-hold-max-ms", 0, 60000, pull_hold_max_ms),
     NUM_FLAG(OPT_LOCK_EXPIRY, "lock-expiry-ms", 1, INT64_C(1) << 40, lock_expiry_ms),
     NUM_FLAG(OPT_MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections),
     NUM_FLAG(OPT_MAX_GROUPS, "max-groups-per-client", 1, 100000, max_groups_per_client),
     NUM_FLAG(OPT_MAX_SUBS, "max-subscriptions", 1, 100000, max_subscriptions),
+    NUM_FLAG(OPT_MAX_HB_BYTES, "max-heartbeat-bytes", 1024, INT64_C(1) << 30, max_heartbeat_bytes),
+    NUM_FLAG(OPT_MAX_HB_SUBS, "max-heartbeat-subscriptions", 1, 10000000, max_heartbeat_subscriptions),
+    NUM_FLAG(OPT_MAX_TOPICS, "max-topics", 1, 100000000, max_topics),
     NUM_FLAG(OPT_MAX_CLIENT_ID, "max-client-id-bytes", 1, 255, max_client_id_bytes),
     NUM_FLAG(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec),
     NUM_FLAG(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms),
@@ -330,6 +407,61 @@ static int apply_num_flag(struct config *cfg, int opt, const char *arg)
         return RMQ_OK;
     }
     return RMQ_ENOTFOUND;
+}
+
+/* A two-word flag: *out = (arg is yes), false for no; anything else is an error. */
+static int parse_choice(const char *flag, const char *arg, const char *yes, const char *no, bool *out)
+{
+    if (strcmp(arg, yes) && strcmp(arg, no)) {
+        fprintf(stderr, "rmqcoord serve: --%s takes %s or %s, got '%s'\n", flag, yes, no, arg);
+        return RMQ_EINVAL;
+    }
+    *out = !strcmp(arg, yes);
+    return RMQ_OK;
+}
+
+/* --compat MODE: the broker's behaviour for every difference that has a
+ * switch (docs/protocol.md §12), before the other flags so they override it. */
+static int apply_compat(struct config *cfg, const char *mode)
+{
+    if (!strcmp(mode, "rmqcoord")) {
+        cfg->compat = CONFIG_COMPAT_NONE;
+        return RMQ_OK;
+    }
+    if (!strcmp(mode, "broker") || !strcmp(mode, "broker-5"))
+        cfg->compat = CONFIG_COMPAT_BROKER_5;
+    else if (!strcmp(mode, "broker-4.9"))
+        cfg->compat = CONFIG_COMPAT_BROKER_49;
+    else {
+        fprintf(stderr, "rmqcoord serve: --compat takes rmqcoord, broker, broker-5 or broker-4.9, got '%s'\n",
+                mode);
+        return RMQ_EINVAL;
+    }
+    cfg->notify_on_expiry = false;
+    cfg->expiry_scan_ms = 10000;
+    cfg->auto_create_queues = 0;
+    cfg->notify_noop_unregister = true;
+    cfg->refuse_sql92 = true;
+    cfg->queue_end_zero = true;
+    cfg->pull_checks = true;
+    cfg->release_pulls_on_change = false;
+    cfg->refuse_send_back = true;
+    return RMQ_OK;
+}
+
+/* Finds --compat MODE / --compat=MODE in argv (the last one wins) and applies it. */
+static int prescan_compat(struct config *cfg, int argc, char **argv)
+{
+    const char *mode = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--compat") && i + 1 < argc)
+            mode = argv[++i];
+        else if (!strncmp(argv[i], "--compat=", 9))
+            mode = argv[i] + 9;
+    }
+    return mode ? apply_compat(cfg, mode) : RMQ_OK;
 }
 
 /* Applies one option; 0, 1 (help/version printed) or RMQ_EINVAL. */
@@ -369,6 +501,7 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         }
         cfg->http_enabled = true;
         return RMQ_OK;
+    case OPT_HTTP_INSECURE: cfg->http_insecure = true; return RMQ_OK;
     case OPT_STORE: return copy_name("store", arg, cfg->store_path, sizeof cfg->store_path);
     case OPT_NOTIFY_EXPIRY:
         if (strcmp(arg, "on") && strcmp(arg, "off")) {
@@ -424,15 +557,59 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         cfg->log_level = (int)lv;
         return RMQ_OK;
     }
+    case OPT_COMPAT: return RMQ_OK; /* applied before the other flags (config_parse) */
+    case OPT_NOOP_UNREGISTER:
+        return parse_choice("notify-on-noop-unregister", arg, "on", "off", &cfg->notify_noop_unregister);
+    case OPT_SQL92: return parse_choice("sql92", arg, "refuse", "accept", &cfg->refuse_sql92);
+    case OPT_QUEUE_END: return parse_choice("queue-end", arg, "zero", "committed", &cfg->queue_end_zero);
+    case OPT_PULL_CHECKS: return parse_choice("pull-checks", arg, "on", "off", &cfg->pull_checks);
+    case OPT_RELEASE_PULLS:
+        return parse_choice("release-pulls-on-change", arg, "on", "off", &cfg->release_pulls_on_change);
+    case OPT_SEND_BACK: return parse_choice("send-back", arg, "refuse", "accept", &cfg->refuse_send_back);
     case OPT_HELP: config_print_help(); return 1;
     case OPT_VERSION: printf("rmqcoord %s\n", RMQ_VERSION); return 1;
     default: fputs("rmqcoord serve: unknown option (see rmqcoord serve --help)\n", stderr); return RMQ_EINVAL;
     }
 }
 
+/* Whether an --http host is loopback (by its spelling: 127.0.0.0/8, ::1,
+ * localhost). Anything else, a wildcard or a name included, is not. */
+static bool http_host_loopback(const char *h)
+{
+    if (!strcasecmp(h, "localhost") || !strcmp(h, "::1"))
+        return true;
+    unsigned a, b, c, d;
+    char extra;
+    return sscanf(h, "%u.%u.%u.%u%c", &a, &b, &c, &d, &extra) == 4 && a == 127 && b < 256 && c < 256 &&
+           d < 256;
+}
+
+/* A non-loopback admin API without a token lets anyone who reaches it wipe
+ * the state: refused unless --http-insecure says so, and then loudly. */
+static int check_http_exposure(const struct config *cfg)
+{
+    if (!cfg->http_enabled || cfg->admin_token[0] || http_host_loopback(cfg->http.host))
+        return RMQ_OK;
+    if (!cfg->http_insecure) {
+        fprintf(stderr,
+                "rmqcoord serve: refusing to serve the admin API on %s:%u without --admin-token: anyone "
+                "who can reach it could change or wipe every group, topic and offset. Set --admin-token "
+                "(or RMQCOORD_ADMIN_TOKEN), listen on a loopback address, or pass --http-insecure to "
+                "accept that.\n",
+                cfg->http.host, (unsigned)cfg->http.port);
+        return RMQ_EINVAL;
+    }
+    log_warn("INSECURE: the admin API on %s:%u has no --admin-token (--http-insecure): anyone who can "
+             "reach it can change or wipe every group, topic and offset",
+             cfg->http.host, (unsigned)cfg->http.port);
+    return RMQ_OK;
+}
+
 int config_parse(struct config *cfg, int argc, char **argv)
 {
-    set_defaults(cfg);
+    config_defaults(cfg);
+    if (prescan_compat(cfg, argc, argv) != 0)
+        return RMQ_EINVAL;
     optind = 1;
     opterr = 0;
     int opt;
@@ -465,5 +642,5 @@ int config_parse(struct config *cfg, int argc, char **argv)
         cfg->listen[0].port = 9876;
         cfg->nlisten = 1;
     }
-    return RMQ_OK;
+    return check_http_exposure(cfg);
 }

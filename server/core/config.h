@@ -25,6 +25,9 @@ struct config_topic {
 
 /* --role: both = one process is name server and broker (the default). */
 enum config_role { CONFIG_ROLE_BOTH = 0, CONFIG_ROLE_NAMESRV, CONFIG_ROLE_BROKER };
+/* --compat: whose answers to give where rmqcoord's own differ (README "Where rmqcoord differs"):
+ * rmqcoord's (the default), a 4.9 broker's or a 5.x broker's (docs/protocol.md §12). */
+enum config_compat { CONFIG_COMPAT_NONE = 0, CONFIG_COMPAT_BROKER_49, CONFIG_COMPAT_BROKER_5 };
 #define CONFIG_MAX_NAMESRV 8
 
 struct config {
@@ -34,6 +37,7 @@ struct config {
     bool advertise_set;
     struct config_addr http;
     bool http_enabled;
+    bool http_insecure; /* --http-insecure: serve a non-loopback --http without --admin-token */
     char store_path[4096];
     int64_t channel_expiry_ms;
     int64_t expiry_scan_ms;
@@ -42,12 +46,17 @@ struct config {
     int auto_create_queues; /* 0 = auto-create off */
     size_t max_frame_bytes;
     size_t max_header_bytes;
+    size_t max_buffered_output;
+    size_t max_buffered_input;
     size_t max_pending_output; /* per connection; a slower reader is dropped */
     int64_t pull_hold_max_ms;
     int64_t lock_expiry_ms;
     int64_t max_connections;
     int64_t max_groups_per_client;
     int64_t max_subscriptions;
+    int64_t max_heartbeat_bytes;         /* body parsed at most */
+    int64_t max_heartbeat_subscriptions; /* over all groups of one heartbeat */
+    int64_t max_topics;                  /* past it no topic is created */
     int64_t max_client_id_bytes;
     int64_t max_requests_per_sec; /* per connection, 0 = unlimited */
     int64_t idle_timeout_ms;      /* 0 = never */
@@ -66,6 +75,15 @@ struct config {
     int64_t register_interval_ms; /* broker: REGISTER_BROKER period */
     int64_t broker_expiry_ms;     /* namesrv: a broker silent this long leaves the routes */
     char acl_path[4096];
+    /* Broker-exact behaviours (docs/protocol.md §12); --compat sets them all, a flag of its own overrides. */
+    int compat;                  /* enum config_compat: the version-shaped answers */
+    bool notify_noop_unregister; /* --notify-on-noop-unregister: an UNREGISTER_CLIENT that removed nothing
+                                    NOTIFYs */
+    bool refuse_sql92;           /* --sql92 refuse: CHECK_CLIENT_CONFIG refuses SQL92 */
+    bool queue_end_zero;         /* --queue-end zero: max offset 0 (an empty queue), not the highest commit */
+    bool pull_checks;            /* --pull-checks on: OFFSET_MOVED, queueId, SUBSCRIPTION_NOT_EXIST/_LATEST */
+    bool release_pulls_on_change; /* --release-pulls-on-change: held pulls answered when the group changes */
+    bool refuse_send_back;        /* --send-back refuse: CONSUMER_SEND_MSG_BACK fails (no message stored) */
     /* --acl: accounts file; empty = no authentication */ /* --clock virtual: time moves only by POST
                                                              /api/clock/advance */
 };
@@ -73,6 +91,8 @@ struct config {
 /* Fills *cfg from argv (argv[0] = "serve"). Returns 0 to run, 1 when
  * --help/--version was printed (exit 0), or RMQ_EINVAL after printing a
  * clear error to stderr (exit 2). */
+/* Every field at its documented default (what `serve` runs with when no flag is given). */
+void config_defaults(struct config *cfg);
 int config_parse(struct config *cfg, int argc, char **argv);
 /* Parses "HOST:PORT" (also "[v6]:PORT"). 0 or RMQ_EINVAL. */
 int config_parse_addr(const char *s, struct config_addr *out);

@@ -26,7 +26,46 @@ struct conn_set {
     struct conn *close_head;
     size_t count;
     uint64_t bad_frames;
+    struct conn_budget_stats budget; /* bytes held now, closes at a budget */
 };
+
+/* A connection holding less than this is never closed for a global budget:
+ * the budget is spent by the big holders (a client that stopped reading, a
+ * peer stalling a huge frame), not by the ones that happen to come next. */
+#define CONN_BUDGET_FLOOR (64u * 1024u)
+
+/* Brings the set's totals in line with c's buffers (call after any change
+ * to c->out or c->dec.in). */
+static void account(struct conn *c)
+{
+    struct conn_budget_stats *b = &c->set->budget;
+    size_t in = buf_live(&c->dec.in), out = buf_live(&c->out);
+    b->input_bytes = b->input_bytes - c->in_counted + in;
+    b->output_bytes = b->output_bytes - c->out_counted + out;
+    c->in_counted = in;
+    c->out_counted = out;
+}
+
+/* Closes c when the set is over a global budget and c is one of the big
+ * holders; true when it did. */
+static bool over_budget(struct conn *c)
+{
+    struct conn_set *s = c->set;
+    if (s->opt.max_buffered_output && s->budget.output_bytes > s->opt.max_buffered_output &&
+        buf_live(&c->out) > CONN_BUDGET_FLOOR) {
+        s->budget.output_closes++;
+        conn_close_async(c,
+                         "output budget of the daemon exhausted (--max-buffered-output; client not reading)");
+        return true;
+    }
+    if (s->opt.max_buffered_input && s->budget.input_bytes > s->opt.max_buffered_input &&
+        buf_live(&c->dec.in) > CONN_BUDGET_FLOOR) {
+        s->budget.input_closes++;
+        conn_close_async(c, "input budget of the daemon exhausted (--max-buffered-input; partial frame)");
+        return true;
+    }
+    return false;
+}
 
 int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct conn_set **out)
 {
@@ -47,6 +86,11 @@ size_t conn_set_count(const struct conn_set *s)
 uint64_t conn_set_bad_frames(const struct conn_set *s)
 {
     return s->bad_frames;
+}
+
+const struct conn_budget_stats *conn_set_budget(const struct conn_set *s)
+{
+    return &s->budget;
 }
 struct conn *conn_set_first(struct conn_set *s)
 {
@@ -81,6 +125,9 @@ int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n)
         conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "out of memory");
         return rc;
     }
+    account(c);
+    if (over_budget(c))
+        return RMQ_E2BIG;
     queue_flush(c);
     return RMQ_OK;
 }
@@ -97,6 +144,9 @@ int conn_send(struct conn *c, const struct rmq_cmd *cmd)
         conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "encode failed");
         return rc;
     }
+    account(c);
+    if (over_budget(c))
+        return RMQ_E2BIG;
     queue_flush(c);
     return RMQ_OK;
 }
@@ -144,6 +194,9 @@ static int feed(void *ctx, const uint8_t *p, size_t n)
         return RMQ_ENOMEM;
     }
     dispatch_frames(c);
+    account(c);
+    if (!c->closing)
+        (void)over_budget(c);
     return c->closing ? RMQ_ESTATE : 0;
 }
 
@@ -189,12 +242,14 @@ static void on_readable(struct conn *c)
 static int write_out(struct conn *c)
 {
     int rc = net_write_buf(c->fd, &c->out);
+    account(c);
     if (rc == 0) {
         /* Drained: a burst (NOTIFYs, a big consumer list) must not stay
          * allocated on an idle connection; small buffers are kept so a
          * steady request stream does not allocate per reply. */
         if (c->out.alloc > CONN_KEEP_OUTPUT_BYTES)
             buf_free(&c->out);
+        account(c);
         return RMQ_OK;
     }
     if (rc == -EAGAIN)
@@ -305,6 +360,7 @@ static void free_conn(struct conn_set *s, struct conn *c)
     s->count--;
     rmq_frame_decoder_free(&c->dec);
     buf_free(&c->out);
+    account(c);
     rmq_free(c);
 }
 

@@ -36,7 +36,8 @@ struct conn {
     bool hold_output; /* set by the owner: output waits for conn_set_flush */
     bool bulk;        /* in the loop's bulk set (conn.c classify) */
     uint32_t frames_in_event, calm_events;
-    uint32_t bulk_frames_in_event; /* counted by the owner's on_frame: frames of a bulk kind */
+    uint32_t bulk_frames_in_event;  /* counted by the owner's on_frame: frames of a bulk kind */
+    size_t in_counted, out_counted; /* what the set's budget totals hold for it */
     char close_reason[200];
     void *user; /* the owner's per-connection state (borrowed) */
     struct conn_set *set;
@@ -54,14 +55,29 @@ typedef void (*conn_close_cb)(void *ctx, struct conn *c);
 struct conn_set_options {
     size_t max_frame;
     size_t max_header; /* 0: RMQ_HEADER_MAX_DEFAULT */
-    size_t max_output;
+    size_t max_output; /* per connection */
+    /* Over all connections (0 = none): past them the connection adding
+     * bytes is closed if it holds more than 64 KiB, so the memory a daemon
+     * spends on clients that stop reading, or on stalled partial frames,
+     * is bounded whatever their number. */
+    size_t max_buffered_output;
+    size_t max_buffered_input;
     conn_frame_cb on_frame;
     conn_close_cb on_close;
     void *ctx;
 };
 
+/* Bytes the set's connections hold in their buffers now, and how many
+ * connections were closed at a global budget. */
+struct conn_budget_stats {
+    size_t input_bytes, output_bytes;
+    uint64_t input_closes, output_closes;
+};
+
 /* New set, owned by the caller (conn_set_free). 0 or RMQ_ENOMEM. */
 int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct conn_set **out);
+/* The set's buffer totals and budget closes (borrowed). */
+const struct conn_budget_stats *conn_set_budget(const struct conn_set *s);
 /* Closes every connection (on_close is called for each) and frees. */
 void conn_set_free(struct conn_set *s);
 size_t conn_set_count(const struct conn_set *s);

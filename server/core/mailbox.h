@@ -37,6 +37,7 @@ enum admin_op {
     ADMIN_OP_ALLOCATE_MEMBERS,  /* arg = group; query: topic, strategy...; body {"members"} */
     ADMIN_OP_METRICS,           /* {"text": Prometheus text of the loop's state} */
     ADMIN_OP_CLUSTER,           /* query: group; role, brokers / registrations (cluster.h) */
+    ADMIN_OP_GROUP_OFFSETS,     /* arg = group; query: topic, strategy...: committed offsets per queue */
 };
 
 struct mailbox_msg {

@@ -3,6 +3,7 @@
 #include "metrics_text.h"
 
 #include "err.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,22 +11,6 @@
 int metrics_header(struct buf *b, const char *name, const char *type, const char *help)
 {
     return buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* Length of a valid UTF-8 sequence at p (1..4) or 0 (overlongs, surrogates
- * and code points past U+10FFFF are invalid). */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    if (n == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0)))
-        return 0;
-    if (n == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90)))
-        return 0;
-    return n;
 }
 
 int metrics_label_value(struct buf *b, const char *v)
@@ -42,7 +27,7 @@ int metrics_label_value(struct buf *b, const char *v)
             rc = buf_append_str(b, "\\n");
             p++;
         } else {
-            size_t n = utf8_len(p);
+            size_t n = utf8_seq_len(p);
             rc = n ? buf_append(b, p, n) : buf_append_u8(b, '?');
             p += n ? n : 1;
         }

@@ -6,6 +6,7 @@
 #include "acl.h"
 #include "admin_dispatch.h"
 #include "admin_holdings.h"
+#include "admin_requests.h"
 #include "clocks.h"
 #include "cluster.h"
 #include "conn.h"
@@ -225,6 +226,11 @@ static void before_sleep(struct loop *l, void *ctx)
     /* Closing connections can schedule NOTIFYs, and writing can close
      * connections: repeat a few times so nothing waits for the next event. */
     uint64_t fanout_t0 = rmq_mono_us(), notified = s->stats.notifications_sent;
+    /* Store upkeep, each at most once a second: membership facts of lost
+     * writes re-written, closed channel rows beyond their bound pruned. */
+    member_events_resync(s);
+    if (store_prune(s->store, broker_now_ms(s), NULL) != 0)
+        log_error("store: pruning closed channels failed: %s", store_errmsg(s->store));
     for (int round = 0; round < 4; round++) {
         conn_set_reap(s->conns);
         notify_flush(s);
@@ -384,6 +390,8 @@ static int setup_store(struct broker *s)
     rc = store_load_topics(s->store, load_topic, s);
     if (rc == 0)
         rc = store_load_offsets(s->store, load_offset, s);
+    if (rc == 0)
+        rc = admin_requests_load(s);
     if (rc != 0) {
         log_error("store: loading failed: %s", store_errmsg(s->store));
         return rc;
@@ -496,6 +504,8 @@ int server_init(struct broker *s, const struct config *cfg)
     struct conn_set_options copt = {
         .max_frame = cfg->max_frame_bytes,
         .max_header = cfg->max_header_bytes,
+        .max_buffered_output = cfg->max_buffered_output,
+        .max_buffered_input = cfg->max_buffered_input,
         .max_output = cfg->max_pending_output,
         .on_frame = on_frame,
         .on_close = on_close,
@@ -545,6 +555,13 @@ void server_fini(struct broker *s)
         conn_set_free(s->conns);
         s->conns = NULL;
     }
+    /* Every connection is closed now: whatever the store still has live
+     * (a close whose batch was lost) ends here, not at the next start. */
+    int gone = 0;
+    if (s->store && s->loop && store_end_run(s->store, broker_now_ms(s), &gone) != 0)
+        log_error("store: ending the run's members failed: %s", store_errmsg(s->store));
+    if (gone > 0)
+        log_info("store: %d group(s) still had stored members at stop; marked gone", gone);
     if (s->store && store_in_batch(s->store) && store_commit(s->store) != 0)
         log_error("store: final commit failed: %s", store_errmsg(s->store));
     reply_release_held(s, false);
@@ -564,5 +581,6 @@ void server_fini(struct broker *s)
     registry_free(&s->reg);
     topics_free(&s->topics);
     offsets_free(&s->offsets);
+    admin_requests_free(s);
     loop_free(s->loop);
 }

@@ -201,6 +201,27 @@ static int post_page(struct call *c, int op, enum api_finish fin, const char *ke
     return post(c, op, NULL, &p);
 }
 
+/* A list the loop pages itself (O(limit) there): arg = the cursor's raw
+ * name, body {"limit":N}; the reply carries the next position. */
+static int post_loop_page(struct call *c, int op)
+{
+    struct api_post p = {API_FINISH_LOOP_PAGE, NULL, NULL, NULL, 0, NULL, 0};
+    char *after = NULL;
+    int64_t limit = 0;
+    const char *why = NULL;
+    int rc = api_page_params(c->query, 'n', &limit, &after, &why);
+    if (rc == RMQ_EINVAL)
+        return http_admin_reply_error(c->conn, 400, "bad parameter", "%s", why);
+    json_t *body = rc == 0 ? json_pack("{s:I}", "limit", (json_int_t)limit) : NULL;
+    if (!body) {
+        rmq_free(after);
+        return http_admin_reply_json(c->conn, 500, NULL);
+    }
+    rmq_free(c->name[0]); /* no path parameter on a list route: NULL */
+    c->name[0] = after;
+    return post(c, op, body, &p);
+}
+
 static int topic_put(struct call *c)
 {
     if (!api_name_topic_valid(c->name[0]))
@@ -276,7 +297,7 @@ static int route_call(struct call *c)
     case API_ROUTE_GROUP_AT: return group_at(c);
     case API_ROUTE_HEALTHZ: plain.finish = API_FINISH_HEALTHZ; return post(c, ADMIN_OP_STATS, NULL, &plain);
     case API_ROUTE_METRICS: plain.finish = API_FINISH_METRICS; return post(c, ADMIN_OP_METRICS, NULL, &plain);
-    case API_ROUTE_GROUPS: return post_page(c, ADMIN_OP_GROUPS_LIST, API_FINISH_PAGE, "groups", "group");
+    case API_ROUTE_GROUPS: return post_loop_page(c, ADMIN_OP_GROUPS_LIST);
     case API_ROUTE_TOPICS: return post_page(c, ADMIN_OP_TOPICS_LIST, API_FINISH_PAGE, "topics", "topic");
     case API_ROUTE_CLIENTS:
         return post_page(c, ADMIN_OP_CLIENTS_LIST, API_FINISH_CLIENTS, "clients", "clientId");
@@ -319,6 +340,7 @@ static int route_call(struct call *c)
     case API_ROUTE_CLUSTER: plain.finish = API_FINISH_CLUSTER; return post(c, ADMIN_OP_CLUSTER, NULL, &plain);
     case API_ROUTE_GROUP:
     case API_ROUTE_GROUP_ALLOCATION:
+    case API_ROUTE_GROUP_OFFSETS:
     case API_ROUTE_CLOCK: return post(c, api_routes_op(c->route, c->method), NULL, &plain);
     case API_ROUTE_NONE:
     case API_ROUTE_COUNT:
@@ -342,6 +364,16 @@ int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *r
         return http_admin_reply_unauthorized(conn,
                                              "this route changes state: send Authorization: Bearer <token> "
                                              "(the daemon's --admin-token)");
+    /* Without a token, what keeps a web page of another origin from
+     * mutating is that it cannot send this header without a CORS preflight
+     * (never granted here); a form or a simple fetch POST can be sent. */
+    if (api_routes_mutating(method) && !env->token &&
+        !api_content_type_json(
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return http_admin_reply_error(conn, 415, "unsupported media type",
+                                      "a %s needs Content-Type: application/json (even with an empty "
+                                      "body), so that a web page of another origin cannot send it",
+                                      method);
     struct call c = {env, conn, req, route, method, {NULL, NULL}, NULL, body, body_len};
     int r = 0;
     for (int i = 0; i < m.nparams; i++) {
@@ -448,6 +480,12 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
     }
     switch (fin) {
     case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env->h, reply);
+    case API_FINISH_LOOP_PAGE:
+        if (api_page_next_from_hex(reply) != 0) {
+            json_decref(reply);
+            reply = NULL; /* 500 */
+        }
+        break;
     case API_FINISH_PAGE:
     case API_FINISH_CLIENTS:
         r = api_page_slice(reply, post->page_key, post->page_field, post->after, post->limit);

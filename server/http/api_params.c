@@ -12,10 +12,20 @@
 #include "err.h"
 #include "mem.h"
 
+#include <arpa/inet.h>
 #include <string.h>
 #include <strings.h>
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
 
 static int b64_value(char c)
 {
@@ -152,6 +162,36 @@ int api_page_slice(json_t *reply, const char *key, const char *field, const char
     return 0;
 }
 
+/* See http_admin_api.h. */
+int api_page_next_from_hex(json_t *reply)
+{
+    json_t *hex = json_object_get(reply, "_nextHex");
+    const char *h = json_string_value(hex);
+    json_t *next;
+    if (!hex || json_is_null(hex)) {
+        next = json_null();
+    } else {
+        size_t n = h ? strlen(h) : 1;
+        if (n % 2 || n == 0 || n > 2 * HTTP_ADMIN_NAME_MAX)
+            return RMQ_EINVAL;
+        char raw[HTTP_ADMIN_NAME_MAX + 1];
+        for (size_t i = 0; i < n / 2; i++) {
+            int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+            if (hi < 0 || lo < 0 || (hi | lo) == 0)
+                return RMQ_EINVAL;
+            raw[i] = (char)(hi << 4 | lo);
+        }
+        raw[n / 2] = 0;
+        char *c = api_cursor_encode('n', raw);
+        next = c ? json_string(c) : NULL;
+        rmq_free(c);
+    }
+    json_object_del(reply, "_nextHex");
+    if (!next || json_object_set_new(reply, "next", next) != 0)
+        return RMQ_ENOMEM;
+    return 0;
+}
+
 /* See http_admin_api.h. RocketMQ's client Validators and the broker's
  * TopicValidator both use this character set; the topic limit is 127. */
 bool api_name_topic_valid(const char *name)
@@ -206,4 +246,78 @@ const char *api_bearer_token(const char *header, size_t *len)
         return NULL;
     *len = n;
     return t;
+}
+
+/* Whether the literal address (no brackets) is loopback. */
+static bool loopback_literal(const char *a)
+{
+    unsigned char v4[4], v6[16];
+    if (inet_pton(AF_INET, a, v4) == 1)
+        return v4[0] == 127;
+    if (inet_pton(AF_INET6, a, v6) == 1) {
+        static const unsigned char one[16] = {[15] = 1};
+        static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
+        return !memcmp(v6, one, 16) || (!memcmp(v6, mapped, 12) && v6[12] == 127);
+    }
+    return false;
+}
+
+static bool wildcard_host(const char *h)
+{
+    return !h || !*h || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "[::]");
+}
+
+/* See http_admin_api.h. */
+bool api_host_allowed(const char *host, const char *cfg_host)
+{
+    if (wildcard_host(cfg_host))
+        return true;
+    char name[256];
+    size_t n;
+    if (host[0] == '[') { /* [v6]:port */
+        const char *close = strchr(host, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return false;
+        n = (size_t)(close - host - 1);
+        host++;
+    } else {
+        const char *colon = strchr(host, ':');
+        if (colon && strchr(colon + 1, ':'))
+            return false; /* a bare IPv6 address is not a valid Host */
+        n = colon ? (size_t)(colon - host) : strlen(host);
+    }
+    if (n == 0 || n >= sizeof name)
+        return false;
+    memcpy(name, host, n);
+    name[n] = 0;
+    if (n && name[n - 1] == '.') /* "localhost." is the same name */
+        name[--n] = 0;
+    if (!strcasecmp(name, "localhost") || (n > 10 && !strcasecmp(name + n - 10, ".localhost")))
+        return true;
+    if (loopback_literal(name))
+        return true;
+    const char *c = cfg_host;
+    size_t cn = strlen(c);
+    if (cn >= 2 && c[0] == '[' && c[cn - 1] == ']') {
+        c++;
+        cn -= 2;
+    }
+    return cn == n && !strncasecmp(name, c, n);
+}
+
+/* See http_admin_api.h. */
+bool api_content_type_json(const char *ct)
+{
+    if (!ct)
+        return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    static const char want[] = "application/json";
+    size_t n = sizeof want - 1;
+    if (strncasecmp(ct, want, n) != 0)
+        return false;
+    ct += n;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == 0 || *ct == ';';
 }

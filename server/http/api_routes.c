@@ -125,6 +125,10 @@ static const struct api_route_def routes[] = {
      {"Waits until the clients' holdings match the expected allocation"},
      "topic:string:topic|strategy:string:strategy|timeout_ms:integer:how long to wait (<= 60000)",
      NULL, "application/json", false},
+    {API_ROUTE_GROUP_OFFSETS, "/api/groups/{group}/offsets", API_GET, "GET, HEAD",
+     {"Committed offsets per queue: last commit time, expected owner, reported holder"},
+     "topic:string:only this topic|strategy:string:allocation strategy of the expected owners (default AVG)",
+     NULL, "application/json", false},
     {API_ROUTE_GROUP_CLIENT, "/api/groups/{group}/clients/{clientId}", API_DELETE, "DELETE",
      {NULL, NULL, "Evict a client from the group: closes its channel(s), the group is notified"},
      NULL, NULL, "application/json", false},
@@ -263,6 +267,7 @@ int api_routes_op(enum api_route r, const char *method)
     case API_ROUTE_GROUP: return ADMIN_OP_GROUP_GET;
     case API_ROUTE_GROUP_ALLOCATION: return ADMIN_OP_GROUP_ALLOCATION;
     case API_ROUTE_GROUP_DIAGNOSTICS: return ADMIN_OP_GROUP_DIAGNOSTICS;
+    case API_ROUTE_GROUP_OFFSETS: return ADMIN_OP_GROUP_OFFSETS;
     case API_ROUTE_GROUP_CONSISTENCY: return ADMIN_OP_GROUP_CONSISTENCY;
     case API_ROUTE_GROUP_CONVERGED: return ADMIN_OP_GROUP_CONVERGED;
     case API_ROUTE_GROUP_CLIENT: return ADMIN_OP_GROUP_EVICT;

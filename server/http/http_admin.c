@@ -9,7 +9,7 @@
  * the handler again and we turn msg->status / msg->reply into the response.
  * The route table and URL decoding are in api_routes.c, the router in
  * api_dispatch.c, history in api_events.c, the event stream in api_stream.c;
- * they share this file's reply helpers via http_admin_api.h. This file keeps
+ * they share the reply helpers of http_reply.c via http_admin_api.h. This file keeps
  * what needs a lock or a thread: suspended requests, parked event streams and
  * their poll ticker, and the per-route request counters for /metrics.
  *
@@ -49,7 +49,13 @@
 #include <time.h>
 
 #define HTTP_ADMIN_BODY_MAX (1024u * 1024u) /* design rule 6: 413 beyond */
-#define HTTP_ADMIN_CONN_TIMEOUT_S 30u       /* idle connections; suspended ones never time out */
+/* Connection budget (docs/admin-api.md, "Limits"). MHD's defaults (about
+ * 1,020 connections, any number from one address, 30 s for an idle or
+ * half-sent request) let one peer holding idle sockets lock out /healthz. */
+#define HTTP_ADMIN_CONN_TIMEOUT_S 10u /* idle or partial requests; suspended ones never time out */
+#define HTTP_ADMIN_CONN_LIMIT 512u    /* open HTTP connections in all */
+#define HTTP_ADMIN_PER_IP_LIMIT 128u  /* from one address: 32 streams, a dashboard, 100 tool requests */
+#define HTTP_ADMIN_QUERY_PARAMS_MAX 64u
 
 #define HTTP_COUNT_SLOTS 16 /* distinct (method, status) pairs counted per route */
 
@@ -64,6 +70,7 @@ struct http_admin {
     struct mailbox *mailbox;     /* borrowed */
     char *store_path;            /* owned; NULL = no events route */
     char *token;                 /* owned; NULL = mutating routes open */
+    char *host;                  /* owned: the --http host, also accepted in Host headers */
     struct store_reader *reader; /* HTTP thread only; opened on first use */
     uint16_t port;               /* actually bound */
     struct pending *inflight;    /* suspended requests; pending_lock */
@@ -100,6 +107,8 @@ struct request {
     size_t body_len, body_cap;
     bool body_too_big;       /* over HTTP_ADMIN_BODY_MAX: data discarded, answer 413 */
     bool body_oom;           /* growing the buffer failed: answer 500 */
+    bool begun;              /* the first access-handler call (headers) was seen */
+    unsigned query_params;   /* over HTTP_ADMIN_QUERY_PARAMS_MAX: the query was cut off, answer 400 */
     bool responded;          /* a response is already queued */
     struct pending *pending; /* posted message (one ref is ours), or NULL */
     enum api_route route;    /* for the request counters */
@@ -107,113 +116,6 @@ struct request {
 };
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Served when even the error reply cannot be built (out of memory). */
-static char oom_body[] = "{\"error\":\"internal error\",\"detail\":\"out of memory\"}";
-
-/* ---- responses ---------------------------------------------------------- */
-
-/* Queues v (stolen; NULL = out of memory -> 500) as a compact JSON response
- * with an optional extra header (hname: hvalue). Returns MHD's verdict
- * (MHD_NO closes). */
-static enum MHD_Result queue_json_h(struct MHD_Connection *conn, unsigned status, json_t *v,
-                                    const char *hname, const char *hvalue)
-{
-    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-    json_decref(v);
-    struct MHD_Response *resp;
-    if (text) {
-        json_free_t jfree;
-        json_get_alloc_funcs(NULL, &jfree); /* json_dumps allocated through jansson's funcs */
-        resp = MHD_create_response_from_buffer_with_free_callback(strlen(text), text, jfree);
-        if (!resp)
-            jfree(text);
-    } else {
-        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        hname = NULL;
-        resp = MHD_create_response_from_buffer(sizeof oom_body - 1, oom_body, MHD_RESPMEM_PERSISTENT);
-    }
-    if (!resp)
-        return MHD_NO;
-    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") != MHD_YES ||
-        (hname && MHD_add_response_header(resp, hname, hvalue) != MHD_YES)) {
-        MHD_destroy_response(resp);
-        return MHD_NO;
-    }
-    enum MHD_Result r = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
-
-static enum MHD_Result queue_json(struct MHD_Connection *conn, unsigned status, json_t *v, const char *allow)
-{
-    return queue_json_h(conn, status, v, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
-}
-
-/* Queues {"error":code,"detail":<fmt, ap>} with the given status. */
-__attribute__((format(printf, 4, 0))) static enum MHD_Result
-reply_errorv(struct MHD_Connection *conn, unsigned status, const char *code, const char *fmt, va_list ap)
-{
-    char detail[512];
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    return queue_json(conn, status, rmq_error_json(code, detail), NULL);
-}
-
-__attribute__((format(printf, 4, 5))) static enum MHD_Result
-reply_error(struct MHD_Connection *conn, unsigned status, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    enum MHD_Result r = reply_errorv(conn, status, code, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-/* See http_admin_api.h (the route files' view of the two helpers above). */
-int http_admin_reply_json(struct MHD_Connection *conn, unsigned status, json_t *v)
-{
-    return queue_json(conn, status, v, NULL);
-}
-
-int http_admin_reply_error(struct MHD_Connection *conn, unsigned status, const char *code, const char *fmt,
-                           ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    enum MHD_Result r = reply_errorv(conn, status, code, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-int http_admin_reply_bytes(struct MHD_Connection *conn, unsigned status, const char *content_type,
-                           const void *data, size_t len, bool copy)
-{
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, (void *)data, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
-    if (!resp)
-        return MHD_NO;
-    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES) {
-        MHD_destroy_response(resp);
-        return MHD_NO;
-    }
-    enum MHD_Result r = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
-
-/* See http_admin_api.h; 405 and 401 answers need their extra header. */
-int http_admin_reply_method_not_allowed(struct MHD_Connection *conn, const char *method, const char *allow)
-{
-    char detail[160];
-    snprintf(detail, sizeof detail, "method %.32s is not allowed here; allowed: %s", method, allow);
-    return queue_json(conn, MHD_HTTP_METHOD_NOT_ALLOWED, rmq_error_json("method not allowed", detail), allow);
-}
-
-int http_admin_reply_unauthorized(struct MHD_Connection *conn, const char *detail)
-{
-    return queue_json_h(conn, MHD_HTTP_UNAUTHORIZED, rmq_error_json("unauthorized", detail),
-                        MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"rmqcoord\"");
-}
 
 /* ---- requests answered by the loop -------------------------------------- */
 
@@ -280,7 +182,7 @@ int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req
         json_decref(query);
         json_decref(body);
         api_post_clear(post);
-        return queue_json(conn, 500, NULL, NULL);
+        return http_admin_reply_json(conn, 500, NULL);
     }
     p->msg.op = (enum admin_op)op;
     p->msg.arg = arg;
@@ -298,7 +200,7 @@ int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req
     if (h->stopping) {
         pthread_mutex_unlock(&pending_lock);
         pending_free(p);
-        return reply_error(conn, 503, "shutting down", "the server is stopping");
+        return http_admin_reply_error(conn, 503, "shutting down", "the server is stopping");
     }
     p->h = h;
     p->conn = conn;
@@ -345,7 +247,8 @@ static enum MHD_Result finish_pending(struct http_admin *h, struct MHD_Connectio
         /* Resumed by http_admin_stop: the loop still owns the message. */
         if (last)
             pending_free(p);
-        return reply_error(conn, 503, "shutting down", "the server stopped before the request was handled");
+        return http_admin_reply_error(conn, 503, "shutting down",
+                                      "the server stopped before the request was handled");
     }
     /* completed: the mailbox's ref is gone, so the message is ours alone. */
     json_t *reply = p->msg.reply;
@@ -368,10 +271,10 @@ static enum MHD_Result dispatch(struct http_admin *h, struct MHD_Connection *con
 {
     req->method = api_routes_method_bit(method);
     if (req->body_too_big)
-        return reply_error(conn, 413, "payload too large", "request bodies are limited to %u bytes",
-                           HTTP_ADMIN_BODY_MAX);
+        return http_admin_reply_error(conn, 413, "payload too large",
+                                      "request bodies are limited to %u bytes", HTTP_ADMIN_BODY_MAX);
     if (req->body_oom)
-        return queue_json(conn, 500, NULL, NULL);
+        return http_admin_reply_json(conn, 500, NULL);
     struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
     return (enum MHD_Result)api_dispatch(&env, conn, req, url, method, req->body, req->body_len, &req->route);
 }
@@ -397,22 +300,65 @@ static void body_append(struct request *req, const char *data, size_t n)
     req->body[req->body_len] = 0;
 }
 
-/* First call for a request: allocate its state and refuse an announced body
- * over the cap before reading any of it. */
-static enum MHD_Result request_begin(struct MHD_Connection *conn, void **con_cls)
+/* First call for a request (headers complete): refuse what the URI log
+ * callback flagged, a Host that is not ours, and an announced body over the
+ * cap, before reading any of the body. */
+static enum MHD_Result request_begin(struct http_admin *h, struct MHD_Connection *conn, struct request *req)
 {
-    struct request *req = rmq_calloc(1, sizeof *req);
-    if (!req)
-        return MHD_NO; /* closes the connection: nothing else we can do */
-    *con_cls = req;
+    req->begun = true;
+    if (req->query_params) {
+        req->responded = true;
+        return http_admin_reply_error(conn, 400, "too many query parameters",
+                                      "a request may carry at most %u query parameters (got about %u)",
+                                      HTTP_ADMIN_QUERY_PARAMS_MAX, req->query_params);
+    }
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (host && !api_host_allowed(host, h->host)) {
+        req->responded = true;
+        return http_admin_reply_error(
+            conn, 421, "misdirected request",
+            "the Host header must name this server (localhost, a loopback address or "
+            "the --http host %.100s); a page reached through another name is refused "
+            "(DNS rebinding)",
+            h->host);
+    }
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     int64_t len;
     if (cl && (api_routes_parse_uint(cl, INT64_MAX, &len) < 0 || len > (int64_t)HTTP_ADMIN_BODY_MAX)) {
         req->responded = true;
-        return reply_error(conn, 413, "payload too large", "request bodies are limited to %u bytes",
-                           HTTP_ADMIN_BODY_MAX);
+        return http_admin_reply_error(conn, 413, "payload too large",
+                                      "request bodies are limited to %u bytes", HTTP_ADMIN_BODY_MAX);
     }
     return MHD_YES;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the request line before MHD parses the
+ * query into its connection memory pool. A query of a thousand parameters
+ * exhausts that pool and MHD 0.9.x then never answers (the connection hangs
+ * until the timeout), so a query over the cap is cut off here, in MHD's own
+ * buffer, and the request is answered 400 in request_begin. Returns the
+ * request's state (*con_cls of the access handler), NULL when out of memory
+ * (request_begin's caller allocates it then). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    struct request *req = rmq_calloc(1, sizeof *req);
+    char *q = strchr(uri, '?');
+    if (!q)
+        return req;
+    unsigned n = 1;
+    for (const char *p = q + 1; *p; p++)
+        n += *p == '&' || *p == ';';
+    if (n <= HTTP_ADMIN_QUERY_PARAMS_MAX)
+        return req;
+    if (req)
+        req->query_params = n;
+    /* MHD found the '?' before calling us and parses what follows it once
+     * we return: an empty string there leaves no argument to parse (the
+     * handler sees the bare path). The buffer is MHD's own, writable. */
+    q[1] = 0;
+    return req;
 }
 
 /* MHD_AccessHandlerCallback: called first with the headers, then with each
@@ -424,8 +370,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     struct http_admin *h = cls;
     struct request *req = *con_cls;
-    if (!req)
-        return request_begin(conn, con_cls);
+    if (!req) {
+        if (!(req = rmq_calloc(1, sizeof *req)))
+            return MHD_NO; /* closes the connection: nothing else we can do */
+        *con_cls = req;
+    }
+    if (!req->begun)
+        return request_begin(h, conn, req);
     if (*upload_data_size) {
         body_append(req, upload_data, *upload_data_size);
         *upload_data_size = 0;
@@ -677,6 +628,8 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
         goto fail_h;
     if (opt->admin_token && *opt->admin_token && !(h->token = rmq_strdup(opt->admin_token)))
         goto fail_path;
+    if (!(h->host = rmq_strdup(opt->host ? opt->host : "127.0.0.1")))
+        goto fail_path;
     if (pthread_cond_init(&h->resumes_done, NULL) != 0)
         goto fail_path;
     if (pthread_cond_init(&h->tick_wake, NULL) != 0) {
@@ -689,10 +642,12 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | poll_flag();
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    h->daemon = MHD_start_daemon(flags, opt->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-                                 (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                                 MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_ADMIN_CONN_TIMEOUT_S, MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(
+        flags, opt->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_ADMIN_CONN_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, HTTP_ADMIN_CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        HTTP_ADMIN_PER_IP_LIMIT, MHD_OPTION_END);
     rc = RMQ_EIO;
     if (!h->daemon) {
         snprintf(err, errlen, "cannot start the HTTP server on %s:%u (address in use or not local?)",
@@ -719,6 +674,7 @@ fail_cond:
     pthread_cond_destroy(&h->resumes_done);
     pthread_cond_destroy(&h->tick_wake);
 fail_path:
+    rmq_free(h->host);
     rmq_free(h->token);
     rmq_free(h->store_path);
 fail_h:
@@ -768,6 +724,7 @@ void http_admin_stop(struct http_admin *h)
         store_reader_close(h->reader);
     pthread_cond_destroy(&h->resumes_done);
     pthread_cond_destroy(&h->tick_wake);
+    rmq_free(h->host);
     rmq_free(h->token);
     rmq_free(h->store_path);
     rmq_free(h);

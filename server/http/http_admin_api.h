@@ -73,7 +73,8 @@ enum api_route {
     API_ROUTE_RESET,
     API_ROUTE_CLOCK,
     API_ROUTE_CLOCK_ADVANCE,
-    API_ROUTE_CLUSTER, /* /api/cluster (docs/cluster.md) */
+    API_ROUTE_CLUSTER,       /* /api/cluster (docs/cluster.md) */
+    API_ROUTE_GROUP_OFFSETS, /* /api/groups/{group}/offsets */
     API_ROUTE_COUNT
 };
 
@@ -132,6 +133,7 @@ enum api_finish {
     API_FINISH_PLAIN,       /* status and reply as they are */
     API_FINISH_HEALTHZ,     /* merged into {"status":"ok"}, always 200 */
     API_FINISH_PAGE,        /* slice reply[page_key] by page_field (limit, after) */
+    API_FINISH_LOOP_PAGE,   /* the loop sliced it: reply["_nextHex"] (last raw name, hex) -> "next" */
     API_FINISH_METRICS,     /* reply {"text"} + HTTP counters, served as text/plain */
     API_FINISH_CLIENT,      /* add the store's clients row; not live but stored = 200 */
     API_FINISH_CLIENTS,     /* page + firstSeenMs from the store */
@@ -192,6 +194,10 @@ int api_page_params(const json_t *query, char kind, int64_t *limit, char **after
  * start), and sets reply["next"] to the cursor past the last kept entry when
  * more follow, else null. 0, RMQ_EINVAL (no such array), RMQ_ENOMEM. */
 int api_page_slice(json_t *reply, const char *key, const char *field, const char *after, int64_t limit);
+/* For a page the loop built: replaces reply["_nextHex"] (hex of the last
+ * name's raw bytes, or null on the last page) with reply["next"], the
+ * cursor past it. 0, RMQ_EINVAL (malformed), RMQ_ENOMEM. */
+int api_page_next_from_hex(json_t *reply);
 /* Whether name is a topic RocketMQ accepts: ^[%|a-zA-Z0-9_-]+$, at most
  * API_TOPIC_NAME_MAX bytes (%RETRY%G and %DLQ%G pass). */
 bool api_name_topic_valid(const char *name);
@@ -203,6 +209,18 @@ bool api_token_equal(const char *given, size_t given_len, const char *want, size
 /* The token of an "Authorization: Bearer TOKEN" header value (borrowed
  * pointer into header, length in *len), or NULL if it is not that form. */
 const char *api_bearer_token(const char *header, size_t *len);
+
+/* Whether a Host header value names this server: localhost (or a name
+ * under .localhost), a loopback address (127.0.0.0/8, ::1), or cfg_host
+ * (the --http host; a wildcard 0.0.0.0 / :: accepts any Host). The port is
+ * not checked (a tunnel may forward another one). Stops DNS rebinding: a
+ * page of evil.example whose name now resolves to 127.0.0.1 still sends
+ * Host: evil.example. */
+bool api_host_allowed(const char *host, const char *cfg_host);
+/* Whether a Content-Type value is application/json (parameters such as
+ * charset allowed, case-insensitive). A browser sends it cross-site only
+ * after a CORS preflight, which this server never grants. */
+bool api_content_type_json(const char *ct);
 
 /* ---- api_events.c: history from the read-only store ---- */
 

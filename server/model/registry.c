@@ -25,6 +25,7 @@ void registry_init(struct registry *r, const struct registry_hooks *hooks)
     hashmap_init(&r->groups);
     hashmap_init(&r->channels);
     hashmap_init(&r->known);
+    r->names_rand = 0x9e3779b9u;
     r->hooks = *hooks;
 }
 
@@ -64,7 +65,9 @@ void registry_free(struct registry *r)
 {
     hashmap_free(&r->channels, free_channel);
     hashmap_free(&r->groups, free_group);
-    hashmap_free(&r->known, NULL);
+    hashmap_free(&r->known, rmq_free); /* the reg_name nodes */
+    memset(r->names_head, 0, sizeof r->names_head);
+    r->names_level = 0;
     r->pending = NULL;
 }
 
@@ -100,11 +103,71 @@ bool registry_group_known(const struct registry *r, const char *name)
     return hashmap_get_str(&r->known, name) != NULL;
 }
 
+/* The last node of level lv sorting before name (NULL: the head). */
+static struct reg_name *names_before(struct reg_name *const *head, unsigned lv, struct reg_name *from,
+                                     const char *name)
+{
+    struct reg_name *const *next = from ? from->next : head;
+    while (next[lv] && strcmp(next[lv]->name, name) < 0) {
+        from = next[lv];
+        next = from->next;
+    }
+    return from;
+}
+
 int registry_mark_known(struct registry *r, const char *name)
 {
     if (hashmap_get_str(&r->known, name))
         return RMQ_OK;
-    return hashmap_put_str(&r->known, name, (void *)1, NULL);
+    unsigned level = 1;
+    for (;;) { /* P(level > k) = 4^-k */
+        uint32_t x = r->names_rand;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        r->names_rand = x;
+        if ((x & 3) != 0 || level == REG_NAME_LEVELS)
+            break;
+        level++;
+    }
+    size_t len = strlen(name);
+    struct reg_name *n = rmq_malloc(sizeof *n + level * sizeof n->next[0] + len + 1);
+    if (!n)
+        return RMQ_ENOMEM;
+    n->name = (char *)&n->next[level];
+    memcpy(n->name, name, len + 1);
+    n->level = level;
+    if (hashmap_put_str(&r->known, name, n, NULL) != 0) {
+        rmq_free(n);
+        return RMQ_ENOMEM;
+    }
+    if (level > r->names_level)
+        r->names_level = level;
+    struct reg_name *prev = NULL;
+    for (unsigned lv = r->names_level; lv-- > 0;) {
+        prev = names_before(r->names_head, lv, prev, name);
+        if (lv < level) {
+            struct reg_name **slot = prev ? &prev->next[lv] : &r->names_head[lv];
+            n->next[lv] = *slot;
+            *slot = n;
+        }
+    }
+    return RMQ_OK;
+}
+
+const struct reg_name *registry_known_after(const struct registry *r, const char *after)
+{
+    if (!after)
+        return r->names_head[0];
+    const struct reg_name *prev = NULL;
+    for (unsigned lv = r->names_level; lv-- > 0;) {
+        struct reg_name *const *next = prev ? prev->next : r->names_head;
+        while (next[lv] && strcmp(next[lv]->name, after) <= 0) {
+            prev = next[lv];
+            next = prev->next;
+        }
+    }
+    return prev ? prev->next[0] : r->names_head[0];
 }
 
 void registry_mark_notify(struct registry *r, struct reg_group *g)
@@ -464,9 +527,23 @@ int registry_heartbeat_check(const struct rmq_heartbeat *hb, const struct regist
                  (long long)lim->max_client_id_bytes);
         return RMQ_E2BIG;
     }
+    if (!topics_name_ok(hb->client_id)) {
+        /* The same rule as names: a client id is shown, logged and stored. */
+        snprintf(why, len, "bad heartbeat body: clientID must be 1 to 255 printable UTF-8 bytes");
+        return RMQ_EINVAL;
+    }
     if ((int64_t)hb->nconsumers > lim->max_groups_per_client) {
         snprintf(why, len, "heartbeat names %zu consumer groups, more than --max-groups-per-client %lld",
                  hb->nconsumers, (long long)lim->max_groups_per_client);
+        return RMQ_E2BIG;
+    }
+    size_t total_subs = 0;
+    for (size_t i = 0; i < hb->nconsumers; i++)
+        total_subs += hb->consumers[i].nsubs;
+    if ((int64_t)total_subs > lim->max_heartbeat_subscriptions) {
+        snprintf(why, len,
+                 "heartbeat carries %zu subscriptions, more than --max-heartbeat-subscriptions %lld",
+                 total_subs, (long long)lim->max_heartbeat_subscriptions);
         return RMQ_E2BIG;
     }
     for (size_t i = 0; i < hb->nconsumers; i++) {
@@ -488,4 +565,17 @@ int registry_heartbeat_check(const struct rmq_heartbeat *hb, const struct regist
         }
     }
     return RMQ_OK;
+}
+
+size_t registry_channel_groups_after(const struct registry *r, uint64_t id, const struct rmq_heartbeat *hb)
+{
+    const struct reg_channel *ch = hashmap_get(&r->channels, &id, sizeof id);
+    size_t n = ch ? ch->ngroups : 0;
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        bool member = false;
+        for (size_t k = 0; ch && k < ch->ngroups && !member; k++)
+            member = !strcmp(ch->groups[k], hb->consumers[i].group);
+        n += !member;
+    }
+    return n;
 }

@@ -86,10 +86,22 @@ struct registry_hooks {
     void (*group_empty)(void *ctx, struct reg_group *g);
 };
 
+/* A known group name in the registry's sorted index (a skip list: the
+ * admin API pages through names in O(log n + page) without sorting). */
+struct reg_name {
+    char *name; /* points into this allocation */
+    unsigned level;
+    struct reg_name *next[]; /* level entries */
+};
+#define REG_NAME_LEVELS 24
+
 struct registry {
     struct hashmap groups;   /* name -> struct reg_group* (owned) */
     struct hashmap channels; /* uint64 id -> struct reg_channel* (owned) */
-    struct hashmap known;    /* group names ever seen -> non-NULL marker */
+    struct hashmap known;    /* group names ever seen -> struct reg_name* (owned, in names) */
+    struct reg_name *names_head[REG_NAME_LEVELS]; /* the known names in byte order (strcmp) */
+    unsigned names_level;                         /* levels in use */
+    uint32_t names_rand;                          /* xorshift state for node levels */
     struct registry_hooks hooks;
     struct reg_group *pending; /* groups with a change to notify */
     uint64_t groups_epoch;     /* bumped whenever a group is freed */
@@ -109,6 +121,10 @@ struct reg_group *registry_group(const struct registry *r, const char *name);
 bool registry_group_known(const struct registry *r, const char *name);
 /* Marks a name as known (e.g. loaded from the store at start). */
 int registry_mark_known(struct registry *r, const char *name);
+/* The first known name sorting (strcmp) after `after`, or the first of all
+ * when after is NULL; NULL past the end. O(log n). Walk on with ->next[0].
+ * Valid until the registry is freed (known names are never dropped). */
+const struct reg_name *registry_known_after(const struct registry *r, const char *after);
 
 struct registry_hb_result {
     bool sub_change; /* IS_SUB_CHANGE for the reply */
@@ -119,10 +135,11 @@ struct registry_limits {
     int64_t max_client_id_bytes;
     int64_t max_groups_per_client;
     int64_t max_subscriptions;
+    int64_t max_heartbeat_subscriptions; /* over all groups of one heartbeat */
 };
 #define REGISTRY_LIMITS_DEFAULT                                                                              \
     {                                                                                                        \
-        255, 256, 256                                                                                        \
+        255, 256, 256, 4096                                                                                  \
     }
 /* Whether hb may be applied: within lim, and with group and topic names the
  * store and routes can carry. 0, or RMQ_E2BIG / RMQ_EINVAL with a remark
@@ -152,6 +169,10 @@ int registry_unregister(struct registry *r, uint64_t id, const char *group);
  * how many. The caller closes those connections. A membership is removed
  * only when its channel fits in ids: when the result is max, call again
  * (the same now_ms) until it is less, or some expired channels stay open. */
+/* How many consumer groups channel id would be a member of after hb (its
+ * groups so far plus the new ones hb names): the limit on groups per
+ * connection holds across heartbeats, not only within one. */
+size_t registry_channel_groups_after(const struct registry *r, uint64_t id, const struct rmq_heartbeat *hb);
 size_t registry_expire(struct registry *r, int64_t now_ms, int64_t expiry_ms, uint64_t *ids, size_t max);
 
 /* Flags g for a NOTIFY before the loop sleeps (coalesced per group). */

@@ -1,6 +1,8 @@
 /* topics.c — see topics.h. Loop thread only. */
 #include "topics.h"
 
+#include "utf8.h"
+
 #include "err.h"
 #include "mem.h"
 #include "rmq_body.h"
@@ -51,7 +53,9 @@ bool topics_name_ok(const char *name)
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
             return false;
-    return true;
+    /* Names reach JSON (the admin API, the store's readers): bytes that are
+     * not UTF-8 would make every listing that includes them unreadable. */
+    return utf8_valid(name, n);
 }
 
 static int cmp_broker(const void *a, const void *b)

@@ -38,8 +38,11 @@ size_t acl_accounts(const struct acl *a)
     return a ? a->n : 0;
 }
 
-/* The value after "key:" on line, unquoted and trimmed, as a new string;
- * NULL when the line is not that key. */
+/* The value after "key:" on line as a new string, read as YAML reads a
+ * scalar: a quoted one up to its closing quote ('' is a quote inside single
+ * quotes), a plain one up to the end of the line or a comment, which starts
+ * only at a '#' after white space — "p#ss w0rd" is a whole secret. NULL
+ * when the line is not that key (or out of memory). */
 static char *value_of(const char *line, const char *key)
 {
     while (*line == ' ' || *line == '\t' || *line == '-')
@@ -50,13 +53,32 @@ static char *value_of(const char *line, const char *key)
     const char *v = line + kl + 1;
     while (*v == ' ' || *v == '\t')
         v++;
-    size_t n = strcspn(v, "\r\n#");
+    if (*v == '"' || *v == '\'') {
+        char q = *v++, *out = rmq_malloc(strlen(v) + 1);
+        size_t n = 0;
+        for (; out && *v && *v != '\n'; v++) {
+            if (*v == q && q == '\'' && v[1] == '\'') {
+                out[n++] = *v++;
+                continue;
+            }
+            if (*v == '\\' && q == '"' && v[1]) {
+                out[n++] = *++v;
+                continue;
+            }
+            if (*v == q)
+                break;
+            out[n++] = *v;
+        }
+        if (out)
+            out[n] = 0;
+        return out;
+    }
+    size_t n = 0;
+    while (v[n] && v[n] != '\r' && v[n] != '\n' &&
+           !(v[n] == '#' && n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t')))
+        n++;
     while (n > 0 && isspace((unsigned char)v[n - 1]))
         n--;
-    if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
-        v++;
-        n -= 2;
-    }
     return rmq_strndup(v, n);
 }
 

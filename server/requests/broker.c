@@ -3,6 +3,7 @@
  * Loop thread only. */
 #include "broker.h"
 
+#include "admin_requests.h"
 #include "clocks.h"
 #include "conn.h"
 #include "err.h"
@@ -41,6 +42,14 @@ int broker_put_topic(struct broker *s, const char *name, const struct topic_brok
 
 const struct topic *broker_create_topic(struct broker *s, const char *name, int nqueues)
 {
+    if ((int64_t)s->topics.map.count >= s->cfg->max_topics) {
+        /* Auto-create would otherwise let one client grow memory and the
+         * store without bound, one route query at a time. */
+        s->stats.limit_hits++;
+        log_limited(&s->refuse_log, loop_now_ms(s->loop), LOG_WARN,
+                    "topic %s not created: --max-topics %lld reached", name, (long long)s->cfg->max_topics);
+        return NULL;
+    }
     struct topic_broker b = {(char *)s->cfg->broker_name, nqueues, nqueues, TOPIC_PERM_RW};
     if (broker_put_topic(s, name, &b, 1) != 0)
         return NULL;
@@ -84,6 +93,8 @@ void broker_reset_live(struct broker *s)
     queue_locks_init(&s->locks);
     offsets_free(&s->offsets);
     offsets_init(&s->offsets);
+    admin_requests_free(s); /* the store's subscription_groups rows go with store_reset */
+    s->group_configs_version++;
     uint64_t gen = s->topics.generation; /* keeps counting: a broker re-registers after a reset */
     topics_free(&s->topics);
     topics_init(&s->topics);

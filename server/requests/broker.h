@@ -88,6 +88,10 @@ struct broker {
     struct server_stats stats;
     struct namesrv_table *ns; /* owned; --role namesrv only (cluster.h) */
     struct broker_reg *breg;  /* owned; --role broker only */
+    /* Subscription-group configs set by admin tools (admin_group_requests.c):
+     * group name -> config object; owned, NULL until loaded. */
+    struct json_t *group_configs;
+    int64_t group_configs_version; /* changes since start (201's dataVersion) */
 };
 
 /* Wall-clock milliseconds that never go backwards (wall time at start plus

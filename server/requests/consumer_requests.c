@@ -6,17 +6,29 @@
 #include "err.h"
 #include "log.h"
 #include "mem.h"
+#include "member_events.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "rmq_body.h"
 #include "store.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Replies SUCCESS with the heartbeat v2 fields (PROTOCOL: docs/protocol.md §3.2). */
+/* Replies SUCCESS with the heartbeat v2 fields (PROTOCOL: docs/protocol.md §3.2); a 4.9
+ * broker's reply (--compat broker-4.9) has none, a 5.x broker's says IS_SUB_CHANGE=true to a
+ * heartbeat without consumer data (--compat broker-5, §12). */
 static void reply_heartbeat(struct broker *s, struct conn *c, const struct rmq_cmd *req, bool sub_change)
 {
+    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49) {
+        reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+        return;
+    }
+    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5 && !sub_change) {
+        const struct reg_channel *ch = registry_channel(&s->reg, c->id);
+        sub_change = !ch || ch->ngroups == 0;
+    }
     struct rmq_cmd resp;
     if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0 ||
         rmq_cmd_ext_set(&resp, "IS_SUPPORT_HEART_BEAT_V2", "true") != 0 ||
@@ -58,15 +70,39 @@ void handle_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req)
     struct rmq_heartbeat hb;
     memset(&hb, 0, sizeof hb);
     char err[200], remark[256];
+    /* Bounded before parsing: a heartbeat is a few KB; a megabyte of JSON
+     * is already several ms of the loop's time. */
+    if ((int64_t)req->body_len > s->cfg->max_heartbeat_bytes) {
+        s->stats.limit_hits++;
+        snprintf(remark, sizeof remark, "heartbeat body of %zu bytes is over --max-heartbeat-bytes %lld",
+                 req->body_len, (long long)s->cfg->max_heartbeat_bytes);
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+        return;
+    }
     if (rmq_heartbeat_parse(req->body, req->body_len, &hb, err, sizeof err) != 0) {
         snprintf(remark, sizeof remark, "bad heartbeat body: %s", err);
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
         rmq_heartbeat_clear(&hb);
         return;
     }
+    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49) {
+        /* A 4.9 broker knows no heartbeat v2: every heartbeat is a full one (§12). */
+        hb.fingerprint = 0;
+        hb.without_sub = false;
+    }
     struct registry_limits lim = {s->cfg->max_client_id_bytes, s->cfg->max_groups_per_client,
-                                  s->cfg->max_subscriptions};
-    if (registry_heartbeat_check(&hb, &lim, remark, sizeof remark) != 0) {
+                                  s->cfg->max_subscriptions, s->cfg->max_heartbeat_subscriptions};
+    int bad = registry_heartbeat_check(&hb, &lim, remark, sizeof remark);
+    size_t ngroups = bad ? 0 : registry_channel_groups_after(&s->reg, c->id, &hb);
+    if (!bad && (int64_t)ngroups > s->cfg->max_groups_per_client) {
+        bad = RMQ_E2BIG;
+        snprintf(remark, sizeof remark,
+                 "this connection would be in %zu consumer groups, more than --max-groups-per-client %lld",
+                 ngroups, (long long)s->cfg->max_groups_per_client);
+    }
+    if (bad) {
+        if (bad == RMQ_E2BIG)
+            s->stats.limit_hits++;
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
         rmq_heartbeat_clear(&hb);
         return;
@@ -85,9 +121,52 @@ void handle_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req)
 void handle_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group = rmq_cmd_ext_get(req, "consumerGroup");
-    if (group && *group)
+    if (group && *group) {
         registry_unregister(&s->reg, c->id, group);
+        /* --notify-on-noop-unregister: the broker NOTIFYs a live group even when the channel
+         * was not in it (§12); rmqcoord by default only when a member left. */
+        struct reg_group *g = registry_group(&s->reg, group);
+        if (s->cfg->notify_noop_unregister && g && g->g.nmembers > 0)
+            member_events_mark_notify(s, g);
+    }
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+/* CHECK_CLIENT_CONFIG: rmqcoord filters nothing (it stores no messages), so every expression type
+ * is accepted; with --sql92 refuse a non-TAG type is refused as by a broker without
+ * enablePropertyFilter (§12). */
+void handle_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    if (s->cfg->refuse_sql92 && req->body_len > 0) {
+        json_t *root = json_loadb((const char *)req->body, req->body_len, 0, NULL);
+        const char *type =
+            json_string_value(json_object_get(json_object_get(root, "subscriptionData"), "expressionType"));
+        if (type && strcmp(type, "TAG")) {
+            char remark[160];
+            snprintf(remark, sizeof remark, "The broker does not support consumer to filter message by %.40s",
+                     type);
+            json_decref(root);
+            reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+            return;
+        }
+        json_decref(root);
+    }
+    reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+/* CONSUMER_SEND_MSG_BACK: there is no message to put back, and a success spares the client its
+ * fallback resend through SEND_MESSAGE_V2, which rmqcoord does not serve. With --send-back refuse
+ * it fails as the broker's does for an offset that holds no message (§12). */
+void handle_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    if (!s->cfg->refuse_send_back) {
+        reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+        return;
+    }
+    const char *off = rmq_cmd_ext_get(req, "offset");
+    char remark[160];
+    snprintf(remark, sizeof remark, "look message by offset failed, %.40s", off ? off : "null");
+    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
 }
 
 /* The live group the request's consumerGroup names, or NULL after replying

@@ -12,6 +12,7 @@
 #include "request_codes.h"
 #include "rmq_body.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,21 @@ void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
 void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     struct rmq_lock_body b;
+    /* --compat: the broker unlocks nothing and answers SUCCESS for a JSON body that lacks
+     * clientId or mqSet (docs/protocol.md §12); rmqcoord names the missing field. */
+    if (s->cfg->compat != CONFIG_COMPAT_NONE && req->body_len > 0) {
+        json_t *root = json_loadb((const char *)req->body, req->body_len, 0, NULL);
+        bool object = json_is_object(root);
+        json_decref(root);
+        char err[200];
+        memset(&b, 0, sizeof b);
+        int bad = rmq_lock_body_parse(req->body, req->body_len, &b, err, sizeof err);
+        rmq_lock_body_clear(&b);
+        if (bad && object) {
+            reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+            return;
+        }
+    }
     if (parse_body(s, c, req, &b) != 0)
         return;
     for (size_t i = 0; i < b.nmqs; i++)

@@ -152,8 +152,17 @@ static void check_store(struct broker *s, int rc, const char *what, const char *
 
 static void schedule_notify(struct broker *s, struct reg_group *g, enum notify_change change)
 {
-    if (notify_policy_marks(&g->g, change, s->cfg->notify_on_expiry))
+    /* --compat broker-4.9: a 4.9 broker notifies broadcast groups too (docs/protocol.md §12). */
+    bool marks = s->cfg->compat == CONFIG_COMPAT_BROKER_49
+                     ? change != NOTIFY_CHANGE_EXPIRE || s->cfg->notify_on_expiry
+                     : notify_policy_marks(&g->g, change, s->cfg->notify_on_expiry);
+    if (marks)
         registry_mark_notify(&s->reg, g);
+}
+
+void member_events_mark_notify(struct broker *s, struct reg_group *g)
+{
+    schedule_notify(s, g, NOTIFY_CHANGE_LEAVE);
 }
 
 static void hook_joined(void *ctx, struct reg_group *g, const struct mship_member *m)
@@ -268,6 +277,96 @@ static void hook_group_empty(void *ctx, struct reg_group *g)
 {
     struct broker *s = ctx;
     pull_release_group(s, g->g.name);
+}
+
+/* Appends id as a JSON array element (with its comma after the first). */
+static int json_push_id(struct buf *b, uint64_t id)
+{
+    return buf_appendf(b, "%s%llu", buf_live(b) > 1 ? "," : "", (unsigned long long)id);
+}
+
+/* One group's part of member_events_resync: its row, members,
+ * subscriptions, the end of members the store has and the registry does
+ * not, and an event with the full list (a snapshot later deltas refer to). */
+static int resync_group(struct broker *s, struct reg_group *g, int64_t now)
+{
+    const struct mship_group *mg = &g->g;
+    int rc = store_put_group(s->store, mg->name, rmq_consume_type_name(mg->consume_type),
+                             rmq_message_model_name(mg->message_model),
+                             rmq_consume_from_where_name(mg->consume_from_where), now);
+    struct buf chans, list;
+    buf_init(&chans, 0);
+    buf_init(&list, 0);
+    int e = buf_append_u8(&chans, '[');
+    for (size_t i = 0; i < mg->nmembers; i++) {
+        const struct mship_member *m = &mg->members[i];
+        if (rc == 0)
+            rc = store_member_join(s->store, mg->name, (int64_t)m->channel_id, m->client_id, now);
+        if (e == 0)
+            e = json_push_id(&chans, m->channel_id);
+    }
+    if (e == 0 && (e = buf_append_u8(&chans, ']')) == 0)
+        e = buf_terminate(&chans);
+    if (rc == 0 && e == 0)
+        rc = store_resync_group(s->store, mg->name, (const char *)buf_head(&chans), now);
+    if (rc == 0)
+        save_subscriptions(s, g);
+    if (e == 0)
+        e = members_json(mg, NULL, 0, &list);
+    if (rc == 0 && e == 0) {
+        const char *l = (const char *)buf_head(&list);
+        struct store_event ev = {now, mg->name, "resync", NULL, 0, l, l, false, -1};
+        rc = store_append_event(s->store, &ev, NULL);
+    }
+    g->events_since_full = rc == 0 && e == 0 ? 0 : UINT32_MAX;
+    buf_free(&chans);
+    buf_free(&list);
+    return rc ? rc : e;
+}
+
+void member_events_resync(struct broker *s)
+{
+    int64_t now = broker_now_ms(s);
+    if (!store_resync_due(s->store, now))
+        return;
+    log_warn("store: writes were lost; re-writing the membership of %zu group(s)", s->reg.groups.count);
+    struct buf chans, groups;
+    buf_init(&chans, 0);
+    buf_init(&groups, 0);
+    int rc = 0, e = buf_append_u8(&chans, '[');
+    if (e == 0)
+        e = buf_append_u8(&groups, '[');
+    size_t b;
+    for (struct hashmap_entry *h = hashmap_first(&s->reg.channels, &b); h;
+         h = hashmap_next(&s->reg.channels, h, &b)) {
+        const struct reg_channel *ch = h->val;
+        if (!ch->stored)
+            continue;
+        if (rc == 0)
+            rc = store_resync_channel(s->store, (int64_t)ch->id, ch->peer, ch->opened_ms);
+        if (e == 0)
+            e = json_push_id(&chans, ch->id);
+    }
+    for (struct hashmap_entry *h = hashmap_first(&s->reg.groups, &b); h;
+         h = hashmap_next(&s->reg.groups, h, &b)) {
+        struct reg_group *g = h->val;
+        if (rc == 0)
+            rc = resync_group(s, g, now);
+        if (e == 0 && buf_live(&groups) > 1)
+            e = buf_append_u8(&groups, ',');
+        if (e == 0)
+            e = rmq_json_append_string(&groups, g->g.name);
+    }
+    if (e == 0 && (e = buf_append_u8(&chans, ']')) == 0 && (e = buf_terminate(&chans)) == 0 &&
+        (e = buf_append_u8(&groups, ']')) == 0)
+        e = buf_terminate(&groups);
+    if (rc == 0 && e == 0)
+        rc = store_resync_finish(s->store, (const char *)buf_head(&groups), (const char *)buf_head(&chans),
+                                 now);
+    if (rc != 0 || e != 0)
+        log_error("store: re-writing membership failed: %s", e ? rmq_strerror(e) : store_errmsg(s->store));
+    buf_free(&chans);
+    buf_free(&groups);
 }
 
 void member_events_hooks(struct broker *s, struct registry_hooks *out)

@@ -4,6 +4,7 @@
  * stores no messages, so a queue's min offset is 0 and its max offset is the
  * highest offset any group committed for it. Loop thread only. */
 #include "offset_requests.h"
+#include "admin_requests.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -18,10 +19,16 @@
 
 int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset)
 {
-    int rc = offsets_put(&s->offsets, group, topic, qid, offset);
+    int rc = offsets_put_at(&s->offsets, group, topic, qid, offset, broker_now_ms(s));
     if (rc == 0)
         rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
     return rc;
+}
+
+int64_t broker_queue_end(const struct broker *s, const char *topic, int32_t qid)
+{
+    /* --queue-end zero: an empty queue, as a broker that stores no message answers (§12). */
+    return s->cfg->queue_end_zero ? 0 : offsets_queue_max(&s->offsets, topic, qid);
 }
 
 /* Reads the common (topic, queueId) pair; replies the error itself. */
@@ -61,18 +68,24 @@ void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
         topic_queue(s, c, req, &topic, &qid) != 0)
         return;
     int64_t off;
-    if (offsets_get(&s->offsets, group, topic, qid, &off) == 0) {
+    /* A stored negative offset (ali-ons commits -1) is "nothing committed", as the broker reads it. */
+    if (offsets_get(&s->offsets, group, topic, qid, &off) == 0 && off >= 0) {
         reply_value(s, c, req, "offset", off, false);
         return;
     }
     /* PROTOCOL: docs/protocol.md §5.1 — nothing committed: offset 0 while the queue's min
      * offset is 0 (always, with no messages stored), unless the client asks
-     * for QUERY_NOT_FOUND with setZeroIfNotFound=false. */
+     * for QUERY_NOT_FOUND with setZeroIfNotFound=false. --compat broker-4.9:
+     * 4.9 has no setZeroIfNotFound; broker-5: 5.x answers QUERY_NOT_FOUND
+     * unless message 0 is in memory, never with an empty queue (§12). */
     bool zero = true;
-    if (rmq_cmd_ext_get_bool(req, "setZeroIfNotFound", &zero) != 0)
-        zero = true;
-    if (!zero) {
-        reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND, "Not found, no offset committed for this queue");
+    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5 ||
+        (s->cfg->compat == CONFIG_COMPAT_NONE && rmq_cmd_ext_get_bool(req, "setZeroIfNotFound", &zero) == 0 &&
+         !zero)) {
+        reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND,
+                   s->cfg->compat == CONFIG_COMPAT_BROKER_5
+                       ? "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+                       : "Not found, no offset committed for this queue");
         return;
     }
     reply_value(s, c, req, "offset", 0, false);
@@ -83,14 +96,31 @@ void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     const char *group, *topic;
     int32_t qid;
     int64_t off;
+    /* --compat broker-5: 5.x refuses a commit of a group with no subscription-group config (one
+     * that never heartbeated) before it reads the other fields (docs/protocol.md §12). */
+    const char *g5 = rmq_cmd_ext_get(req, "consumerGroup");
+    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5 && g5 && *g5 && !registry_group_known(&s->reg, g5)) {
+        char remark[320];
+        snprintf(remark, sizeof remark, "Group %s not exist!", g5);
+        reply_code(s, c, req, RMQ_RESP_SUBSCRIPTION_GROUP_NOT_EXIST, remark);
+        return;
+    }
     if (reply_require_str(s, c, req, "consumerGroup", &group) != 0 ||
         topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "commitOffset", &off) != 0)
         return;
+    if (!admin_offset_commit_allowed(s, group, topic, qid, off)) {
+        /* An admin reset of this queue is pending: the client's position is stale. */
+        reply_code(s, c, req, RMQ_RESP_SUCCESS, "Offset has been previously reset");
+        return;
+    }
     if (broker_offset_commit(s, group, topic, qid, off) != 0) {
         log_error("offset %s/%s/%d not stored: %s", group, topic, (int)qid, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
         return;
     }
+    struct offset_entry *e = offsets_find(&s->offsets, group, topic, qid);
+    if (e)
+        e->channel_id = c->id; /* the reported holder of GET /api/groups/{g}/offsets */
     struct rmq_cmd resp;
     if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
         conn_close_async(c, "out of memory building a reply");
@@ -104,7 +134,7 @@ void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req
     const char *topic;
     int32_t qid;
     if (topic_queue(s, c, req, &topic, &qid) == 0)
-        reply_value(s, c, req, "offset", offsets_queue_max(&s->offsets, topic, qid), false);
+        reply_value(s, c, req, "offset", broker_queue_end(s, topic, qid), false);
 }
 
 void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
@@ -123,7 +153,7 @@ void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "timestamp", &ts) != 0)
         return;
     /* No message is stored after any time: the answer is the queue's end. */
-    reply_value(s, c, req, "offset", offsets_queue_max(&s->offsets, topic, qid), false);
+    reply_value(s, c, req, "offset", broker_queue_end(s, topic, qid), false);
 }
 
 void handle_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)

@@ -5,6 +5,8 @@
 
 #include "broker.h"
 
+/* A queue's max offset as rmqcoord answers it: the highest committed offset, or 0 with --queue-end zero. */
+int64_t broker_queue_end(const struct broker *s, const char *topic, int32_t qid);
 void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);

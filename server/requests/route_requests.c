@@ -24,12 +24,17 @@ static bool wants_quoted_ids(const struct rmq_cmd *req)
 }
 
 /* The topic's definition, creating it when the daemon would: the retry
- * topic of a known group, or any topic while auto-create is on. */
+ * topic of a known group, or any topic while auto-create is on; with --compat, TBW102 as a broker
+ * with autoCreateTopicEnable registers it (8 queues, perm 7: docs/protocol.md §12). */
 static const struct topic *resolve_topic(struct broker *s, const char *name)
 {
     const struct topic *tp = topics_get(&s->topics, name);
     if (tp)
         return tp;
+    if (s->cfg->compat != CONFIG_COMPAT_NONE && s->cfg->role == CONFIG_ROLE_BOTH && !strcmp(name, "TBW102")) {
+        struct topic_broker b = {(char *)s->cfg->broker_name, 8, 8, TOPIC_PERM_RW | 1};
+        return broker_put_topic(s, name, &b, 1) == 0 ? topics_get(&s->topics, name) : NULL;
+    }
     bool retry = !strncmp(name, "%RETRY%", 7);
     if (retry && registry_group_known(&s->reg, name + 7))
         return broker_create_topic(s, name, 1);
@@ -39,15 +44,55 @@ static const struct topic *resolve_topic(struct broker *s, const char *name)
     return NULL;
 }
 
+/* --compat broker-5: a 5.x BrokerData carries "enableActingMaster":false after "cluster"
+ * (fastjson's sorted keys); inserted after every "cluster":"<cluster>" of body. */
+static int add_acting_master(const struct broker *s, struct buf *body)
+{
+    char key[300];
+    int n = snprintf(key, sizeof key, "\"cluster\":\"%s\"", s->cfg->cluster_name);
+    if (n <= 0 || (size_t)n >= sizeof key)
+        return RMQ_OK;
+    struct buf out;
+    buf_init(&out, buf_live(body) + 64);
+    const char *p = (const char *)buf_head(body), *end = p + buf_live(body);
+    int rc = RMQ_OK;
+    while (rc == 0 && p < end) {
+        const char *hit = memmem(p, (size_t)(end - p), key, (size_t)n);
+        const char *stop = hit ? hit + n : end;
+        rc = buf_append(&out, p, (size_t)(stop - p));
+        if (rc == 0 && hit)
+            rc = buf_append_str(&out, ",\"enableActingMaster\":false");
+        p = stop;
+    }
+    if (rc == 0) {
+        buf_free(body);
+        *body = out;
+    } else {
+        buf_free(&out);
+    }
+    return rc;
+}
+
 void handle_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *name;
+    const char *given = rmq_cmd_ext_get(req, "topic");
+    if (s->cfg->compat != CONFIG_COMPAT_NONE && (!given || !*given)) {
+        /* The name server looks the null topic up and finds nothing (§12). */
+        reply_code(s, c, req, RMQ_RESP_TOPIC_NOT_EXIST,
+                   "No topic route info in name server for the topic: null");
+        return;
+    }
     if (reply_require_str(s, c, req, "topic", &name) != 0)
         return;
     const struct topic *tp = resolve_topic(s, name);
     if (!tp) {
         char remark[400];
-        snprintf(remark, sizeof remark, "No topic route info in name server for the topic: %s", name);
+        if ((int64_t)s->topics.map.count >= s->cfg->max_topics)
+            snprintf(remark, sizeof remark, "No topic route info for %s: --max-topics %lld reached", name,
+                     (long long)s->cfg->max_topics);
+        else
+            snprintf(remark, sizeof remark, "No topic route info in name server for the topic: %s", name);
         reply_code(s, c, req, RMQ_RESP_TOPIC_NOT_EXIST, remark);
         return;
     }
@@ -55,7 +100,20 @@ void handle_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
     buf_init(&body, 0);
     /* A created topic is a stored fact: the route goes out after its commit. */
     int rc = topics_route_encode(tp, s->cfg->cluster_name, s->advertise, wants_quoted_ids(req), &body);
+    if (rc == 0 && s->cfg->compat == CONFIG_COMPAT_BROKER_5)
+        rc = add_acting_master(s, &body);
     reply_body(s, c, req, rc, &body, true);
+}
+
+/* GET_KV_CONFIG (101): rmqcoord keeps no KV config, so every item is "not found", as the name
+ * server answers an unknown one (QUERY_NOT_FOUND; clients treat it as no value). */
+void handle_get_kv_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    const char *ns = rmq_cmd_ext_get(req, "namespace"), *key = rmq_cmd_ext_get(req, "key");
+    char remark[400];
+    snprintf(remark, sizeof remark, "No config item, Namespace: %.150s Key: %.150s", ns ? ns : "null",
+             key ? key : "null");
+    reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND, remark);
 }
 
 static int cmp_broker_name(const void *a, const void *b)
@@ -98,6 +156,8 @@ void handle_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
         qsort(list, n, sizeof *list, cmp_broker_name);
         rc = cluster_info_encode(list, n, &body);
     }
+    if (rc == 0 && s->cfg->compat == CONFIG_COMPAT_BROKER_5)
+        rc = add_acting_master(s, &body);
     rmq_free(list);
     reply_body(s, c, req, rc, &body, false);
 }

@@ -56,9 +56,14 @@
 extern const char *const schema_migrations[];
 extern const unsigned schema_migration_count;
 
-/* Writers can wait this long for a lock held by another connection (a
- * checkpointing reader, an admin sqlite3 shell) before failing. */
+/* While the store opens (migrations), the writer can wait this long for a
+ * lock held by another connection; afterwards it waits far less
+ * (store_bounded_busy in store_guard.c). */
 #define STORE_BUSY_TIMEOUT_MS 5000
+
+#define STORE_PRUNE_SET                                                                                      \
+    "SELECT id FROM channels WHERE closed_ms IS NOT NULL AND (closed_ms < ?2 OR id <= coalesce((SELECT id "   \
+    "FROM channels WHERE closed_ms IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?1), 0)) ORDER BY id LIMIT ?3"
 
 static const struct {
     const char *name; /* for error messages */
@@ -122,24 +127,29 @@ static const struct {
          "DO UPDATE SET sub_string = excluded.sub_string, expression_type = excluded.expression_type, "
          "tags_json = excluded.tags_json, sub_version = excluded.sub_version, updated_ms = "
          "excluded.updated_ms"},
+    /* group_seq: the group's events are numbered 1, 2, ... (0003) */
     [ST_EVENT_APPEND] = {"append event",
                          "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
-                         "after_json, list_delta) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-    /* One event per group with members left live by an earlier run; the
-     * inner ORDER BY fixes the order json_group_array sees the client ids. */
+                         "after_json, list_delta, group_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                         "coalesce((SELECT group_seq FROM events WHERE group_name = ?2 ORDER BY id DESC "
+                         "LIMIT 1), 0) + 1)"},
+    /* One event (kind ?3: "restart" at start, "stop" at a clean stop) per
+     * group with members left live by runs before ?2; the inner ORDER BY
+     * fixes the order json_group_array sees the client ids. */
     [ST_RECOVER_EVENTS] =
         {"recover events",
          "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
-         "after_json) SELECT ?1, group_name, 'restart', NULL, NULL, json_group_array(client_id), "
-         "'[]' FROM (SELECT DISTINCT m.group_name, m.client_id FROM members m JOIN channels c ON "
-         "c.id = m.channel_id WHERE m.left_ms IS NULL AND c.run_id < ?2 ORDER BY m.group_name, "
-         "m.client_id) GROUP BY group_name ORDER BY group_name"},
+         "after_json, group_seq) SELECT ?1, group_name, ?3, NULL, NULL, json_group_array(client_id), "
+         "'[]', coalesce((SELECT e.group_seq FROM events e WHERE e.group_name = x.group_name ORDER BY "
+         "e.id DESC LIMIT 1), 0) + 1 FROM (SELECT DISTINCT m.group_name, m.client_id FROM members m "
+         "JOIN channels c ON c.id = m.channel_id WHERE m.left_ms IS NULL AND c.run_id < ?2 ORDER BY "
+         "m.group_name, m.client_id) AS x GROUP BY group_name ORDER BY group_name"},
     [ST_RECOVER_MEMBERS] =
         {"recover members",
-         "UPDATE members SET left_ms = ?1, leave_reason = 'restart' WHERE left_ms IS NULL AND "
+         "UPDATE members SET left_ms = ?1, leave_reason = ?3 WHERE left_ms IS NULL AND "
          "channel_id IN (SELECT id FROM channels WHERE run_id < ?2)"},
     [ST_RECOVER_CHANNELS] = {"recover channels",
-                             "UPDATE channels SET closed_ms = ?1, close_reason = 'restart' "
+                             "UPDATE channels SET closed_ms = ?1, close_reason = ?3 "
                              "WHERE closed_ms IS NULL AND run_id < ?2"},
     [ST_LOAD_TOPICS] =
         {"load topics",
@@ -147,6 +157,24 @@ static const struct {
          "LEFT JOIN topic_brokers b ON b.topic = t.name ORDER BY t.name, b.broker_name"},
     [ST_LOAD_OFFSETS] = {"load offsets", "SELECT group_name, topic, queue_id, queue_offset FROM offsets "
                                          "ORDER BY group_name, topic, queue_id"},
+    /* store_maint.c: closed channels beyond the newest ?1 closed ones, or
+     * closed before ?2, go with their member rows, ?3 at a time (the two
+     * statements select the same rows: nothing else writes in between). */
+    [ST_PRUNE_MEMBERS] = {"prune members", "DELETE FROM members WHERE channel_id IN (" STORE_PRUNE_SET ")"},
+    [ST_PRUNE_CHANNELS] = {"prune channels", "DELETE FROM channels WHERE id IN (" STORE_PRUNE_SET ")"},
+    /* store_maint.c: re-writing membership after failed writes. */
+    [ST_RESYNC_CHANNEL] = {"resync channel",
+                           "INSERT INTO channels (id, run_id, remote_addr, opened_ms) VALUES (?1, ?2, ?3, ?4) "
+                           "ON CONFLICT (id) DO NOTHING"},
+    [ST_RESYNC_CLOSE_CHANNELS] = {"resync channels",
+                                  "UPDATE channels SET closed_ms = ?2, close_reason = 'resync' WHERE closed_ms "
+                                  "IS NULL AND id NOT IN (SELECT value FROM json_each(?1))"},
+    [ST_RESYNC_END_MEMBERS] = {"resync members",
+                               "UPDATE members SET left_ms = ?3, leave_reason = 'resync' WHERE group_name = ?1 "
+                               "AND left_ms IS NULL AND channel_id NOT IN (SELECT value FROM json_each(?2))"},
+    [ST_RESYNC_END_GROUPS] = {"resync groups",
+                              "UPDATE members SET left_ms = ?2, leave_reason = 'resync' WHERE left_ms IS NULL "
+                              "AND group_name NOT IN (SELECT value FROM json_each(?1))"},
 };
 
 const char *store_stmt_name(enum stmt_id id)
@@ -178,6 +206,7 @@ static int map_rc(int rc)
 int store_fail(struct store *s, int rc, const char *what)
 {
     snprintf(s->errbuf, sizeof s->errbuf, "%s: %s (%d)", what, sqlite3_errmsg(s->db), rc);
+    s->resync_needed = true; /* whatever failed may be a membership fact (store_maint.c) */
     if (s->in_batch && sqlite3_get_autocommit(s->db)) {
         s->in_batch = false;
         s->batch_lost = true;
@@ -264,6 +293,7 @@ static int batch_begin(struct store *s)
         s->writes++;
     if (s->in_batch)
         return 0;
+    store_syncer_yield(s->syncer); /* a TRUNCATE checkpoint gets its gap between two batches */
     int err = store_exec_st(s, ST_BEGIN, NULL, "");
     if (!err)
         s->in_batch = true;
@@ -360,7 +390,10 @@ static int configure(struct store *s)
     (void)sqlite3_finalize(st); /* returns the step error again, handled above */
     if (err)
         return err;
-    return exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
+    /* When the WAL starts over it is cut back to this size (the sync
+     * thread truncates a WAL that never gets to start over). */
+    err = exec_sql(s, "PRAGMA journal_size_limit = 4194304", "journal_size_limit");
+    return err ? err : exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
 }
 
 /* Returns RMQ_EINVAL with errbuf set if the file's schema is newer than
@@ -445,6 +478,7 @@ static void destroy(struct store *s)
     int rc = sqlite3_close(s->db);
     assert(rc == SQLITE_OK); /* every statement is finalized, so close cannot be busy */
     (void)rc;
+    store_lock_release(s); /* after the close: its last checkpoint is still ours */
     rmq_free(s);
 }
 
@@ -474,13 +508,22 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
         return RMQ_EINVAL;
     }
     *out = NULL;
-    int e = create_file(path, err, errlen);
-    if (e)
-        return e;
     struct store *s = rmq_calloc(1, sizeof *s);
     if (!s) {
         (void)rmq_fail(err, errlen, RMQ_OK, "store_open: %s", rmq_strerror(RMQ_ENOMEM));
         return RMQ_ENOMEM;
+    }
+    s->lock_fd = -1;
+    /* The lock first: a second daemon must not touch the store at all. */
+    int e = store_lock_acquire(s, path, err, errlen);
+    if (!e) {
+        store_note_empty_file(path);
+        e = create_file(path, err, errlen);
+    }
+    if (e) {
+        store_lock_release(s);
+        rmq_free(s);
+        return e;
     }
     int rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
@@ -494,11 +537,12 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
         e = store_fail(s, rc, "busy_timeout");
         goto fail;
     }
-    /* Refuse a newer schema before anything (even the WAL switch) writes. */
+    /* Refuse another application's file or a newer schema before anything
+     * (even the WAL switch) writes. */
     int64_t version = 0;
     if ((e = query_int(s, "PRAGMA user_version", &version)) != 0 || (e = check_version(s, version)) != 0 ||
-        (e = configure(s)) != 0 || (e = migrate(s)) != 0 || (e = enable_foreign_keys(s)) != 0 ||
-        (e = prepare_all(s)) != 0)
+        (e = store_check_ours(s, path, version)) != 0 || (e = configure(s)) != 0 || (e = migrate(s)) != 0 ||
+        (e = enable_foreign_keys(s)) != 0 || (e = prepare_all(s)) != 0 || (e = store_bounded_busy(s)) != 0)
         goto fail;
     if ((e = store_exec_st(s, ST_RUN_INSERT, NULL, "Id", wall_ms(), (int)schema_migration_count)) != 0)
         goto fail;
@@ -575,14 +619,18 @@ static int commit(struct store *s, bool lazy)
 {
     bool lost = s->batch_lost;
     s->batch_lost = false;
+    if (lost)
+        s->resync_needed = true;
     if (!s->in_batch)
         return lost ? RMQ_EIO : 0; /* errbuf still names the failure that lost it */
     if (store_exec_st(s, ST_COMMIT, NULL, "") == 0) {
         s->in_batch = false;
+        s->resync_in_batch = false;
         if (!lazy && s->syncer && sync_wal(s) != 0)
             return RMQ_EIO; /* committed, but not known to be on disk: acknowledge nothing */
         return lost ? RMQ_EIO : 0;
     }
+    s->resync_needed = true;
     /* The batch is not durable. Undo what is left of it so the connection
      * is clean and the next write starts a fresh batch; keep the COMMIT's
      * message, which says why. */
@@ -665,7 +713,7 @@ int store_reset(struct store *s)
     err = exec_sql(s,
                    "DELETE FROM members; DELETE FROM subscriptions; DELETE FROM consumer_groups; "
                    "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
-                   "DELETE FROM clients; DELETE FROM events; DELETE FROM channels;",
+                   "DELETE FROM clients; DELETE FROM events; DELETE FROM channels; DELETE FROM subscription_groups;",
                    "reset");
     return store_write_end(s, err);
 }

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* clang-format off */
@@ -18,7 +19,9 @@ enum stmt_id {
     ST_TOPIC_UPSERT, ST_TOPIC_BROKERS_CLEAR, ST_TOPIC_BROKER_PUT, ST_TOPIC_DELETE, ST_OFFSET_PUT,
     ST_CLIENT_PUT, ST_CHANNEL_OPEN, ST_CHANNEL_CLOSE, ST_CHANNEL_MEMBERS_LEAVE, ST_GROUP_PUT, ST_MEMBER_JOIN,
     ST_MEMBER_HEARTBEAT, ST_MEMBER_LEAVE, ST_SUBS_CLEAR, ST_SUB_PUT, ST_EVENT_APPEND, ST_RECOVER_EVENTS,
-    ST_RECOVER_MEMBERS, ST_RECOVER_CHANNELS, ST_LOAD_TOPICS, ST_LOAD_OFFSETS, ST_COUNT,
+    ST_RECOVER_MEMBERS, ST_RECOVER_CHANNELS, ST_LOAD_TOPICS, ST_LOAD_OFFSETS, ST_PRUNE_MEMBERS,
+    ST_PRUNE_CHANNELS, ST_RESYNC_CHANNEL, ST_RESYNC_CLOSE_CHANNELS, ST_RESYNC_END_MEMBERS,
+    ST_RESYNC_END_GROUPS, ST_COUNT,
 };
 /* clang-format on */
 
@@ -31,8 +34,34 @@ struct store {
     uint64_t writes;             /* write calls so far, soft ones excepted (store_write_count) */
     bool soft;                   /* store_soft_writes: writes do not count */
     struct store_syncer *syncer; /* lazy commits on: the thread that fsyncs them; owned */
+    int lock_fd;                 /* the flock on "<path>.lock" (store_guard.c); -1 when none */
+    uint64_t busy_since_us;      /* writer_busy: when the current wait began */
+    uint64_t busy_quiet_until_us; /* writer_busy: no waiting before this */
+    bool resync_needed;          /* a write or commit failed: membership facts may be missing */
+    bool resync_in_batch;        /* the open batch re-writes them (store_resync_due) */
+    int64_t resync_next_ms;      /* store_resync_due: not before */
+    int64_t prune_next_ms;       /* store_prune: not before */
     char errbuf[256];
 };
+
+/* PRAGMA application_id of an rmqcoord store ("RMQC"), set by
+ * schema/0003_ownership_seq.sql. */
+#define STORE_APPLICATION_ID 0x524D5143
+
+/* store_guard.c: the lock file (0, or RMQ_ESTATE when another process
+ * holds it, or -errno; err filled), its release, the check that the file
+ * is an rmqcoord store (before anything writes to it), the log line for a
+ * 0-byte file, and the writer's bounded busy wait. */
+int store_lock_acquire(struct store *s, const char *path, char *err, size_t errlen);
+void store_lock_release(struct store *s);
+int store_check_ours(struct store *s, const char *path, int64_t version);
+void store_note_empty_file(const char *path);
+int store_bounded_busy(struct store *s);
+
+/* store_members.c: ends every member and channel of the runs before
+ * before_run (reason and event kind: kind), one event per group that had
+ * live members; *groups (may be NULL) gets their count. In the batch. */
+int store_end_runs_before(struct store *s, int64_t before_run, const char *kind, int64_t now_ms, int *groups);
 
 /* The statement's name, for error messages. */
 const char *store_stmt_name(enum stmt_id id);

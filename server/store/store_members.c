@@ -17,18 +17,26 @@
 #include <sqlite3.h>
 #include <string.h>
 
-int store_recover(struct store *s, int64_t now_ms, int *groups_out)
+/* Ends every member and channel of the runs before before_run (reason and
+ * event kind: kind), one event per group that had live members. */
+int store_end_runs_before(struct store *s, int64_t before_run, const char *kind, int64_t now_ms, int *groups)
 {
-    int groups = 0;
     int err = store_write_begin(s);
     if (err)
         return err;
-    err = store_exec_st(s, ST_RECOVER_EVENTS, &groups, "II", now_ms, s->run_id);
+    err = store_exec_st(s, ST_RECOVER_EVENTS, groups, "IIs", now_ms, before_run, kind);
     if (!err)
-        err = store_exec_st(s, ST_RECOVER_MEMBERS, NULL, "II", now_ms, s->run_id);
+        err = store_exec_st(s, ST_RECOVER_MEMBERS, NULL, "IIs", now_ms, before_run, kind);
     if (!err)
-        err = store_exec_st(s, ST_RECOVER_CHANNELS, NULL, "II", now_ms, s->run_id);
-    if ((err = store_write_end(s, err)) != 0 || (err = store_commit(s)) != 0)
+        err = store_exec_st(s, ST_RECOVER_CHANNELS, NULL, "IIs", now_ms, before_run, kind);
+    return store_write_end(s, err);
+}
+
+int store_recover(struct store *s, int64_t now_ms, int *groups_out)
+{
+    int groups = 0;
+    int err = store_end_runs_before(s, s->run_id, "restart", now_ms, &groups);
+    if (err != 0 || (err = store_commit(s)) != 0)
         return err;
     if (groups_out)
         *groups_out = groups;

@@ -24,12 +24,12 @@
 
 /* A reader waits only briefly: in WAL mode it is blocked only while a
  * connection recovers the WAL index, which is quick. */
-#define STORE_READER_BUSY_TIMEOUT_MS 2000
+#define STORE_READER_BUSY_TIMEOUT_MS 250
 #define STORE_READER_MAX_LIMIT 1000
 
 #define EVENTS_SELECT                                                                                        \
-    "SELECT id, ts_ms, group_name, kind, client_id, channel_id, before_json, after_json, list_delta FROM "   \
-    "events "
+    "SELECT id, ts_ms, group_name, kind, client_id, channel_id, before_json, after_json, list_delta, "       \
+    "group_seq FROM events "
 
 /* Statements of the admin surface's queries, prepared on first use. */
 enum reader_extra {
@@ -245,8 +245,32 @@ static void extra_done(sqlite3_stmt *st);
 struct list_cache_entry {
     char *group;  /* owned */
     int64_t id;   /* the list is as it was right after event id */
+    int64_t seq;  /* that event's group_seq (0: before the group's first; -1: unknown) */
     json_t *list; /* owned; never handed out (callers get copies) */
 };
+
+/* The events of a group are numbered 1, 2, ... (group_seq, schema 0003): a
+ * delta must follow the event the list is at, or a row is missing and the
+ * list would come out wrong. Moves *at to the row's number (column col);
+ * RMQ_EPROTO on a gap. An unnumbered row (NULL) checks nothing. */
+static int seq_follow(int64_t *at, sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL) {
+        *at = -1;
+        return 0;
+    }
+    int64_t v = sqlite3_column_int64(st, col);
+    if (*at >= 0 && v != *at + 1)
+        return RMQ_EPROTO;
+    *at = v;
+    return 0;
+}
+
+/* The number of a full row (the list restarts there). */
+static int64_t seq_of(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, col);
+}
 
 struct list_cache {
     struct list_cache_entry *e; /* owned */
@@ -288,8 +312,14 @@ static int apply_delta(json_t *list, const char *kind, sqlite3_stmt *st, int col
     size_t n = json_array_size(list);
     if (index < 0 || (size_t)index > n || !kind)
         return RMQ_EPROTO;
-    if (strcmp(kind, "join") != 0)
-        return (size_t)index < n && json_array_remove(list, (size_t)index) == 0 ? 0 : RMQ_EPROTO;
+    if (strcmp(kind, "join") != 0) {
+        /* the member taken out must be the event's client */
+        const char *gone = json_string_value(json_array_get(list, (size_t)index));
+        const char *cid = (const char *)sqlite3_column_text(st, col);
+        if (!gone || !cid || strcmp(gone, cid) != 0)
+            return RMQ_EPROTO;
+        return json_array_remove(list, (size_t)index) == 0 ? 0 : RMQ_EPROTO;
+    }
     json_t *id = text_value(st, col);
     if (!id)
         return RMQ_ENOMEM;
@@ -323,9 +353,12 @@ static int catch_up(struct store_reader *r, struct list_cache_entry *e, int64_t 
                 x = RMQ_EPROTO;
             json_decref(e->list);
             e->list = full;
+            e->seq = seq_of(st, 5);
         } else {
-            x = apply_delta(e->list, (const char *)sqlite3_column_text(st, 1), st, 2,
-                            sqlite3_column_int64(st, 3));
+            x = seq_follow(&e->seq, st, 5);
+            if (x == 0)
+                x = apply_delta(e->list, (const char *)sqlite3_column_text(st, 1), st, 2,
+                                sqlite3_column_int64(st, 3));
         }
         if (x == 0)
             e->id = sqlite3_column_int64(st, 0);
@@ -358,11 +391,12 @@ static int list_before(struct store_reader *r, struct list_cache *c, const char 
             rc = sqlite3_bind_int64(st, 2, id);
         if (rc == SQLITE_OK)
             rc = sqlite3_step(st);
-        int64_t from = 0;
+        int64_t from = 0, seq = 0;
         json_t *list = NULL;
         if (rc == SQLITE_ROW) {
             from = sqlite3_column_int64(st, 0);
             list = array_value(st, 1);
+            seq = seq_of(st, 2);
         } else if (rc == SQLITE_DONE) {
             list = json_array(); /* no snapshot at all: the group started empty */
         }
@@ -383,7 +417,7 @@ static int list_before(struct store_reader *r, struct list_cache *c, const char 
             return x;
         }
         e = &c->e[c->n++];
-        *e = (struct list_cache_entry){name, from, list};
+        *e = (struct list_cache_entry){name, from, seq, list};
     }
     int x = catch_up(r, e, id, err, errlen);
     if (x != 0) {
@@ -414,6 +448,7 @@ static int row_lists(struct store_reader *r, struct list_cache *c, sqlite3_stmt 
                 json_decref(e->list);
                 e->list = copy;
                 e->id = id;
+                e->seq = seq_of(st, 9);
             } else {
                 list_cache_drop(c, e);
             }
@@ -424,8 +459,10 @@ static int row_lists(struct store_reader *r, struct list_cache *c, sqlite3_stmt 
     int x = list_before(r, c, group, id, &e, err, errlen);
     if (x == 0) {
         *before = json_copy(e->list);
-        x = apply_delta(e->list, (const char *)sqlite3_column_text(st, 3), st, 4,
-                        sqlite3_column_int64(st, 8));
+        x = seq_follow(&e->seq, st, 9);
+        if (x == 0)
+            x = apply_delta(e->list, (const char *)sqlite3_column_text(st, 3), st, 4,
+                            sqlite3_column_int64(st, 8));
         if (x == 0) {
             e->id = id;
             *after = json_copy(e->list);
@@ -572,9 +609,9 @@ static const char *const extra_sql[RX_COUNT] = {
     [RX_COUNT_KIND] = "SELECT count(*) FROM events WHERE group_name = ?1 AND kind = ?2 AND ts_ms >= ?3",
     /* Rebuilding the lists of delta events (schema/0002_event_deltas.sql). */
     [RX_FULL_BEFORE] =
-        "SELECT id, after_json FROM events WHERE group_name = ?1 AND id < ?2 AND list_delta IS NULL "
+        "SELECT id, after_json, group_seq FROM events WHERE group_name = ?1 AND id < ?2 AND list_delta IS NULL "
         "ORDER BY id DESC LIMIT 1",
-    [RX_BETWEEN] = "SELECT id, kind, client_id, list_delta, after_json FROM events WHERE group_name = ?1 "
+    [RX_BETWEEN] = "SELECT id, kind, client_id, list_delta, after_json, group_seq FROM events WHERE group_name = ?1 "
                    "AND id > ?2 AND id < ?3 ORDER BY id",
 };
 

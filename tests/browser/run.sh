@@ -39,4 +39,4 @@ fi
 
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
-exec node --test --test-reporter=tap --test-concurrency=1 dashboard.test.js
+exec node --test --test-reporter=tap --test-concurrency=1 dashboard.test.js cross_site.test.js

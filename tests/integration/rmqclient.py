@@ -283,8 +283,8 @@ class Daemon:
     def http(self, method, path, body=None):
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.http_port, path), data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
+        if data is not None or method in ("POST", "PUT", "DELETE"):
+            req.add_header("Content-Type", "application/json")  # mutations need it (docs/admin-api.md)
         try:
             with urllib.request.urlopen(req, timeout=5) as r:
                 return r.status, json.loads(r.read() or b"null")

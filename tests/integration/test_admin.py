@@ -25,7 +25,10 @@ def http(d, method, path, body=None, headers=None, raw=False, timeout=10):
     if body is not None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
     s = socket.create_connection(("127.0.0.1", d.http_port), timeout=timeout)
-    head = "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n" % (method, path, len(data))
+    head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: %d\r\n" % (
+        method, path, len(data))
+    if method in ("POST", "PUT", "DELETE") and "Content-Type" not in (headers or {}):
+        head += "Content-Type: application/json\r\n"  # mutations need it (or the token)
     for k, v in (headers or {}).items():
         head += "%s: %s\r\n" % (k, v)
     s.sendall(head.encode() + b"\r\n" + data)
@@ -457,7 +460,7 @@ class Routes(AdminTest):
 
 def sse_open(d, query=""):
     s = socket.create_connection(("127.0.0.1", d.http_port), timeout=5)
-    s.sendall(("GET /api/events/stream%s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n" % query).encode())
+    s.sendall(("GET /api/events/stream%s HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n" % query).encode())
     return s
 
 

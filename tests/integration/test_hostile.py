@@ -2,6 +2,7 @@
 from docs/reliability.md ("Attacks and what bounds them") and asserts the
 bound: other clients keep being answered, memory and disk stay bounded, the
 daemon stays up. Loopback only; every loop bounded in count and time."""
+import json
 import os
 import resource
 import socket
@@ -204,6 +205,211 @@ class LogInjection(DaemonCase):
         time.sleep(0.3)
         for line in self.d.logtext().splitlines():
             self.assertFalse(line.startswith("2026-01-01T00:00:00.000Z"), "forged log line: %r" % line)
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+class NonReadingMembers(DaemonCase):
+    """500 members of 20 groups stop reading while another client joins and
+    leaves all 20 (each cycle queues 40 NOTIFYs to every member): what the
+    daemon queues for them is bounded by the output budget (defaults), so
+    memory stays bounded and the daemon keeps serving. (Unbounded, RSS passed
+    500 MB within 20 s here.)"""
+
+    def test_memory_stays_bounded(self):
+        groups = {"g%02d-%s" % (k, "x" * 150): ["tm"] for k in range(20)}
+        for i in range(500):
+            c = self.d.connect()
+            self.conns.append(c)
+            c.request(HEART_BEAT, body=heartbeat_body("10.1.%d.%d@m" % (i // 250, i % 250), groups))
+        peak, t_end = 0.0, time.monotonic() + 20
+        for n in range(5000):  # bounded in count and time
+            if time.monotonic() > t_end:
+                break
+            churn = self.d.connect()
+            churn.request(HEART_BEAT, body=heartbeat_body("10.9.9.9@churn", groups))
+            churn.close()
+            if n % 10 == 0:
+                peak = max(peak, rss_mb(self.d.proc.pid))
+                if peak > 300:
+                    break
+        peak = max(peak, rss_mb(self.d.proc.pid))
+        self.assertLess(peak, 300, "RSS peaked at %.0f MB" % peak)
+        probe = self.d.connect()
+        self.conns.append(probe)
+        self.assertIsNotNone(probe.request(GET_CONSUMER_LIST, {"consumerGroup": "probe"}, timeout=3.0))
+
+
+class PartialFrames(DaemonCase):
+    """Stalled partial frames are bounded by the input budget (defaults):
+    60 peers each sending 8 MiB of a 16 MiB frame cannot make the daemon hold
+    480 MB."""
+
+    def test_memory_stays_bounded(self):
+        chunk = b"\0" * (1 << 20)
+        socks = []
+        try:
+            for _ in range(60):
+                sk = socket.create_connection(("127.0.0.1", self.d.port), timeout=5)
+                socks.append(sk)
+                try:
+                    sk.sendall(struct.pack(">ii", (16 << 20) - 8, 64))
+                    for _ in range(8):
+                        sk.sendall(chunk)
+                except OSError:
+                    pass  # closed by the budget: what we want
+            time.sleep(1.0)
+            rss = rss_mb(self.d.proc.pid)
+            self.assertLess(rss, 330, "RSS %.0f MB with stalled partial frames" % rss)
+            probe = self.d.connect()
+            self.conns.append(probe)
+            self.assertIsNotNone(probe.request(GET_CONSUMER_LIST, {"consumerGroup": "probe"}, timeout=3.0))
+        finally:
+            for sk in socks:
+                sk.close()
+
+
+def signed(ext, body, access, secret):
+    """ext with AccessKey and Signature, as a RocketMQ client signs a request."""
+    import base64
+    import hashlib
+    import hmac
+    ext = dict(ext, AccessKey=access)
+    content = "".join(str(ext[k]) for k in sorted(ext)).encode() + body
+    ext["Signature"] = base64.b64encode(hmac.new(secret.encode(), content, hashlib.sha1).digest()).decode()
+    return ext
+
+
+class AclSecrets(unittest.TestCase):
+    """Secrets are read as YAML reads them: a '#' inside a plain value is
+    part of it (only " #" starts a comment), quotes keep everything."""
+
+    def test_hash_inside_a_secret(self):
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(prefix="rmqcoord-acl-"), "plain_acl.yml")
+        with open(path, "w") as f:
+            f.write("accounts:\n"
+                    "  - accessKey: plain\n    secretKey: p#ss w0rd   # the comment\n"
+                    "  - accessKey: quoted\n    secretKey: \"q#x y\"\n"
+                    "  - accessKey: single\n    secretKey: 'it''s#1'\n")
+        d = Daemon("--acl", path)
+        try:
+            c = d.connect()
+            for access, secret in (("plain", "p#ss w0rd"), ("quoted", "q#x y"), ("single", "it's#1")):
+                r = c.request(GET_CONSUMER_LIST, signed({"consumerGroup": "g"}, b"", access, secret))
+                self.assertNotEqual(r.code, 16, "%s: the full secret was refused (%s)" % (access, r.remark))
+            r = c.request(GET_CONSUMER_LIST, signed({"consumerGroup": "g"}, b"", "plain", "p"))
+            self.assertEqual(r.code, 16, "a truncated secret must not verify")
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+UPDATE_CONSUMER_OFFSET = 15
+
+
+def rmq_header(code, ext, opaque=11):
+    """A ROCKETMQ binary header with bytes keys and values (no UTF-8 step)."""
+    entries = b"".join(struct.pack(">h", len(k)) + k + struct.pack(">i", len(v)) + v for k, v in ext.items())
+    return (struct.pack(">hBhii", code, 0, 409, opaque, 0) + struct.pack(">i", 0)
+            + struct.pack(">i", len(entries)) + entries)
+
+
+class NonUtf8Names(DaemonCase):
+    """Names that are not UTF-8 are refused at the request (they would make
+    every JSON listing that includes them unreadable), and nothing of them is
+    stored."""
+
+    def test_offset_commit_for_a_non_utf8_group(self):
+        c = self.d.connect()
+        self.conns.append(c)
+        c.send_raw(frame(rmq_header(UPDATE_CONSUMER_OFFSET, {b"consumerGroup": b"Bad\xffGroup", b"topic": b"T1",
+                                                               b"queueId": b"0", b"commitOffset": b"5"}), b"", 1))
+        r = c.recv_frame(timeout=3.0)
+        self.assertIsNotNone(r)
+        self.assertEqual(r.code, 1)
+        self.assertIn("consumerGroup", r.remark)
+        c.send_raw(frame(rmq_header(HEART_BEAT, {}, 12), b'{"clientID":"a\\u0001b","consumerDataSet":[]}', 1))
+        r = c.recv_frame(timeout=3.0)
+        self.assertEqual(r.code, 1)
+        self.assertIn("clientID", r.remark)
+        self.d.stop()
+        self.d.start()
+        st, body = self.d.http("GET", "/api/groups")
+        self.assertEqual(st, 200, body)
+
+
+GET_ROUTE = 105
+
+
+class GroupsPerConnection(DaemonCase):
+    """--max-groups-per-client holds across heartbeats: single-group
+    heartbeats cannot join one connection to more groups than the limit."""
+
+    extra = ("--max-groups-per-client", "4")
+
+    def test_limit_across_heartbeats(self):
+        c = self.d.connect()
+        self.conns.append(c)
+        codes = [c.request(HEART_BEAT, body=heartbeat_body("10.0.0.7@one", {"g%d" % i: ["t"]})) for i in range(8)]
+        self.assertEqual([r.code for r in codes[:4]], [0, 0, 0, 0])
+        for r in codes[4:]:
+            self.assertEqual(r.code, 1)
+            self.assertIn("--max-groups-per-client", r.remark)
+        self.assertEqual(c.request(GET_CONSUMER_LIST, {"consumerGroup": "g5"}).code, 1, "g5 was not joined")
+        again = c.request(HEART_BEAT, body=heartbeat_body("10.0.0.7@one", {"g0": ["t"], "g3": ["t"]}))
+        self.assertEqual(again.code, 0, "groups it is already in do not count twice")
+
+
+class TopicCap(DaemonCase):
+    """Auto-create stops at --max-topics, with a remark that names it."""
+
+    extra = ("--max-topics", "40")
+
+    def test_route_queries_past_the_cap(self):
+        c = self.d.connect()
+        self.conns.append(c)
+        answers = [c.request(GET_ROUTE, {"topic": "T%03d" % i}) for i in range(60)]
+        created = [r for r in answers if r.code == 0]
+        refused = [r for r in answers if r.code == 17]
+        self.assertLessEqual(len(created), 40)
+        self.assertGreaterEqual(len(refused), 20)
+        self.assertIn("--max-topics", refused[-1].remark)
+        st, body = self.d.http("GET", "/api/topics?limit=1000")
+        self.assertEqual(st, 200)
+        self.assertLessEqual(len(body.get("topics", [])), 40)
+
+
+class BigHeartbeat(DaemonCase):
+    """A heartbeat inside the old defaults (256 groups x 256 subscriptions,
+    8 MB of JSON) is refused before it is parsed; other clients are not held."""
+
+    def test_refused_without_stalling(self):
+        groups = {"G%03d" % g: ["T%03d-%03d" % (g, k) for k in range(256)] for g in range(256)}
+        body = json.dumps(heartbeat_body("10.0.0.8@big", groups)).encode()
+        self.assertGreater(len(body), 4 << 20)
+        stop, lat = threading.Event(), []
+        t = threading.Thread(target=probe_latencies, args=(self.d, stop, lat))
+        t.start()
+        try:
+            time.sleep(0.2)
+            c = self.d.connect()
+            self.conns.append(c)
+            r = c.request(HEART_BEAT, body=body, timeout=10.0)
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            t.join(15)
+        self.assertEqual(r.code, 1)
+        self.assertIn("--max-heartbeat-bytes", r.remark)
+        self.assertTrue(lat and all(x is not None for x in lat))
+        self.assertLess(max(lat), 0.1, "the loop stalled %.3f s on one heartbeat" % max(lat))
 
 
 if __name__ == "__main__":

@@ -42,29 +42,15 @@
 
 void fx_config_defaults(struct config *cfg)
 {
-    memset(cfg, 0, sizeof *cfg);
+    /* The daemon's own defaults, then what a unit test needs instead: no
+     * HTTP, a virtual clock, no rate or idle limits, fsync on every commit. */
+    config_defaults(cfg);
     cfg->http_enabled = false;
-    cfg->channel_expiry_ms = 120000;
-    cfg->expiry_scan_ms = 1000;
     cfg->sync_interval_ms = 0;
-    cfg->notify_on_expiry = true;
-    cfg->auto_create_queues = 8;
-    cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
-    cfg->max_pending_output = 64u * 1024u * 1024u;
-    cfg->pull_hold_max_ms = 15000;
-    cfg->lock_expiry_ms = 60000;
-    cfg->max_connections = 10000;
-    cfg->max_groups_per_client = 256;
-    cfg->max_subscriptions = 256;
-    cfg->max_client_id_bytes = 255;
     cfg->max_requests_per_sec = 0;
     cfg->idle_timeout_ms = 0;
-    strcpy(cfg->broker_name, "broker-a");
-    strcpy(cfg->cluster_name, "DefaultCluster");
     cfg->log_level = LOG_ERROR;
     cfg->virtual_clock = true;
-    cfg->register_interval_ms = 30000;
-    cfg->broker_expiry_ms = 120000;
 }
 
 static struct fx_peer *peer_of(struct fx *fx, const struct conn *c)
@@ -213,7 +199,7 @@ size_t fx_connect(struct fx *fx)
     struct fx_peer *p = &fx->peers[i];
     memset(p, 0, sizeof *p);
     p->fd = sv[1];
-    rmq_frame_decoder_init(&p->dec, RMQ_FRAME_MAX_DEFAULT);
+    rmq_frame_decoder_init(&p->dec, RMQ_FRAME_MAX_DEFAULT, 0);
     char peer[64];
     snprintf(peer, sizeof peer, "127.0.0.1:%zu", 40000 + i);
     uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
@@ -361,6 +347,72 @@ void fx_heartbeat(struct fx *fx, size_t i, const char *client_id, const char *gr
     fx_heartbeat_req(&req, 7, client_id, group, topics, topic ? 1 : 0, false);
     handle_heartbeat(&fx->b, fx_conn(fx, i), &req);
     rmq_cmd_clear(&req);
+}
+
+int fx_setup(void **state)
+{
+    *state = fx_new(NULL);
+    return 0;
+}
+
+int fx_teardown(void **state)
+{
+    fx_free(*state);
+    return 0;
+}
+
+void fx_handle(struct fx *fx, size_t i, fx_handler handler, struct rmq_cmd *req)
+{
+    handler(&fx->b, fx_conn(fx, i), req);
+    rmq_cmd_clear(req);
+    fx_iterate(fx);
+}
+
+void fx_handle_body(struct fx *fx, size_t i, fx_handler handler, int32_t code, int32_t opaque,
+                    const char *body)
+{
+    struct rmq_cmd req;
+    fx_request(&req, code, opaque, 0);
+    assert_int_equal(rmq_cmd_set_body_copy(&req, body, strlen(body)), 0);
+    fx_handle(fx, i, handler, &req);
+}
+
+void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *client_id, const char *group,
+                       const char *const *topics, size_t ntopics, bool broadcast)
+{
+    struct rmq_cmd req;
+    fx_heartbeat_req(&req, opaque, client_id, group, topics, ntopics, broadcast);
+    fx_handle(fx, i, handle_heartbeat, &req);
+}
+
+void fx_expect_reply(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *remark)
+{
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, i, opaque, &r), code);
+    if (remark)
+        assert_string_equal(r.remark, remark);
+    rmq_cmd_clear(&r);
+}
+
+void fx_expect_reply_prefix(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *prefix)
+{
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, i, opaque, &r), code);
+    assert_non_null(r.remark);
+    if (strncmp(r.remark, prefix, strlen(prefix)) != 0)
+        fail_msg("remark \"%s\" does not start with \"%s\"", r.remark, prefix);
+    rmq_cmd_clear(&r);
+}
+
+void fx_two_members(struct fx *fx, size_t *a, size_t *b)
+{
+    *a = fx_connect(fx);
+    *b = fx_connect(fx);
+    fx_heartbeat(fx, *a, "cA", "g", "T");
+    fx_heartbeat(fx, *b, "cB", "g", "T");
+    fx_iterate(fx);
+    fx_drain(fx, *a);
+    fx_drain(fx, *b);
 }
 
 int64_t fx_sql_int(struct fx *fx, const char *sql)

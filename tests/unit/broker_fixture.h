@@ -84,6 +84,29 @@ void fx_heartbeat_req(struct rmq_cmd *req, int32_t opaque, const char *client_id
 /* Sends fx_heartbeat_req on peer i through handle_heartbeat. */
 void fx_heartbeat(struct fx *fx, size_t i, const char *client_id, const char *group, const char *topic);
 
+/* cmocka setup/teardown: *state is fx_new(NULL), freed after the test. */
+int fx_setup(void **state);
+int fx_teardown(void **state);
+
+/* A request handler of server/requests (handle_heartbeat, handle_pull...). */
+typedef void (*fx_handler)(struct broker *b, struct conn *c, struct rmq_cmd *req);
+/* Runs handler on peer i with req, clears req, then runs one fx_iterate. */
+void fx_handle(struct fx *fx, size_t i, fx_handler handler, struct rmq_cmd *req);
+/* fx_request of code/opaque with body (a C string) through handler. */
+void fx_handle_body(struct fx *fx, size_t i, fx_handler handler, int32_t code, int32_t opaque,
+                    const char *body);
+/* fx_heartbeat_req through handle_heartbeat and fx_iterate. */
+void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *client_id, const char *group,
+                       const char *const *topics, size_t ntopics, bool broadcast);
+/* Reads the reply to opaque at peer i: its code must be code and, unless
+ * remark is NULL, its remark exactly remark (the frame is cleared). */
+void fx_expect_reply(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *remark);
+/* The same with a remark that must start with prefix. */
+void fx_expect_reply_prefix(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *prefix);
+/* Two connections whose clients cA and cB joined group g on topic T; the
+ * heartbeat replies and the NOTIFYs are read. */
+void fx_two_members(struct fx *fx, size_t *a, size_t *b);
+
 /* First column of the first row of sql on the store file, through a
  * separate read-only connection (what another process sees). -1 on no row. */
 int64_t fx_sql_int(struct fx *fx, const char *sql);

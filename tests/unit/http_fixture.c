@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,8 +155,13 @@ void send_request(int fd, const char *method, const char *path, const char *extr
                   size_t body_len)
 {
     char head[2048];
-    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s",
-                     method, path, extra ? extra : "");
+    /* Mutations need the JSON type (or the token); a test sending its own
+     * Content-Type keeps it. */
+    bool mutating = !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "DELETE");
+    const char *ct =
+        mutating && !(extra && strstr(extra, "Content-Type:")) ? "Content-Type: application/json\r\n" : "";
+    int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s",
+                     method, path, ct, extra ? extra : "");
     if (body)
         n += snprintf(head + n, sizeof head - (size_t)n, "Content-Length: %zu\r\n", body_len);
     n += snprintf(head + n, sizeof head - (size_t)n, "\r\n");

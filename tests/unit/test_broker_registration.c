@@ -52,7 +52,7 @@ static void *ns_main(void *arg)
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     struct rmq_frame_decoder dec;
-    rmq_frame_decoder_init(&dec, 1 << 20);
+    rmq_frame_decoder_init(&dec, 1 << 20, 0);
     struct rmq_cmd req;
     rmq_cmd_init(&req);
     int rc;

@@ -28,12 +28,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx_free(*state);
-    return 0;
-}
-
 static int32_t next_opaque = 1;
 
 /* Sends a lock (or unlock) body of client for queue ids qids of topic T
@@ -54,12 +48,7 @@ static int32_t lock_req(struct fx *fx, size_t i, bool unlock, int32_t flag, cons
     int32_t opaque = next_opaque++;
     fx_request(&req, unlock ? RMQ_REQ_UNLOCK_BATCH_MQ : RMQ_REQ_LOCK_BATCH_MQ, opaque, flag);
     assert_int_equal(rmq_cmd_set_body_copy(&req, body, (size_t)len), 0);
-    if (unlock)
-        handle_unlock_batch(&fx->b, fx_conn(fx, i), &req);
-    else
-        handle_lock_batch(&fx->b, fx_conn(fx, i), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
+    fx_handle(fx, i, unlock ? handle_unlock_batch : handle_lock_batch, &req);
     if (flag & RMQ_FLAG_ONEWAY)
         return -1;
     return fx_reply(fx, i, opaque, out);
@@ -165,26 +154,19 @@ static void test_oneway_unlock_and_bad_body(void **state)
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(lock_ok(fx, b, "g", "cB", q, 1, got), 1);
 
-    struct rmq_cmd req, r;
-    fx_request(&req, RMQ_REQ_LOCK_BATCH_MQ, 99, 0);
-    const char *body = "{\"consumerGroup\":\"g\",\"mqSet\":[]}"; /* clientId is required */
-    assert_int_equal(rmq_cmd_set_body_copy(&req, body, strlen(body)), 0);
-    handle_lock_batch(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 99, &r), RMQ_RESP_SYSTEM_ERROR);
-    assert_non_null(r.remark);
-    assert_int_equal(strncmp(r.remark, "bad LOCK_BATCH_MQ body: ", 24), 0);
-    rmq_cmd_clear(&r);
+    /* clientId is required */
+    fx_handle_body(fx, a, handle_lock_batch, RMQ_REQ_LOCK_BATCH_MQ, 99,
+                   "{\"consumerGroup\":\"g\",\"mqSet\":[]}");
+    fx_expect_reply_prefix(fx, a, 99, RMQ_RESP_SYSTEM_ERROR, "bad LOCK_BATCH_MQ body: ");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_lock_relock_refused_unlock, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lease_expiry, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_locks_outlive_connection, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_oneway_unlock_and_bad_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_relock_refused_unlock, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_lease_expiry, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_locks_outlive_connection, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_oneway_unlock_and_bad_body, setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,18 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int setup(void **state)
-{
-    *state = fx_new(NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    return 0;
-}
-
 #define NSUBS 100
 
 /* Regression (fixed in 0f7d0ab; broken at 3896d98): save_subscriptions
@@ -48,13 +36,8 @@ static void test_heartbeat_stores_every_subscription(void **state)
         snprintf(names[i], sizeof names[i], "Topic%03zu", i);
         topics[i] = names[i];
     }
-    struct rmq_cmd req, r;
-    fx_heartbeat_req(&req, 7, "cA", "g", topics, NSUBS, false);
-    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 7, &r), RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
+    fx_send_heartbeat(fx, a, 7, "cA", "g", topics, NSUBS, false);
+    fx_expect_reply(fx, a, 7, RMQ_RESP_SUCCESS, NULL);
     assert_int_equal(registry_group(&fx->b.reg, "g")->g.nsubs, NSUBS);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM subscriptions WHERE group_name='g'"), NSUBS);
     assert_int_equal(fx_sql_int(fx, "SELECT count(DISTINCT topic) FROM subscriptions WHERE group_name='g'"),
@@ -62,10 +45,7 @@ static void test_heartbeat_stores_every_subscription(void **state)
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM subscriptions WHERE topic='Topic099'"), 1);
 
     /* A later change stores the whole set again (one topic fewer). */
-    fx_heartbeat_req(&req, 8, "cA", "g", topics + 1, NSUBS - 1, false);
-    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
+    fx_send_heartbeat(fx, a, 8, "cA", "g", topics + 1, NSUBS - 1, false);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM subscriptions WHERE group_name='g'"), NSUBS - 1);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM subscriptions WHERE topic='Topic000'"), 0);
 }
@@ -104,16 +84,12 @@ static void test_join_rows_and_retry_topic(void **state)
 static void test_leave_rows(void **state)
 {
     struct fx *fx = *state;
-    size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_heartbeat(fx, b, "cB", "g", "T");
-    fx_iterate(fx);
+    size_t a, b;
+    fx_two_members(fx, &a, &b);
     struct rmq_cmd req;
     fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 3, 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
-    handle_unregister_client(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
+    fx_handle(fx, a, handle_unregister_client, &req);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM members WHERE client_id='cA' AND "
                                     "leave_reason='unregister' AND left_ms IS NOT NULL"),
                      1);
@@ -143,11 +119,8 @@ static void test_heartbeat_over_limit_changes_nothing(void **state)
     struct fx *fx = fx_new(&cfg);
     size_t a = fx_connect(fx);
     const char *topics[] = {"A", "B", "C", "D"};
-    struct rmq_cmd req, r;
-    fx_heartbeat_req(&req, 7, "cA", "g", topics, 4, false);
-    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
+    struct rmq_cmd r;
+    fx_send_heartbeat(fx, a, 7, "cA", "g", topics, 4, false);
     assert_int_equal(fx_reply(fx, a, 7, &r), RMQ_RESP_SYSTEM_ERROR);
     assert_non_null(r.remark);
     assert_non_null(strstr(r.remark, "max-subscriptions"));
@@ -156,12 +129,8 @@ static void test_heartbeat_over_limit_changes_nothing(void **state)
     assert_null(registry_group(&fx->b.reg, "g"));
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM members"), 0);
 
-    fx_heartbeat_req(&req, 8, "cA", "g", topics, 3, false);
-    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 8, &r), RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
+    fx_send_heartbeat(fx, a, 8, "cA", "g", topics, 3, false);
+    fx_expect_reply(fx, a, 8, RMQ_RESP_SUCCESS, NULL);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM subscriptions"), 3);
     fx_free(fx);
 }
@@ -171,17 +140,9 @@ static void test_bad_heartbeat_body(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd req, r;
-    fx_request(&req, RMQ_REQ_HEART_BEAT, 9, 0);
-    const char *body = "{\"consumerDataSet\":[]}"; /* clientID is required */
-    assert_int_equal(rmq_cmd_set_body_copy(&req, body, strlen(body)), 0);
-    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 9, &r), RMQ_RESP_SYSTEM_ERROR);
-    assert_non_null(r.remark);
-    assert_int_equal(strncmp(r.remark, "bad heartbeat body: ", 20), 0);
-    rmq_cmd_clear(&r);
+    /* clientID is required */
+    fx_handle_body(fx, a, handle_heartbeat, RMQ_REQ_HEART_BEAT, 9, "{\"consumerDataSet\":[]}");
+    fx_expect_reply_prefix(fx, a, 9, RMQ_RESP_SYSTEM_ERROR, "bad heartbeat body: ");
 }
 
 /* The HEART_BEAT reply carries the v2 fields (docs/protocol.md §3.2). */
@@ -201,12 +162,12 @@ static void test_heartbeat_reply_v2_fields(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_heartbeat_stores_every_subscription, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_join_rows_and_retry_topic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_leave_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_stores_every_subscription, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_join_rows_and_retry_topic, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_leave_rows, fx_setup, fx_teardown),
         cmocka_unit_test(test_heartbeat_over_limit_changes_nothing),
-        cmocka_unit_test_setup_teardown(test_bad_heartbeat_body, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_heartbeat_reply_v2_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_heartbeat_body, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_reply_v2_fields, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

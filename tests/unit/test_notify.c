@@ -16,24 +16,10 @@
 
 #include <string.h>
 
-static int setup(void **state)
-{
-    *state = fx_new(NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    return 0;
-}
-
 /* Reads the HEART_BEAT reply (SUCCESS) at peer i. */
 static void expect_hb_reply(struct fx *fx, size_t i)
 {
-    struct rmq_cmd r;
-    assert_int_equal(fx_reply(fx, i, 7, &r), RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
+    fx_expect_reply(fx, i, 7, RMQ_RESP_SUCCESS, NULL);
 }
 
 /* A join notifies every live channel of the group, the new member included. */
@@ -71,15 +57,10 @@ static void test_coalesced_once_per_group_per_iteration(void **state)
     fx_heartbeat(fx, p[1], "c1", "g", "T");
     fx_heartbeat(fx, p[2], "c2", "g", "T");
     /* p[3] is in two groups at once. */
-    struct rmq_cmd req;
-    fx_request(&req, RMQ_REQ_HEART_BEAT, 7, 0);
     const char *body = "{\"clientID\":\"c3\",\"consumerDataSet\":["
                        "{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":\"T\"}]},"
                        "{\"groupName\":\"h\",\"subscriptionDataSet\":[{\"topic\":\"T\"}]}]}";
-    assert_int_equal(rmq_cmd_set_body_copy(&req, body, strlen(body)), 0);
-    handle_heartbeat(&fx->b, fx_conn(fx, p[3]), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
+    fx_handle_body(fx, p[3], handle_heartbeat, RMQ_REQ_HEART_BEAT, 7, body);
     for (size_t i = 0; i < 3; i++) {
         expect_hb_reply(fx, p[i]);
         assert_int_equal(fx_notifies(fx, p[i], "g"), 1);
@@ -108,12 +89,8 @@ static void test_coalesced_once_per_group_per_iteration(void **state)
 static void test_reheartbeat_is_not_a_change(void **state)
 {
     struct fx *fx = *state;
-    size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_heartbeat(fx, b, "cB", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
-    fx_drain(fx, b);
+    size_t a, b;
+    fx_two_members(fx, &a, &b);
 
     uint64_t repeated = fx->b.stats.heartbeats_repeated;
     fx_heartbeat(fx, a, "cA", "g", "T");
@@ -141,13 +118,8 @@ static void test_broadcast_group_not_notified(void **state)
     struct fx *fx = *state;
     size_t a = fx_connect(fx), b = fx_connect(fx);
     const char *topics[] = {"T"};
-    for (size_t i = 0; i < 2; i++) {
-        struct rmq_cmd req;
-        fx_heartbeat_req(&req, 7, i ? "cB" : "cA", "bg", topics, 1, true);
-        handle_heartbeat(&fx->b, fx_conn(fx, i ? b : a), &req);
-        rmq_cmd_clear(&req);
-        fx_iterate(fx);
-    }
+    for (size_t i = 0; i < 2; i++)
+        fx_send_heartbeat(fx, i ? b : a, 7, i ? "cB" : "cA", "bg", topics, 1, true);
     expect_hb_reply(fx, a);
     expect_hb_reply(fx, b);
     assert_int_equal(fx_drain(fx, a), 0);
@@ -165,12 +137,8 @@ static void test_broadcast_group_not_notified(void **state)
 static void test_close_notifies_the_rest(void **state)
 {
     struct fx *fx = *state;
-    size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_heartbeat(fx, b, "cB", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
-    fx_drain(fx, b);
+    size_t a, b;
+    fx_two_members(fx, &a, &b);
     conn_close_async(fx_conn(fx, b), "client went away");
     fx_iterate(fx);
     assert_null(fx->peers[b].c);
@@ -192,32 +160,22 @@ static void test_close_notifies_the_rest(void **state)
 static void test_unregister_notifies_only_on_change(void **state)
 {
     struct fx *fx = *state;
-    size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_heartbeat(fx, b, "cB", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
-    fx_drain(fx, b);
+    size_t a, b;
+    fx_two_members(fx, &a, &b);
 
-    struct rmq_cmd req, r;
+    struct rmq_cmd req;
     fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 21, 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "other"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "clientID", "cA"), 0);
-    handle_unregister_client(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 21, &r), RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
+    fx_handle(fx, a, handle_unregister_client, &req);
+    fx_expect_reply(fx, a, 21, RMQ_RESP_SUCCESS, NULL);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(fx_drain(fx, b), 0);
 
     fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 22, 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
-    handle_unregister_client(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 22, &r), RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
+    fx_handle(fx, a, handle_unregister_client, &req);
+    fx_expect_reply(fx, a, 22, RMQ_RESP_SUCCESS, NULL);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(fx_notifies(fx, b, "g"), 1);
     assert_non_null(fx->peers[a].c);
@@ -228,18 +186,10 @@ static void test_unregister_notifies_only_on_change(void **state)
 static void test_subscription_change_notifies(void **state)
 {
     struct fx *fx = *state;
-    size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_heartbeat(fx, b, "cB", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
-    fx_drain(fx, b);
+    size_t a, b;
+    fx_two_members(fx, &a, &b);
     const char *two[] = {"T", "U"};
-    struct rmq_cmd req;
-    fx_heartbeat_req(&req, 7, "cA", "g", two, 2, false);
-    handle_heartbeat(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
+    fx_send_heartbeat(fx, a, 7, "cA", "g", two, 2, false);
     expect_hb_reply(fx, a);
     assert_int_equal(fx_notifies(fx, a, "g"), 1);
     assert_int_equal(fx_notifies(fx, b, "g"), 1);
@@ -261,12 +211,8 @@ static void test_expiry_silent_when_configured(void **state)
     cfg.channel_expiry_ms = 1000;
     struct fx *fx = fx_new(&cfg);
     (void)state;
-    size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_heartbeat(fx, b, "cB", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
-    fx_drain(fx, b);
+    size_t a, b;
+    fx_two_members(fx, &a, &b);
     fx_advance(fx, 600);
     fx_heartbeat(fx, a, "cA", "g", "T"); /* a stays alive */
     fx_advance(fx, 600);
@@ -283,13 +229,13 @@ static void test_expiry_silent_when_configured(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_join_notifies_every_member, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_coalesced_once_per_group_per_iteration, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reheartbeat_is_not_a_change, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_broadcast_group_not_notified, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_close_notifies_the_rest, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unregister_notifies_only_on_change, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_subscription_change_notifies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_join_notifies_every_member, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_coalesced_once_per_group_per_iteration, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reheartbeat_is_not_a_change, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_broadcast_group_not_notified, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_close_notifies_the_rest, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_unregister_notifies_only_on_change, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_subscription_change_notifies, fx_setup, fx_teardown),
         cmocka_unit_test(test_expiry_silent_when_configured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

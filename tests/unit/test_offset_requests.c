@@ -15,48 +15,60 @@
 
 #include <string.h>
 
-static int setup(void **state)
-{
-    *state = fx_new(NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    return 0;
-}
-
 static int32_t next_opaque = 100;
 
-/* Sends code with (group, topic, qid) plus one optional extra field on peer
- * i through handler, runs an iteration, and returns the reply's code (the
- * reply in *out). */
-static int32_t ask(struct fx *fx, size_t i, void (*handler)(struct broker *, struct conn *, struct rmq_cmd *),
-                   int32_t code, const char *group, const char *topic, int qid, const char *key,
-                   const char *val, struct rmq_cmd *out)
+/* One request: code with (group, topic, qid) plus one optional extra field
+ * through handler; its reply must be want and, unless field is NULL, carry
+ * field == value; remark, unless NULL, is the reply's exact remark. */
+struct step {
+    fx_handler handler;
+    int32_t code;
+    const char *group, *topic;
+    int qid;
+    const char *key, *val;
+    int32_t want;
+    const char *field;
+    int64_t value;
+    const char *remark;
+};
+
+/* Sends the step on peer i, runs an iteration and checks the reply. */
+static void run_step(struct fx *fx, size_t i, const struct step *st)
 {
-    struct rmq_cmd req;
+    struct rmq_cmd req, r;
     int32_t opaque = next_opaque++;
-    fx_request(&req, code, opaque, 0);
-    if (group)
-        assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", group), 0);
-    assert_int_equal(rmq_cmd_ext_set(&req, "topic", topic), 0);
-    assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueId", qid), 0);
-    if (key)
-        assert_int_equal(rmq_cmd_ext_set(&req, key, val), 0);
-    handler(&fx->b, fx_conn(fx, i), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    return fx_reply(fx, i, opaque, out);
+    fx_request(&req, st->code, opaque, 0);
+    if (st->group)
+        assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", st->group), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", st->topic), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueId", st->qid), 0);
+    if (st->key)
+        assert_int_equal(rmq_cmd_ext_set(&req, st->key, st->val), 0);
+    fx_handle(fx, i, st->handler, &req);
+    assert_int_equal(fx_reply(fx, i, opaque, &r), st->want);
+    if (st->field) {
+        int64_t v = 0;
+        assert_int_equal(rmq_cmd_ext_get_i64(&r, st->field, &v), 0);
+        assert_int_equal(v, st->value);
+    }
+    if (st->remark)
+        assert_string_equal(r.remark, st->remark);
+    rmq_cmd_clear(&r);
 }
 
-static int64_t reply_i64(const struct rmq_cmd *r, const char *key)
+static void run_steps(struct fx *fx, size_t i, const struct step *steps, size_t n)
 {
-    int64_t v = 0;
-    assert_int_equal(rmq_cmd_ext_get_i64(r, key, &v), 0);
-    return v;
+    for (size_t k = 0; k < n; k++)
+        run_step(fx, i, &steps[k]);
 }
+
+#define UPDATE handle_update_offset, RMQ_REQ_UPDATE_CONSUMER_OFFSET
+#define QUERY handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET
+#define MAX handle_get_max_offset, RMQ_REQ_GET_MAX_OFFSET
+#define MIN handle_get_min_offset, RMQ_REQ_GET_MIN_OFFSET
+#define SEARCH handle_search_offset, RMQ_REQ_SEARCH_OFFSET_BY_TIMESTAMP
+#define EARLIEST handle_earliest_msg_storetime, RMQ_REQ_GET_EARLIEST_MSG_STORETIME
+#define NSTEPS(a) (sizeof(a) / sizeof(a)[0])
 
 /* A commit is stored and then answered by QUERY; another group or queue
  * is unaffected; a later commit replaces it (also a lower one: ali-ons may
@@ -65,32 +77,25 @@ static void test_commit_then_query(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(ask(fx, a, handle_update_offset, RMQ_REQ_UPDATE_CONSUMER_OFFSET, "g", "T", 1,
-                         "commitOffset", "17", &r),
-                     RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
+    static const struct step commit17[] = {
+        {UPDATE, "g", "T", 1, "commitOffset", "17", RMQ_RESP_SUCCESS, NULL, 0, NULL},
+    };
+    run_steps(fx, a, commit17, NSTEPS(commit17));
     assert_int_equal(fx_sql_int(fx, "SELECT queue_offset FROM offsets WHERE group_name='g' AND topic='T' AND "
                                     "queue_id=1"),
                      17);
-    assert_int_equal(
-        ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "g", "T", 1, NULL, NULL, &r), 0);
-    assert_int_equal(reply_i64(&r, "offset"), 17);
-    rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_update_offset, RMQ_REQ_UPDATE_CONSUMER_OFFSET, "g", "T", 1,
-                         "commitOffset", "-1", &r),
-                     RMQ_RESP_SUCCESS);
-    rmq_cmd_clear(&r);
-    assert_int_equal(
-        ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "g", "T", 1, NULL, NULL, &r), 0);
-    assert_int_equal(reply_i64(&r, "offset"), -1);
-    rmq_cmd_clear(&r);
+    static const struct step steps[] = {
+        {QUERY, "g", "T", 1, NULL, NULL, 0, "offset", 17, NULL},
+        {UPDATE, "g", "T", 1, "commitOffset", "-1", RMQ_RESP_SUCCESS, NULL, 0, NULL},
+        {QUERY, "g", "T", 1, NULL, NULL, 0, "offset", -1, NULL},
+    };
+    run_steps(fx, a, steps, NSTEPS(steps));
     assert_int_equal(fx_sql_int(fx, "SELECT queue_offset FROM offsets WHERE queue_id=1"), -1);
     /* Another group's view of the same queue: nothing committed. */
-    assert_int_equal(ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "h", "T", 1,
-                         "setZeroIfNotFound", "false", &r),
-                     RMQ_RESP_QUERY_NOT_FOUND);
-    rmq_cmd_clear(&r);
+    static const struct step other[] = {
+        {QUERY, "h", "T", 1, "setZeroIfNotFound", "false", RMQ_RESP_QUERY_NOT_FOUND, NULL, 0, NULL},
+    };
+    run_steps(fx, a, other, NSTEPS(other));
 }
 
 /* Never committed: offset 0, or QUERY_NOT_FOUND (22) when the client says
@@ -99,27 +104,26 @@ static void test_query_never_committed(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(
-        ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "g", "T", 0, NULL, NULL, &r), 0);
-    assert_int_equal(reply_i64(&r, "offset"), 0);
-    rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "g", "T", 0,
-                         "setZeroIfNotFound", "true", &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 0);
-    rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "g", "T", 0,
-                         "setZeroIfNotFound", "FALSE", &r),
-                     RMQ_RESP_QUERY_NOT_FOUND);
+    static const struct step zero[] = {
+        {QUERY, "g", "T", 0, NULL, NULL, 0, "offset", 0, NULL},
+        {QUERY, "g", "T", 0, "setZeroIfNotFound", "true", 0, "offset", 0, NULL},
+    };
+    run_steps(fx, a, zero, NSTEPS(zero));
+    struct rmq_cmd req, r;
+    fx_request(&req, RMQ_REQ_QUERY_CONSUMER_OFFSET, 1, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueId", 0), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "setZeroIfNotFound", "FALSE"), 0);
+    fx_handle(fx, a, handle_query_offset, &req);
+    assert_int_equal(fx_reply(fx, a, 1, &r), RMQ_RESP_QUERY_NOT_FOUND);
     assert_null(rmq_cmd_ext_get(&r, "offset"));
     assert_non_null(r.remark);
     rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET, "g", "T", 0,
-                         "setZeroIfNotFound", "maybe", &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 0);
-    rmq_cmd_clear(&r);
+    static const struct step maybe[] = {
+        {QUERY, "g", "T", 0, "setZeroIfNotFound", "maybe", 0, "offset", 0, NULL},
+    };
+    run_steps(fx, a, maybe, NSTEPS(maybe));
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM offsets"), 0);
 }
 
@@ -130,46 +134,21 @@ static void test_max_min_search_earliest(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(ask(fx, a, handle_get_max_offset, RMQ_REQ_GET_MAX_OFFSET, NULL, "T", 2, NULL, NULL, &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 0);
-    rmq_cmd_clear(&r);
-    const char *commits[][2] = {{"g", "30"}, {"h", "50"}, {"g", "40"}};
-    for (size_t k = 0; k < 3; k++) {
-        assert_int_equal(ask(fx, a, handle_update_offset, RMQ_REQ_UPDATE_CONSUMER_OFFSET, commits[k][0], "T",
-                             2, "commitOffset", commits[k][1], &r),
-                         0);
-        rmq_cmd_clear(&r);
-    }
-    assert_int_equal(ask(fx, a, handle_get_max_offset, RMQ_REQ_GET_MAX_OFFSET, NULL, "T", 2, NULL, NULL, &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 50);
-    rmq_cmd_clear(&r);
-    /* Another queue of the topic has its own max. */
-    assert_int_equal(ask(fx, a, handle_get_max_offset, RMQ_REQ_GET_MAX_OFFSET, NULL, "T", 3, NULL, NULL, &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 0);
-    rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_get_min_offset, RMQ_REQ_GET_MIN_OFFSET, NULL, "T", 2, NULL, NULL, &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 0);
-    rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_search_offset, RMQ_REQ_SEARCH_OFFSET_BY_TIMESTAMP, NULL, "T", 2,
-                         "timestamp", "1700000000000", &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "offset"), 50);
-    rmq_cmd_clear(&r);
-    assert_int_equal(
-        ask(fx, a, handle_search_offset, RMQ_REQ_SEARCH_OFFSET_BY_TIMESTAMP, NULL, "T", 2, NULL, NULL, &r),
-        RMQ_RESP_SYSTEM_ERROR);
-    assert_string_equal(r.remark, "missing field timestamp in SEARCH_OFFSET_BY_TIMESTAMP request");
-    rmq_cmd_clear(&r);
-    assert_int_equal(ask(fx, a, handle_earliest_msg_storetime, RMQ_REQ_GET_EARLIEST_MSG_STORETIME, NULL,
-                         "Unknown", 0, NULL, NULL, &r),
-                     0);
-    assert_int_equal(reply_i64(&r, "timestamp"), -1);
-    rmq_cmd_clear(&r);
+    static const struct step steps[] = {
+        {MAX, NULL, "T", 2, NULL, NULL, 0, "offset", 0, NULL},
+        {UPDATE, "g", "T", 2, "commitOffset", "30", 0, NULL, 0, NULL},
+        {UPDATE, "h", "T", 2, "commitOffset", "50", 0, NULL, 0, NULL},
+        {UPDATE, "g", "T", 2, "commitOffset", "40", 0, NULL, 0, NULL},
+        {MAX, NULL, "T", 2, NULL, NULL, 0, "offset", 50, NULL},
+        /* Another queue of the topic has its own max. */
+        {MAX, NULL, "T", 3, NULL, NULL, 0, "offset", 0, NULL},
+        {MIN, NULL, "T", 2, NULL, NULL, 0, "offset", 0, NULL},
+        {SEARCH, NULL, "T", 2, "timestamp", "1700000000000", 0, "offset", 50, NULL},
+        {SEARCH, NULL, "T", 2, NULL, NULL, RMQ_RESP_SYSTEM_ERROR, NULL, 0,
+         "missing field timestamp in SEARCH_OFFSET_BY_TIMESTAMP request"},
+        {EARLIEST, NULL, "Unknown", 0, NULL, NULL, 0, "timestamp", -1, NULL},
+    };
+    run_steps(fx, a, steps, NSTEPS(steps));
 }
 
 /* UPDATE without a commitOffset changes nothing and says which field. */
@@ -177,12 +156,11 @@ static void test_update_missing_offset(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(
-        ask(fx, a, handle_update_offset, RMQ_REQ_UPDATE_CONSUMER_OFFSET, "g", "T", 0, NULL, NULL, &r),
-        RMQ_RESP_SYSTEM_ERROR);
-    assert_string_equal(r.remark, "missing field commitOffset in UPDATE_CONSUMER_OFFSET request");
-    rmq_cmd_clear(&r);
+    static const struct step missing[] = {
+        {UPDATE, "g", "T", 0, NULL, NULL, RMQ_RESP_SYSTEM_ERROR, NULL, 0,
+         "missing field commitOffset in UPDATE_CONSUMER_OFFSET request"},
+    };
+    run_steps(fx, a, missing, NSTEPS(missing));
     assert_int_equal(fx->b.nacks, 0);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM offsets"), 0);
     int64_t off;
@@ -192,10 +170,10 @@ static void test_update_missing_offset(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_commit_then_query, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_query_never_committed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_max_min_search_earliest, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_update_missing_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_then_query, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_query_never_committed, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_max_min_search_earliest, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_update_missing_offset, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,12 +29,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fx_free(*state);
-    return 0;
-}
-
 /* A pull of group/T queue 1 at offset with sysFlag and suspend (ms; < 0 =
  * field absent). */
 static void pull(struct fx *fx, size_t i, int32_t opaque, int32_t flag, const char *group, const char *topic,
@@ -87,9 +81,7 @@ static void test_unsuspended_answered_at_once(void **state)
     /* Unknown topic: 17. */
     pull(fx, a, 3, 0, "g", "Nope", 0, 2, 15000, -2);
     fx_iterate(fx);
-    struct rmq_cmd r;
-    assert_int_equal(fx_reply(fx, a, 3, &r), RMQ_RESP_TOPIC_NOT_EXIST);
-    rmq_cmd_clear(&r);
+    fx_expect_reply(fx, a, 3, RMQ_RESP_TOPIC_NOT_EXIST, NULL);
     assert_int_equal(fx->b.pulls.n, 0);
 }
 
@@ -223,32 +215,28 @@ static void test_missing_fields(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd req, r;
+    struct rmq_cmd req;
     fx_request(&req, RMQ_REQ_PULL_MESSAGE, 61, 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "queueId", "1"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "sysFlag", "2"), 0);
-    handle_pull(&fx->b, fx_conn(fx, a), &req);
-    rmq_cmd_clear(&req);
-    fx_iterate(fx);
-    assert_int_equal(fx_reply(fx, a, 61, &r), RMQ_RESP_SYSTEM_ERROR);
-    assert_string_equal(r.remark, "missing field queueOffset in PULL_MESSAGE request");
-    rmq_cmd_clear(&r);
+    fx_handle(fx, a, handle_pull, &req);
+    fx_expect_reply(fx, a, 61, RMQ_RESP_SYSTEM_ERROR, "missing field queueOffset in PULL_MESSAGE request");
     assert_int_equal(fx->b.pulls.n, 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_unsuspended_answered_at_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_held_until_deadline, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_released_on_group_change, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_released_when_group_empties, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dropped_on_close, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_oneway_not_held, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pull_commits_offset, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsuspended_answered_at_once, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_held_until_deadline, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_released_on_group_change, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_released_when_group_empties, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_on_close, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_oneway_not_held, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pull_commits_offset, setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_missing_fields, setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,7 +169,8 @@ static void test_bad_paths_fail_cleanly(void **state)
     else
         expect_open_fails_unprivileged(fx->dir, p, -EACCES); /* root ignores file modes */
 
-    /* A writable file in a directory where the -wal file cannot be created. */
+    /* A writable file in a directory where the -wal file (and the lock
+     * file, store_guard.c, which is tried first) cannot be created. */
     char sub[4300];
     snprintf(sub, sizeof sub, "%s/rodir", fx->dir);
     assert_int_equal(mkdir(sub, 0700), 0);
@@ -178,13 +179,13 @@ static void test_bad_paths_fail_cleanly(void **state)
     assert_int_equal(chmod(p, 0666), 0);
     assert_int_equal(chmod(sub, 0555), 0);
     if (geteuid() != 0)
-        expect_open_fails(p, RMQ_EIO);
+        expect_open_fails(p, -EACCES);
     else
-        expect_open_fails_unprivileged(fx->dir, p, RMQ_EIO);
+        expect_open_fails_unprivileged(fx->dir, p, -EACCES);
     assert_int_equal(chmod(sub, 0700), 0);
     char f[4400];
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
+    const char *suffix[] = {"", "-wal", "-shm", ".lock"};
+    for (int i = 0; i < 4; i++) {
         snprintf(f, sizeof f, "%s%s", p, suffix[i]);
         unlink(f);
     }

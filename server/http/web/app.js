@@ -28,8 +28,15 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
-async function api(path) {
-  const r = await fetch(path, { headers: { Accept: 'application/json' } });
+// GET by default. A mutation (POST/PUT/DELETE) must carry Content-Type:
+// application/json even without a body: the daemon refuses it otherwise
+// (415), which is what stops other origins' pages from sending one.
+async function api(path, method = 'GET', payload = undefined) {
+  const headers = { Accept: 'application/json' };
+  if (method !== 'GET' && method !== 'HEAD') headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, {
+    method, headers, body: payload === undefined ? undefined : JSON.stringify(payload),
+  });
   let body = null;
   try { body = await r.json(); } catch (_) { body = null; }
   return { status: r.status, body };
