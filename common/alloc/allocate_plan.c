@@ -9,7 +9,7 @@
 #include "err.h"
 #include "hash_ring.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <string.h>
 

@@ -9,7 +9,8 @@
 
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
+#include "parse_int.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -14,7 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_header_json_fast.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

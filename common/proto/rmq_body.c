@@ -14,7 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>

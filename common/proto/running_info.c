@@ -5,7 +5,7 @@
 
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "mem.h"
 #include "remoting_cmd.h"
 #include "trace_fmt_internal.h"
-#include "util.h"
+#include "array.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -17,7 +17,7 @@
 #include "err.h"
 #include "mailbox.h"
 #include "mem.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <stdlib.h>
 #include <string.h>

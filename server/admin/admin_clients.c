@@ -9,7 +9,7 @@
 #include "log.h"
 #include "mem.h"
 #include "remoting_cmd.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdlib.h>
 #include <string.h>

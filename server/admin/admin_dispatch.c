@@ -298,6 +298,12 @@ void admin_dispatch_handle(void *ctx, struct mailbox_msg *msg)
     case ADMIN_OP_GROUP_OFFSETS:
         reply = admin_group_offsets(s, msg->arg ? msg->arg : "", msg->query, &status);
         break;
+    case ADMIN_OP_GROUP_OFFSETS_RESET:
+        reply = admin_group_offsets_reset(s, msg->arg ? msg->arg : "", msg->body, &status);
+        break;
+    case ADMIN_OP_GROUP_OFFSETS_CLONE:
+        reply = admin_group_offsets_clone(s, msg->arg ? msg->arg : "", msg->body, &status);
+        break;
     case ADMIN_OP_CLIENT_RUNNING_INFO:
     case ADMIN_OP_GROUP_CONSISTENCY:
     case ADMIN_OP_GROUP_CONVERGED:

@@ -24,7 +24,8 @@
 #include "outbound.h"
 #include "request_codes.h"
 #include "running_info.h"
-#include "util.h"
+#include "array.h"
+#include "parse_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,12 +3,15 @@
 
 #include "admin_allocation.h"
 #include "admin_ops.h"
+#include "admin_requests.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
+#include "log.h"
 #include "mem.h"
 #include "metrics_text.h"
 #include "offset_requests.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +125,8 @@ json_t *admin_group_offsets(struct broker *s, const char *group, const json_t *q
                                 "no consumer of this group has been seen and it "
                                 "has no committed offset");
     }
-    qsort(rs.r, rs.n, sizeof *rs.r, cmp_row);
+    if (rs.n > 1)
+        qsort(rs.r, rs.n, sizeof *rs.r, cmp_row);
     json_t *queues = json_array(), *owners = NULL;
     const char *owners_topic = NULL;
     for (size_t i = 0; queues && i < rs.n; i++) {
@@ -259,4 +263,141 @@ int admin_offsets_metrics(struct buf *b, struct broker *s)
     rmq_free(a.r);
     rmq_free(a.group);
     return rc;
+}
+
+/* An optional integer field: false (and a 400 in *err) when present but not an integer. */
+static bool opt_int(const json_t *body, const char *key, int64_t *out, int *status, json_t **err)
+{
+    const json_t *v = json_object_get(body, key);
+    if (!v)
+        return true;
+    if (!json_is_integer(v)) {
+        char why[80];
+        snprintf(why, sizeof why, "%s must be an integer", key);
+        *err = admin_error_json(status, 400, "bad body", why);
+        return false;
+    }
+    *out = json_integer_value(v);
+    return true;
+}
+
+static bool opt_bool(const json_t *body, const char *key, bool *out, int *status, json_t **err)
+{
+    const json_t *v = json_object_get(body, key);
+    if (!v)
+        return true;
+    if (!json_is_boolean(v)) {
+        char why[80];
+        snprintf(why, sizeof why, "%s must be true or false", key);
+        *err = admin_error_json(status, 400, "bad body", why);
+        return false;
+    }
+    *out = json_is_true(v);
+    return true;
+}
+
+/* Commits the open batch (fsynced) after a change the reply reports; a 500 on failure. */
+static json_t *stored_or_error(struct broker *s, json_t *reply, int *status)
+{
+    if (store_commit(s->store) == 0)
+        return reply;
+    json_decref(reply);
+    return admin_error_json(status, 500, "storage error", "the offsets could not be stored");
+}
+
+json_t *admin_group_offsets_reset(struct broker *s, const char *group, const json_t *body, int *status)
+{
+    struct admin_reset r = {.group = group, .timestamp = -1, .queue_id = -1, .offset = -1, .force = true};
+    r.topic = json_string_value(json_object_get(body, "topic"));
+    json_t *err = NULL;
+    if (!*group || !r.topic || !*r.topic)
+        return admin_error_json(status, 400, "bad body", "expected {\"topic\": T, ...}");
+    if (!opt_int(body, "timestamp", &r.timestamp, status, &err) ||
+        !opt_int(body, "queueId", &r.queue_id, status, &err) ||
+        !opt_int(body, "offset", &r.offset, status, &err) ||
+        !opt_bool(body, "force", &r.force, status, &err) ||
+        !opt_bool(body, "dryRun", &r.dry_run, status, &err))
+        return err;
+    struct admin_reset_row *rows;
+    size_t n;
+    int rc = admin_offset_reset(s, &r, &rows, &n);
+    if (rc == RMQ_ENOTFOUND)
+        return admin_error_json(status, 404, "topic not found", "no such topic");
+    if (rc != 0)
+        return admin_error_json(status, 500, "storage error", "the offsets could not be stored");
+    json_t *queues = json_array();
+    for (size_t i = 0; queues && i < n; i++)
+        json_array_append_new(queues, json_pack("{s:o,s:i,s:o,s:I}", "brokerName",
+                                                admin_json_name(rows[i].broker_name), "queueId",
+                                                (int)rows[i].queue_id, "from",
+                                                rows[i].had ? json_integer(rows[i].from) : json_null(), "to",
+                                                (json_int_t)rows[i].to));
+    rmq_free(rows);
+    json_t *reply = queues ? json_pack("{s:o,s:o,s:b,s:o}", "group", admin_json_name(group), "topic",
+                                       admin_json_name(r.topic), "dryRun", r.dry_run, "queues", queues)
+                           : NULL;
+    if (!reply)
+        return NULL;
+    *status = 200;
+    if (!r.dry_run)
+        log_info("offsets of %s on %s reset via the admin API", group, r.topic);
+    return r.dry_run ? reply : stored_or_error(s, reply, status);
+}
+
+json_t *admin_group_offsets_clone(struct broker *s, const char *group, const json_t *body, int *status)
+{
+    const char *from = json_string_value(json_object_get(body, "from"));
+    const char *topic = json_string_value(json_object_get(body, "topic"));
+    bool dry = false;
+    json_t *err = NULL;
+    if (!*group || !from || !*from || (json_object_get(body, "topic") && (!topic || !*topic)))
+        return admin_error_json(status, 400, "bad body", "expected {\"from\": G, \"topic\": T (optional)}");
+    if (!opt_bool(body, "dryRun", &dry, status, &err))
+        return err;
+    if (!strcmp(from, group))
+        return admin_error_json(status, 400, "bad body", "from is the group itself");
+    struct rows rs = {from, topic, NULL, 0, 0, false};
+    offsets_each(&s->offsets, collect, &rs);
+    if (rs.oom) {
+        rmq_free(rs.r);
+        return NULL;
+    }
+    if (rs.n > 1)
+        qsort(rs.r, rs.n, sizeof *rs.r, cmp_row);
+    /* Copy the source values first: committing into the table may move its entries. */
+    int64_t *vals = rmq_malloc((rs.n ? rs.n : 1) * sizeof *vals);
+    json_t *queues = vals ? json_array() : NULL;
+    for (size_t i = 0; queues && i < rs.n; i++) {
+        vals[i] = rs.r[i].e->offset;
+        int64_t before = 0;
+        bool had = offsets_get(&s->offsets, group, rs.r[i].topic, rs.r[i].qid, &before) == 0;
+        json_array_append_new(queues,
+                              json_pack("{s:o,s:i,s:o,s:I}", "topic", admin_json_name(rs.r[i].topic),
+                                        "queueId", (int)rs.r[i].qid, "from",
+                                        had ? json_integer(before) : json_null(), "to", (json_int_t)vals[i]));
+    }
+    int rc = queues ? 0 : RMQ_ENOMEM;
+    for (size_t i = 0; rc == 0 && !dry && i < rs.n; i++) {
+        /* The topic name lives in the source's key: copy it before the table changes. */
+        char *t = rmq_strdup(rs.r[i].topic);
+        rc = t ? broker_offset_commit(s, group, t, rs.r[i].qid, vals[i]) : RMQ_ENOMEM;
+        rmq_free(t);
+    }
+    rmq_free(vals);
+    rmq_free(rs.r);
+    if (rc != 0) {
+        json_decref(queues);
+        return rc == RMQ_ENOMEM
+                   ? NULL
+                   : admin_error_json(status, 500, "storage error", "the offsets could not be stored");
+    }
+    json_t *reply = json_pack("{s:o,s:o,s:b,s:o}", "group", admin_json_name(group), "from",
+                              admin_json_name(from), "dryRun", dry, "queues", queues);
+    if (!reply)
+        return NULL;
+    *status = 200;
+    if (!dry)
+        log_info("offsets of %s cloned to %s via the admin API (%zu queue(s))", from, group,
+                 json_array_size(queues));
+    return dry ? reply : stored_or_error(s, reply, status);
 }

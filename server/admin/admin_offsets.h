@@ -15,6 +15,16 @@ struct buf;
  * options as for the allocation route. */
 json_t *admin_group_offsets(struct broker *s, const char *group, const json_t *query, int *status);
 
+/* POST /api/groups/{group}/offsets/reset: body {"topic" (required),
+ * "timestamp" (default -1), "queueId", "offset", "force" (default true),
+ * "dryRun"}; the reset of INVOKE_BROKER_TO_RESET_OFFSET (stored before the
+ * reply). New reply with *status set. */
+json_t *admin_group_offsets_reset(struct broker *s, const char *group, const json_t *body, int *status);
+/* POST /api/groups/{group}/offsets/clone: body {"from" (required), "topic",
+ * "dryRun"}: the source group's committed offsets (of topic, or all)
+ * committed for group, as mqadmin cloneGroupOffset does. */
+json_t *admin_group_offsets_clone(struct broker *s, const char *group, const json_t *body, int *status);
+
 /* The /metrics series rmqcoord_consumer_offset{group,topic,broker,queue}:
  * every committed offset (one sample per broker of the topic), sorted.
  * 0 or an error. */

@@ -14,7 +14,7 @@
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
-#include "json_util.h"
+#include "error_json.h"
 #include "log.h"
 #include "mailbox.h"
 #include "mem.h"

@@ -10,7 +10,7 @@
 #include "request_codes.h"
 #include "store.h"
 #include "store_sync.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +137,12 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
         rc = simple(&b, "rmqcoord_input_budget_closes_total", "counter",
                     "Connections dropped because the input budget was exhausted", bud->input_closes);
     if (rc == 0)
+        rc = simple(&b, "rmqcoord_requests_throttled_total", "counter",
+                    "Requests answered SYSTEM_BUSY over --max-requests-per-sec", st->requests_throttled);
+    if (rc == 0)
+        rc = simple(&b, "rmqcoord_requests_denied_total", "counter", "Requests refused by the ACL (--acl)",
+                    st->requests_denied);
+    if (rc == 0)
         rc = simple(&b, "rmqcoord_limit_hits_total", "counter",
                     "Requests refused at a configured limit (--max-heartbeat-bytes, --max-topics, ...)",
                     st->limit_hits);
@@ -206,8 +212,10 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
             rc = simple(&b, "rmqcoord_store_checkpoint_failures_total", "counter",
                         "Background checkpoints that failed", sync.failures);
         if (rc == 0)
-            rc = simple(&b, "rmqcoord_store_checkpoint_max_microseconds", "gauge",
-                        "Longest background checkpoint so far", sync.max_us);
+            rc = metrics_header(&b, "rmqcoord_store_checkpoint_max_seconds", "gauge",
+                                "Longest background checkpoint so far");
+        if (rc == 0)
+            rc = buf_appendf(&b, "rmqcoord_store_checkpoint_max_seconds %.6f\n", (double)sync.max_us / 1e6);
     }
     /* Label values are made valid UTF-8 above, but skip jansson's check: the
      * HTTP side reads the bytes back, it never dumps this string as JSON. */

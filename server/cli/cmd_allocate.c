@@ -12,7 +12,7 @@
 #include "allocate_json.h"
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -443,7 +443,7 @@ void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
     size_t removed = 0;
     for (size_t i = 0; i < s->ns->n; i++) {
         struct ns_broker *b = &s->ns->b[i];
-        if (cluster && *cluster && strcmp(b->cluster, cluster) != 0)
+        if (!b->ntopics || (cluster && *cluster && strcmp(b->cluster, cluster) != 0))
             continue;
         struct ns_topic key = {(char *)topic, 0, 0, 0, 0};
         struct ns_topic *tp = bsearch(&key, b->topics, b->ntopics, sizeof key, cmp_topic);

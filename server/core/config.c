@@ -6,7 +6,7 @@
 #include "err.h"
 #include "log.h"
 #include "remoting_frame.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <getopt.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
 #include "clocks.h"
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <errno.h>
 #include <signal.h>

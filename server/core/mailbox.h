@@ -38,6 +38,8 @@ enum admin_op {
     ADMIN_OP_METRICS,           /* {"text": Prometheus text of the loop's state} */
     ADMIN_OP_CLUSTER,           /* query: group; role, brokers / registrations (cluster.h) */
     ADMIN_OP_GROUP_OFFSETS,     /* arg = group; query: topic, strategy...: committed offsets per queue */
+    ADMIN_OP_GROUP_OFFSETS_RESET, /* arg = group; body {"topic","timestamp","queueId","offset","force","dryRun"} */
+    ADMIN_OP_GROUP_OFFSETS_CLONE, /* arg = group (destination); body {"from","topic","dryRun"} */
 };
 
 struct mailbox_msg {

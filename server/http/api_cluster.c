@@ -13,7 +13,7 @@
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -337,6 +337,11 @@ static int route_call(struct call *c)
         return post(c, ADMIN_OP_RESET, NULL, &plain);
     }
     case API_ROUTE_CLOCK_ADVANCE: return clock_advance(c);
+    case API_ROUTE_GROUP_OFFSETS_RESET:
+    case API_ROUTE_GROUP_OFFSETS_CLONE: { /* the body's fields are checked on the loop */
+        json_t *body = body_object(conn, c->body, c->body_len, false, &r);
+        return body ? post(c, api_routes_op(c->route, c->method), body, &plain) : r;
+    }
     case API_ROUTE_CLUSTER: plain.finish = API_FINISH_CLUSTER; return post(c, ADMIN_OP_CLUSTER, NULL, &plain);
     case API_ROUTE_GROUP:
     case API_ROUTE_GROUP_ALLOCATION:

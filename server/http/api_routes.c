@@ -129,6 +129,14 @@ static const struct api_route_def routes[] = {
      {"Committed offsets per queue: last commit time, expected owner, reported holder"},
      "topic:string:only this topic|strategy:string:allocation strategy of the expected owners (default AVG)",
      NULL, "application/json", false},
+    {API_ROUTE_GROUP_OFFSETS_RESET, "/api/groups/{group}/offsets/reset", API_POST, "POST",
+     {NULL, NULL, NULL, "Reset the group's offsets of a topic as INVOKE_BROKER_TO_RESET_OFFSET does (dryRun: "
+      "only show them)"},
+     NULL, "{\"topic\":\"T\",\"timestamp\":-1,\"queueId\":0,\"offset\":0,\"force\":true,\"dryRun\":true}",
+     "application/json", false},
+    {API_ROUTE_GROUP_OFFSETS_CLONE, "/api/groups/{group}/offsets/clone", API_POST, "POST",
+     {NULL, NULL, NULL, "Copy another group's committed offsets to this group (dryRun: only show them)"},
+     NULL, "{\"from\":\"G0\",\"topic\":\"T\",\"dryRun\":true}", "application/json", false},
     {API_ROUTE_GROUP_CLIENT, "/api/groups/{group}/clients/{clientId}", API_DELETE, "DELETE",
      {NULL, NULL, "Evict a client from the group: closes its channel(s), the group is notified"},
      NULL, NULL, "application/json", false},
@@ -268,6 +276,8 @@ int api_routes_op(enum api_route r, const char *method)
     case API_ROUTE_GROUP_ALLOCATION: return ADMIN_OP_GROUP_ALLOCATION;
     case API_ROUTE_GROUP_DIAGNOSTICS: return ADMIN_OP_GROUP_DIAGNOSTICS;
     case API_ROUTE_GROUP_OFFSETS: return ADMIN_OP_GROUP_OFFSETS;
+    case API_ROUTE_GROUP_OFFSETS_RESET: return ADMIN_OP_GROUP_OFFSETS_RESET;
+    case API_ROUTE_GROUP_OFFSETS_CLONE: return ADMIN_OP_GROUP_OFFSETS_CLONE;
     case API_ROUTE_GROUP_CONSISTENCY: return ADMIN_OP_GROUP_CONSISTENCY;
     case API_ROUTE_GROUP_CONVERGED: return ADMIN_OP_GROUP_CONVERGED;
     case API_ROUTE_GROUP_CLIENT: return ADMIN_OP_GROUP_EVICT;

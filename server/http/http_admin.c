@@ -31,11 +31,11 @@
 #include "clocks.h"
 #include "err.h"
 #include "http_admin_api.h"
-#include "json_util.h"
+#include "error_json.h"
 #include "mem.h"
 #include "metrics_text.h"
 #include "store_read.h"
-#include "util.h"
+#include "array.h"
 
 #include <assert.h>
 #include <microhttpd.h>

@@ -3,7 +3,7 @@
  * extra header. HTTP thread, inside the access handler. */
 #include "http_admin_api.h"
 
-#include "json_util.h"
+#include "error_json.h"
 
 #include <microhttpd.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
 #include "err.h"
 #include "mem.h"
 #include "topics.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -19,7 +19,7 @@
 #include "replay_io.h"
 #include "replay_live.h"
 #include "trace_fmt.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <errno.h>
 #include <getopt.h>

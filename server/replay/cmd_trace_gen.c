@@ -15,7 +15,7 @@
 #include "mem.h"
 #include "request_codes.h"
 #include "trace_fmt.h"
-#include "util.h"
+#include "array.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "replay_int.h"
 #include "request_codes.h"
 #include "topics.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdio.h>
 #include <stdlib.h>

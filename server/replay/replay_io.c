@@ -4,7 +4,7 @@
 #include "err.h"
 #include "mem.h"
 #include "trace_fmt.h"
-#include "util.h"
+#include "array.h"
 
 #include <string.h>
 

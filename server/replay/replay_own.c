@@ -15,7 +15,7 @@
 #include "mem.h"
 #include "replay_int.h"
 #include "topics.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #include "acl_sig.h"
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <ctype.h>
 #include <errno.h>

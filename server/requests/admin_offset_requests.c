@@ -219,10 +219,9 @@ static void release_moved(void *ctx, const struct held_pull *h)
 /* ---- INVOKE_BROKER_TO_RESET_OFFSET (222) ---- */
 
 /* RESET_CONSUMER_CLIENT_OFFSET (220), oneway, to every live channel of group. */
-static void push_client_reset(struct broker *s, const struct rmq_cmd *req, const char *group,
-                              const char *body)
+static void push_client_reset(struct broker *s, const struct admin_reset *r, const char *body)
 {
-    const struct reg_group *g = registry_group(&s->reg, group);
+    const struct reg_group *g = registry_group(&s->reg, r->group);
     for (size_t i = 0; g && i < g->g.nmembers; i++) {
         struct reg_channel *ch = registry_channel(&s->reg, g->g.members[i].channel_id);
         if (!ch || !ch->conn || ch->conn->closing)
@@ -230,80 +229,122 @@ static void push_client_reset(struct broker *s, const struct rmq_cmd *req, const
         struct rmq_cmd out;
         rmq_cmd_init_request(&out, RMQ_REQ_RESET_CONSUMER_CLIENT_OFFSET, s->next_opaque++, RMQ_FLAG_ONEWAY);
         out.serialize_type = RMQ_SERIALIZE_JSON;
-        const char *isf = rmq_cmd_ext_get(req, "isForce");
-        if (rmq_cmd_ext_set(&out, "topic", rmq_cmd_ext_get(req, "topic")) == 0 &&
-            rmq_cmd_ext_set(&out, "group", group) == 0 &&
-            rmq_cmd_ext_set(&out, "timestamp", rmq_cmd_ext_get(req, "timestamp")) == 0 &&
-            rmq_cmd_ext_set(&out, "isForce", isf ? isf : "true") == 0 &&
+        if (rmq_cmd_ext_set(&out, "topic", r->topic) == 0 && rmq_cmd_ext_set(&out, "group", r->group) == 0 &&
+            rmq_cmd_ext_set_i64(&out, "timestamp", r->timestamp) == 0 &&
+            rmq_cmd_ext_set(&out, "isForce", r->force ? "true" : "false") == 0 &&
             rmq_cmd_set_body_copy(&out, body, strlen(body)) == 0)
             conn_send(ch->conn, &out);
         rmq_cmd_clear(&out);
     }
 }
 
+/* The ResetOffsetBody of rows: {"offsetTable":{MessageQueue text: offset}}; new or NULL. */
+static json_t *reset_body(const struct admin_reset *r, const struct admin_reset_row *rows, size_t n)
+{
+    json_t *table = json_object();
+    for (size_t i = 0; table && i < n; i++) {
+        char *key = admin_mq_key(rows[i].broker_name, r->topic, rows[i].queue_id);
+        if (!key || json_object_set_new(table, key, json_integer(rows[i].to)) != 0) {
+            json_decref(table);
+            table = NULL;
+        }
+        free(key);
+    }
+    return table ? json_pack("{s:o}", "offsetTable", table) : NULL;
+}
+
+int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct admin_reset_row **rows_out,
+                       size_t *n_out)
+{
+    *rows_out = NULL;
+    *n_out = 0;
+    const struct topic *tp = topics_get(&s->topics, r->topic);
+    if (!tp)
+        return RMQ_ENOTFOUND;
+    size_t cap = 0;
+    for (size_t b = 0; b < tp->nbrokers; b++)
+        cap += (size_t)tp->brokers[b].write_queue_nums;
+    struct admin_reset_row *rows = rmq_calloc(cap ? cap : 1, sizeof *rows);
+    if (!rows)
+        return RMQ_ENOMEM;
+    size_t n = 0;
+    for (size_t b = 0; b < tp->nbrokers; b++) {
+        for (int q = 0; q < tp->brokers[b].write_queue_nums; q++) {
+            if (r->queue_id >= 0 && q != r->queue_id)
+                continue;
+            /* No message is stored: the search by time and "now" (-1) both give the queue's end. */
+            int64_t target = r->offset >= 0 ? r->offset : broker_queue_end(s, r->topic, q), committed = 0;
+            if (target < 0)
+                target = 0;
+            bool has = offsets_get(&s->offsets, r->group, r->topic, q, &committed) == 0;
+            rows[n++] =
+                (struct admin_reset_row){tp->brokers[b].broker_name, q, has, committed,
+                                         !r->force && has && target >= committed ? committed : target};
+        }
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && !r->dry_run && i < n; i++) {
+        rc = broker_offset_commit(s, r->group, r->topic, rows[i].queue_id, rows[i].to);
+        struct offset_entry *e =
+            rc == 0 ? offsets_find(&s->offsets, r->group, r->topic, rows[i].queue_id) : NULL;
+        if (e)
+            e->reset_pending = true;
+    }
+    if (rc != 0) {
+        rmq_free(rows);
+        return rc;
+    }
+    if (!r->dry_run) {
+        log_info("offsets of %s on %s reset (%zu queue(s), timestamp %lld)", r->group, r->topic, n,
+                 (long long)r->timestamp);
+        /* Held pulls on the reset queues learn the new offset now. */
+        struct held_pick pick = {s, r->group, r->topic};
+        held_pulls_release(&s->pulls, held_on_reset_queue, &pick, release_moved, s);
+        json_t *body = reset_body(r, rows, n);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (text)
+            push_client_reset(s, r, text);
+        free(text);
+        json_decref(body);
+    }
+    *rows_out = rows;
+    *n_out = n;
+    return RMQ_OK;
+}
+
 void handle_reset_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
-    const char *topic, *group;
-    int64_t ts;
-    if (reply_require_str(s, c, req, "topic", &topic) != 0 ||
-        reply_require_str(s, c, req, "group", &group) != 0 ||
-        reply_require_i64(s, c, req, "timestamp", &ts) != 0)
+    struct admin_reset r = {.queue_id = -1, .offset = -1, .force = true};
+    if (reply_require_str(s, c, req, "topic", &r.topic) != 0 ||
+        reply_require_str(s, c, req, "group", &r.group) != 0 ||
+        reply_require_i64(s, c, req, "timestamp", &r.timestamp) != 0)
         return;
-    bool force = true;
-    if (rmq_cmd_ext_get_bool(req, "isForce", &force) != 0)
-        force = true;
-    int64_t one_q = -1, one_off = -1;
-    (void)rmq_cmd_ext_get_i64(req, "queueId", &one_q);
-    (void)rmq_cmd_ext_get_i64(req, "offset", &one_off);
-    bool single = one_q >= 0 && one_off >= 0;
-    const struct topic *tp = topics_get(&s->topics, topic);
-    if (!tp) {
+    if (rmq_cmd_ext_get_bool(req, "isForce", &r.force) != 0)
+        r.force = true;
+    int64_t q = -1, off = -1;
+    (void)rmq_cmd_ext_get_i64(req, "queueId", &q);
+    (void)rmq_cmd_ext_get_i64(req, "offset", &off);
+    if (q >= 0 && off >= 0) { /* 5.x: one queue, this offset */
+        r.queue_id = q;
+        r.offset = off;
+    }
+    struct admin_reset_row *rows;
+    size_t n;
+    int rc = admin_offset_reset(s, &r, &rows, &n);
+    if (rc == RMQ_ENOTFOUND) {
         char remark[400];
         snprintf(remark, sizeof remark,
-                 "[reset-offset] reset offset failed, no topic in this broker. topic=%s", topic);
+                 "[reset-offset] reset offset failed, no topic in this broker. topic=%s", r.topic);
         reply_code(s, c, req, RMQ_RESP_TOPIC_NOT_EXIST, remark);
         return;
     }
-    json_t *table = json_object();
-    int rc = table ? 0 : RMQ_ENOMEM;
-    size_t changed = 0;
-    for (size_t b = 0; rc == 0 && b < tp->nbrokers; b++) {
-        for (int q = 0; rc == 0 && q < tp->brokers[b].write_queue_nums; q++) {
-            if (single && q != one_q)
-                continue;
-            /* No message is stored: the search by time and "now" (-1) both give the queue's end. */
-            int64_t target = single ? one_off : broker_queue_end(s, topic, q), committed;
-            if (target < 0)
-                target = 0;
-            bool has = offsets_get(&s->offsets, group, topic, q, &committed) == 0;
-            int64_t next = !force && has && target >= committed ? committed : target;
-            rc = broker_offset_commit(s, group, topic, q, next);
-            struct offset_entry *e = rc == 0 ? offsets_find(&s->offsets, group, topic, q) : NULL;
-            if (e) {
-                e->reset_pending = true;
-                changed++;
-            }
-            char *key = admin_mq_key(tp->brokers[b].broker_name, topic, q);
-            if (rc == 0 && (!key || json_object_set_new(table, key, json_integer(next)) != 0))
-                rc = RMQ_ENOMEM;
-            free(key);
-        }
-    }
     if (rc != 0) {
-        json_decref(table);
-        log_error("reset offset %s/%s not stored: %s", group, topic, store_errmsg(s->store));
+        log_error("reset offset %s/%s not stored: %s", r.group, r.topic, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "reset offset not stored");
         return;
     }
-    json_t *body = json_pack("{s:o}", "offsetTable", table);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    log_info("offsets of %s on %s reset (%zu queue(s), timestamp %lld) by an admin request from %s", group,
-             topic, changed, (long long)ts, c->peer);
-    /* Held pulls on the reset queues learn the new offset now. */
-    struct held_pick pick = {s, group, topic};
-    held_pulls_release(&s->pulls, held_on_reset_queue, &pick, release_moved, s);
-    if (text)
-        push_client_reset(s, req, group, text);
-    free(text);
+    log_info("reset of %s on %s asked by an admin request from %s", r.group, r.topic, c->peer);
+    json_t *body = reset_body(&r, rows, n);
+    rmq_free(rows);
     admin_reply_json(s, c, req, body, true);
 }

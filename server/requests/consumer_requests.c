@@ -1,6 +1,7 @@
 /* consumer_requests.c — HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
  * CHECK_CLIENT_CONFIG and GET_CONSUMER_CONNECTION_LIST. Loop thread only. */
 #include "consumer_requests.h"
+#include "allocate.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -213,6 +214,97 @@ void handle_get_consumer_list(struct broker *s, struct conn *c, struct rmq_cmd *
 void handle_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
+}
+
+/* Appends {"messageQueueAssignments":[...]} of the queues qs, each in mode PULL. */
+static int encode_assignments(const struct allocate_queue *qs, size_t n, struct buf *out)
+{
+    int rc = buf_append_str(out, "{\"messageQueueAssignments\":[");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = buf_append_str(out,
+                            i ? ",{\"messageQueue\":{\"brokerName\":" : "{\"messageQueue\":{\"brokerName\":");
+        if (rc == 0)
+            rc = rmq_json_append_string(out, qs[i].broker_name);
+        if (rc == 0)
+            rc = buf_appendf(out, ",\"queueId\":%d,\"topic\":", (int)qs[i].queue_id);
+        if (rc == 0)
+            rc = rmq_json_append_string(out, qs[i].topic);
+        if (rc == 0)
+            rc = buf_append_str(out, "},\"mode\":\"PULL\"}");
+    }
+    return rc == 0 ? buf_append_str(out, "]}") : rc;
+}
+
+/* QUERY_ASSIGNMENT (400), --compat broker only: the server-side allocation of a 5.x broker
+ * (QueryAssignmentProcessor, PULL mode): the topic's readable queues, allocated among the group's
+ * live members by the client's strategy (broadcasting: every queue). rmqcoord's own answer is
+ * REQUEST_CODE_NOT_SUPPORTED, on which a 5.x client rebalances itself (docs/protocol.md §12). */
+void handle_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req)
+{
+    if (s->cfg->compat != CONFIG_COMPAT_BROKER_5) {
+        char remark[128];
+        snprintf(remark, sizeof remark, "request code %d (QUERY_ASSIGNMENT) is not supported by rmqcoord",
+                 req->code);
+        reply_code(s, c, req, RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED, remark);
+        return;
+    }
+    json_t *root = req->body_len ? json_loadb((const char *)req->body, req->body_len, 0, NULL) : NULL;
+    const char *topic = json_string_value(json_object_get(root, "topic"));
+    const char *group = json_string_value(json_object_get(root, "consumerGroup"));
+    const char *cid = json_string_value(json_object_get(root, "clientId"));
+    const char *strategy = json_string_value(json_object_get(root, "strategyName"));
+    const char *model = json_string_value(json_object_get(root, "messageModel"));
+    const struct topic *tp = topic ? topics_get(&s->topics, topic) : NULL;
+    const struct reg_group *g = group ? registry_group(&s->reg, group) : NULL;
+    if (!topic || !group || !cid) {
+        json_decref(root);
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR,
+                   "bad QUERY_ASSIGNMENT body: topic, consumerGroup, clientId");
+        return;
+    }
+    size_t nq = 0;
+    for (size_t i = 0; tp && i < tp->nbrokers; i++)
+        if (tp->brokers[i].perm & TOPIC_PERM_READ)
+            nq += (size_t)tp->brokers[i].read_queue_nums;
+    struct allocate_queue *qs = nq ? rmq_calloc(nq, sizeof *qs) : NULL;
+    const char **cids = g && g->g.nmembers ? rmq_calloc(g->g.nmembers, sizeof *cids) : NULL;
+    struct allocate_queue *mine = NULL;
+    size_t nmine = 0;
+    int rc = (nq && !qs) || (g && g->g.nmembers && !cids) ? RMQ_ENOMEM : 0;
+    size_t k = 0;
+    for (size_t i = 0; rc == 0 && tp && i < tp->nbrokers; i++)
+        for (int q = 0; (tp->brokers[i].perm & TOPIC_PERM_READ) && q < tp->brokers[i].read_queue_nums; q++)
+            qs[k++] = (struct allocate_queue){tp->name, tp->brokers[i].broker_name, q};
+    bool broadcast = model && !strcmp(model, "BROADCASTING");
+    enum allocate_strategy st = ALLOCATE_AVG;
+    struct buf body;
+    buf_init(&body, 0);
+    /* The 5.x broker knows AVG and AVG_BY_CIRCLE only; any other name allocates nothing. */
+    bool known = strategy && allocate_strategy_parse(strategy, &st) == 0 &&
+                 (st == ALLOCATE_AVG || st == ALLOCATE_AVG_BY_CIRCLE);
+    if (rc == 0 && (!nq || (!broadcast && (!g || !g->g.nmembers || !known)))) {
+        rc = buf_append_str(&body, "{}"); /* nothing to allocate: the broker's null set */
+    } else if (rc == 0 && broadcast) {
+        rc = encode_assignments(qs, nq, &body);
+    } else if (rc == 0) {
+        for (size_t i = 0; i < g->g.nmembers; i++)
+            cids[i] = g->g.members[i].client_id;
+        allocate_sort_queues(qs, nq);
+        allocate_sort_consumers(cids, g->g.nmembers);
+        struct allocate_options opt;
+        allocate_options_init(&opt, st);
+        struct allocate_input in = {qs, nq, cids, g->g.nmembers};
+        rc = allocate_one(&opt, &in, cid, &mine, &nmine, NULL, 0);
+        if (rc == 0)
+            rc = encode_assignments(mine, nmine, &body);
+        else if (rc != RMQ_ENOMEM)
+            rc = buf_append_str(&body, "{}"); /* the strategy refused: no assignment */
+    }
+    reply_body(s, c, req, rc, &body, false);
+    rmq_free(mine);
+    rmq_free(qs);
+    rmq_free(cids);
+    json_decref(root);
 }
 
 /* Appends the ConsumerConnection body of g. */

@@ -13,6 +13,7 @@ void handle_get_consumer_connection_list(struct broker *s, struct conn *c, struc
 /* CHECK_CLIENT_CONFIG, CONSUMER_SEND_MSG_BACK: accepted, nothing to do. */
 void handle_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void handle_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void handle_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void handle_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req);
 
 #endif

@@ -6,7 +6,7 @@
 #include "err.h"
 #include "loop.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <string.h>
 

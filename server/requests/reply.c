@@ -8,7 +8,7 @@
 #include "mem.h"
 #include "request_codes.h"
 #include "topics.h"
-#include "util.h"
+#include "array.h"
 
 #include <stdio.h>
 

@@ -41,6 +41,7 @@ static const struct route routes[] = {
     {RMQ_REQ_LOCK_BATCH_MQ, handle_lock_batch},
     {RMQ_REQ_UNLOCK_BATCH_MQ, handle_unlock_batch},
     {RMQ_REQ_CONSUMER_SEND_MSG_BACK, handle_send_back},
+    {400 /* QUERY_ASSIGNMENT */, handle_query_assignment}, /* 3 unless --compat broker */
     /* Admin tools (admin_*_requests.c; tests/mqadmin/FINDINGS.md §3). */
     {RMQ_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, handle_topic_list},
     {RMQ_REQ_GET_TOPIC_STATS_INFO, handle_topic_stats},

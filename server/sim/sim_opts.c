@@ -8,7 +8,7 @@
 #include "log.h"
 #include "mem.h"
 #include "remoting_cmd.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <getopt.h>
 #include <stdio.h>

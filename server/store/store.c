@@ -62,8 +62,9 @@ extern const unsigned schema_migration_count;
 #define STORE_BUSY_TIMEOUT_MS 5000
 
 #define STORE_PRUNE_SET                                                                                      \
-    "SELECT id FROM channels WHERE closed_ms IS NOT NULL AND (closed_ms < ?2 OR id <= coalesce((SELECT id "   \
-    "FROM channels WHERE closed_ms IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?1), 0)) ORDER BY id LIMIT ?3"
+    "SELECT id FROM channels WHERE closed_ms IS NOT NULL AND (closed_ms < ?2 OR id <= coalesce((SELECT id "  \
+    "FROM channels WHERE closed_ms IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?1), 0)) ORDER BY id LIMIT "  \
+    "?3"
 
 static const struct {
     const char *name; /* for error messages */
@@ -144,13 +145,11 @@ static const struct {
          "e.id DESC LIMIT 1), 0) + 1 FROM (SELECT DISTINCT m.group_name, m.client_id FROM members m "
          "JOIN channels c ON c.id = m.channel_id WHERE m.left_ms IS NULL AND c.run_id < ?2 ORDER BY "
          "m.group_name, m.client_id) AS x GROUP BY group_name ORDER BY group_name"},
-    [ST_RECOVER_MEMBERS] =
-        {"recover members",
-         "UPDATE members SET left_ms = ?1, leave_reason = ?3 WHERE left_ms IS NULL AND "
-         "channel_id IN (SELECT id FROM channels WHERE run_id < ?2)"},
-    [ST_RECOVER_CHANNELS] = {"recover channels",
-                             "UPDATE channels SET closed_ms = ?1, close_reason = ?3 "
-                             "WHERE closed_ms IS NULL AND run_id < ?2"},
+    [ST_RECOVER_MEMBERS] = {"recover members",
+                            "UPDATE members SET left_ms = ?1, leave_reason = ?3 WHERE left_ms IS NULL AND "
+                            "channel_id IN (SELECT id FROM channels WHERE run_id < ?2)"},
+    [ST_RECOVER_CHANNELS] = {"recover channels", "UPDATE channels SET closed_ms = ?1, close_reason = ?3 "
+                                                 "WHERE closed_ms IS NULL AND run_id < ?2"},
     [ST_LOAD_TOPICS] =
         {"load topics",
          "SELECT t.name, b.broker_name, b.read_queue_nums, b.write_queue_nums, b.perm FROM topics t "
@@ -163,18 +162,19 @@ static const struct {
     [ST_PRUNE_MEMBERS] = {"prune members", "DELETE FROM members WHERE channel_id IN (" STORE_PRUNE_SET ")"},
     [ST_PRUNE_CHANNELS] = {"prune channels", "DELETE FROM channels WHERE id IN (" STORE_PRUNE_SET ")"},
     /* store_maint.c: re-writing membership after failed writes. */
-    [ST_RESYNC_CHANNEL] = {"resync channel",
-                           "INSERT INTO channels (id, run_id, remote_addr, opened_ms) VALUES (?1, ?2, ?3, ?4) "
-                           "ON CONFLICT (id) DO NOTHING"},
-    [ST_RESYNC_CLOSE_CHANNELS] = {"resync channels",
-                                  "UPDATE channels SET closed_ms = ?2, close_reason = 'resync' WHERE closed_ms "
-                                  "IS NULL AND id NOT IN (SELECT value FROM json_each(?1))"},
-    [ST_RESYNC_END_MEMBERS] = {"resync members",
-                               "UPDATE members SET left_ms = ?3, leave_reason = 'resync' WHERE group_name = ?1 "
-                               "AND left_ms IS NULL AND channel_id NOT IN (SELECT value FROM json_each(?2))"},
-    [ST_RESYNC_END_GROUPS] = {"resync groups",
-                              "UPDATE members SET left_ms = ?2, leave_reason = 'resync' WHERE left_ms IS NULL "
-                              "AND group_name NOT IN (SELECT value FROM json_each(?1))"},
+    [ST_RESYNC_CHANNEL] =
+        {"resync channel",
+         "INSERT INTO channels (id, run_id, remote_addr, opened_ms) VALUES (?1, ?2, ?3, ?4) "
+         "ON CONFLICT (id) DO NOTHING"},
+    [ST_RESYNC_CLOSE_CHANNELS] =
+        {"resync channels", "UPDATE channels SET closed_ms = ?2, close_reason = 'resync' WHERE closed_ms "
+                            "IS NULL AND id NOT IN (SELECT value FROM json_each(?1))"},
+    [ST_RESYNC_END_MEMBERS] =
+        {"resync members", "UPDATE members SET left_ms = ?3, leave_reason = 'resync' WHERE group_name = ?1 "
+                           "AND left_ms IS NULL AND channel_id NOT IN (SELECT value FROM json_each(?2))"},
+    [ST_RESYNC_END_GROUPS] =
+        {"resync groups", "UPDATE members SET left_ms = ?2, leave_reason = 'resync' WHERE left_ms IS NULL "
+                          "AND group_name NOT IN (SELECT value FROM json_each(?1))"},
 };
 
 const char *store_stmt_name(enum stmt_id id)
@@ -710,10 +710,11 @@ int store_reset(struct store *s)
     int err = store_write_begin(s);
     if (err)
         return err;
-    err = exec_sql(s,
-                   "DELETE FROM members; DELETE FROM subscriptions; DELETE FROM consumer_groups; "
-                   "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
-                   "DELETE FROM clients; DELETE FROM events; DELETE FROM channels; DELETE FROM subscription_groups;",
-                   "reset");
+    err = exec_sql(
+        s,
+        "DELETE FROM members; DELETE FROM subscriptions; DELETE FROM consumer_groups; "
+        "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
+        "DELETE FROM clients; DELETE FROM events; DELETE FROM channels; DELETE FROM subscription_groups;",
+        "reset");
     return store_write_end(s, err);
 }

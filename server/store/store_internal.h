@@ -29,18 +29,18 @@ struct store {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     int64_t run_id;
-    bool in_batch;               /* BEGIN has run and COMMIT has not */
-    bool batch_lost;             /* SQLite rolled an open batch back; the next store_commit reports it */
-    uint64_t writes;             /* write calls so far, soft ones excepted (store_write_count) */
-    bool soft;                   /* store_soft_writes: writes do not count */
-    struct store_syncer *syncer; /* lazy commits on: the thread that fsyncs them; owned */
-    int lock_fd;                 /* the flock on "<path>.lock" (store_guard.c); -1 when none */
-    uint64_t busy_since_us;      /* writer_busy: when the current wait began */
+    bool in_batch;                /* BEGIN has run and COMMIT has not */
+    bool batch_lost;              /* SQLite rolled an open batch back; the next store_commit reports it */
+    uint64_t writes;              /* write calls so far, soft ones excepted (store_write_count) */
+    bool soft;                    /* store_soft_writes: writes do not count */
+    struct store_syncer *syncer;  /* lazy commits on: the thread that fsyncs them; owned */
+    int lock_fd;                  /* the flock on "<path>.lock" (store_guard.c); -1 when none */
+    uint64_t busy_since_us;       /* writer_busy: when the current wait began */
     uint64_t busy_quiet_until_us; /* writer_busy: no waiting before this */
-    bool resync_needed;          /* a write or commit failed: membership facts may be missing */
-    bool resync_in_batch;        /* the open batch re-writes them (store_resync_due) */
-    int64_t resync_next_ms;      /* store_resync_due: not before */
-    int64_t prune_next_ms;       /* store_prune: not before */
+    bool resync_needed;           /* a write or commit failed: membership facts may be missing */
+    bool resync_in_batch;         /* the open batch re-writes them (store_resync_due) */
+    int64_t resync_next_ms;       /* store_resync_due: not before */
+    int64_t prune_next_ms;        /* store_prune: not before */
     char errbuf[256];
 };
 

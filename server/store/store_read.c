@@ -16,7 +16,7 @@
 
 #include "err.h"
 #include "mem.h"
-#include "util.h"
+#include "array.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -608,11 +608,12 @@ static const char *const extra_sql[RX_COUNT] = {
         "SELECT language, version, first_seen_ms, last_heartbeat_ms FROM clients WHERE client_id = ?1",
     [RX_COUNT_KIND] = "SELECT count(*) FROM events WHERE group_name = ?1 AND kind = ?2 AND ts_ms >= ?3",
     /* Rebuilding the lists of delta events (schema/0002_event_deltas.sql). */
-    [RX_FULL_BEFORE] =
-        "SELECT id, after_json, group_seq FROM events WHERE group_name = ?1 AND id < ?2 AND list_delta IS NULL "
-        "ORDER BY id DESC LIMIT 1",
-    [RX_BETWEEN] = "SELECT id, kind, client_id, list_delta, after_json, group_seq FROM events WHERE group_name = ?1 "
-                   "AND id > ?2 AND id < ?3 ORDER BY id",
+    [RX_FULL_BEFORE] = "SELECT id, after_json, group_seq FROM events WHERE group_name = ?1 AND id < ?2 AND "
+                       "list_delta IS NULL "
+                       "ORDER BY id DESC LIMIT 1",
+    [RX_BETWEEN] =
+        "SELECT id, kind, client_id, list_delta, after_json, group_seq FROM events WHERE group_name = ?1 "
+        "AND id > ?2 AND id < ?3 ORDER BY id",
 };
 
 /* The cached statement i, prepared on first use; NULL with err set. */

@@ -23,7 +23,7 @@
 #include "mem.h"
 #include "remoting_cmd.h"
 #include "remoting_frame.h"
-#include "util.h"
+#include "array.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -312,3 +312,12 @@ class DaemonCase(unittest.TestCase):
             print(self.d.logtext(), file=sys.stderr)
         self.assertTrue(alive, "daemon died during the test")
         self.assertEqual(rc, 0, "daemon did not shut down cleanly")
+
+
+def run_tests(label):
+    """Runs the calling script's tests (unittest.main on __main__, verbose),
+    prints "<label>: N passed, M failed" and exits 1 if any failed or erred."""
+    result = unittest.main(module="__main__", exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print("%s: %d passed, %d failed" % (label, result.testsRun - failed, failed))
+    sys.exit(1 if failed else 0)

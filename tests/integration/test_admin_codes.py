@@ -268,6 +268,79 @@ class AdminCodesTest(DaemonCase):
         self.assertIn('rmqcoord_consumer_offset{group="%s",topic="%s",broker="%s",queue="1"} 11'
                       % (GROUP, TOPIC, BROKER), text)
 
+    def test_http_reset_and_clone_with_dry_run(self):
+        c = self.conn()
+        self.seed(c)
+        path = "/api/groups/%s/offsets/reset" % GROUP
+        st, body = self.d.http("POST", path, {"topic": TOPIC, "dryRun": True})
+        self.assertEqual(st, 200, body)
+        self.assertEqual([(q["queueId"], q["from"], q["to"]) for q in body["queues"]],
+                         [(q, 100 + q, 200 + q) for q in range(4)])
+        self.assertEqual(query(c, GROUP, TOPIC, 0), 100)  # a dry run changes nothing
+        st, body = self.d.http("POST", path, {"topic": TOPIC, "queueId": 1, "offset": 50})
+        self.assertEqual((st, [(q["queueId"], q["to"]) for q in body["queues"]]), (200, [(1, 50)]))
+        self.assertEqual(query(c, GROUP, TOPIC, 1), 50)
+        self.assertTrue(self.offsets_api(GROUP, TOPIC)[1]["queues"][1]["resetPending"])
+        self.assertEqual(self.d.http("POST", path, {"topic": "Nope"})[0], 404)
+        self.assertEqual(self.d.http("POST", path, {"topic": TOPIC, "force": "yes"})[0], 400)
+        self.assertEqual(self.d.http("POST", path, {})[0], 400)
+        # Clone OTHER's offsets into a new group.
+        clone = "/api/groups/GC/offsets/clone"
+        st, body = self.d.http("POST", clone, {"from": OTHER, "topic": TOPIC, "dryRun": True})
+        self.assertEqual(st, 200, body)
+        self.assertEqual([(q["queueId"], q["from"], q["to"]) for q in body["queues"]],
+                         [(q, None, 200 + q) for q in range(4)])
+        self.assertEqual(self.offsets_api("GC")[0], 404)
+        st, body = self.d.http("POST", clone, {"from": OTHER})
+        self.assertEqual(st, 200, body)
+        self.assertEqual([query(c, "GC", TOPIC, q) for q in range(4)], [200, 201, 202, 203])
+        self.assertEqual(self.d.http("POST", clone, {"from": "GC"})[0], 400)
+
+
+def wait_until(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+class NameServerRoleTest(unittest.TestCase):
+    """206 and 216 on --role namesrv (no longer refused as broker codes), and
+    a topic made by 17 on a broker reaching the name server."""
+
+    def test_topic_list_and_delete_on_namesrv(self):
+        ns = Daemon("--role", "namesrv")
+        br = None
+        try:
+            br = Daemon("--role", "broker", "--namesrv", "127.0.0.1:%d" % ns.port, "--topic", "TN:2")
+            c = ns.connect()
+
+            def topics():
+                f = c.request(206)
+                return json.loads(f.body)["topicList"] if f and f.code == 0 else []
+
+            self.assertTrue(wait_until(lambda: "TN" in topics()), ns.logtext())
+            b = br.connect()
+            f = b.request(17, {"topic": "TMade", "defaultTopic": "TBW102", "readQueueNums": 2,
+                               "writeQueueNums": 2, "perm": 6, "topicFilterType": "SINGLE_TAG", "order": "false"})
+            self.assertEqual(f.code, 0, f.remark)
+            self.assertTrue(wait_until(lambda: "TMade" in topics()), "the broker did not re-register")
+            self.assertEqual(c.request(216, {"topic": "TN", "clusterName": "OtherCluster"}).code, 0)
+            self.assertIn("TN", topics())  # another cluster's brokers only
+            self.assertEqual(c.request(216, {"topic": "TN"}).code, 0)
+            self.assertEqual(c.request(105, {"topic": "TN"}).code, 17)
+            self.assertEqual(c.request(102, {"namespace": "ORDER_TOPIC_CONFIG", "key": "TN"}).code, 0)
+            # A broker code on the name server is still refused.
+            self.assertEqual(c.request(208, {"consumerGroup": "G"}).code, 3)
+            c.close()
+            b.close()
+        finally:
+            if br:
+                self.assertEqual(br.stop(), 0)
+            self.assertEqual(ns.stop(), 0)
+
 
 class SubscriptionGroupStoreTest(unittest.TestCase):
     def test_configs_survive_restart(self):

@@ -239,6 +239,20 @@ class Broker5(CompatCase):
         self.assertEqual(c.request(UPDATE_OFF, off_ext(self.g, 2, commitOffset=7)).code, 0)
         self.assertEqual(c.request(QUERY_OFF, off_ext(self.g, 2)).ext.get("offset"), "7")
 
+    def test_query_assignment(self):
+        a, b = self.conn(), self.conn()
+        self.join(a, "cA")
+        self.join(b, "cB")
+        body = {"clientId": "cA", "consumerGroup": self.g, "messageModel": "CLUSTERING", "strategyName": "AVG",
+                "topic": "TopicA"}
+        r = a.request(ASSIGNMENT, body=body)
+        self.assertEqual(r.code, 0, r)
+        got = sorted(x["messageQueue"]["queueId"] for x in r.json()["messageQueueAssignments"])
+        self.assertEqual(got, [0, 1])
+        self.assertEqual({x["mode"] for x in r.json()["messageQueueAssignments"]}, {"PULL"})
+        body["messageModel"] = "BROADCASTING"
+        self.assertEqual(len(a.request(ASSIGNMENT, body=body).json()["messageQueueAssignments"]), 4)
+
     def test_unlock_without_fields_and_send_back(self):
         c = self.conn()
         self.assertEqual(c.request(UNLOCK, body={"consumerGroup": self.g}).code, 0)

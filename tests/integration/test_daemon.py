@@ -11,7 +11,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Conn, Daemon, DaemonCase, encode_header_json, frame, heartbeat_body  # noqa: E402,F401
+from rmqclient import (Conn, Daemon, DaemonCase, encode_header_json, frame, heartbeat_body,  # noqa: E402,F401
+                       run_tests)
 
 HB, UNREG, LIST, ROUTE, NOTIFY = 34, 35, 38, 105, 40
 QUERY_OFF, UPDATE_OFF, MAX_OFF, PULL, LOCK, UNLOCK = 14, 15, 30, 11, 41, 42
@@ -673,7 +674,4 @@ class Shutdown(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    result = unittest.main(exit=False, verbosity=2).result
-    failed = len(result.failures) + len(result.errors)
-    print("integration: %d passed, %d failed" % (result.testsRun - failed, failed))
-    sys.exit(1 if failed else 0)
+    run_tests("integration")

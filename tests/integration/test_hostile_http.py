@@ -270,6 +270,15 @@ class GroupPagesDoNotStall(DaemonCase):
         self.assertIsNotNone(body["next"])
         st, page2 = self.d.http("GET", "/api/groups?limit=2&cursor=" + body["next"])
         self.assertEqual([g["group"] for g in page2["groups"]], ["GID_00001", "GID_00002"])
+        names, cursor = [], None
+        for _ in range(self.GROUPS // 1000 + 2):  # every page of 1,000: all names, in order, once
+            st, page = self.d.http("GET", "/api/groups?limit=1000" + ("&cursor=" + cursor if cursor else ""))
+            self.assertEqual(st, 200, page)
+            names += [g["group"] for g in page["groups"]]
+            cursor = page["next"]
+            if cursor is None:
+                break
+        self.assertEqual(names, ["GID_%05d" % i for i in range(self.GROUPS)])
         time.sleep(1.5)  # let the joins' store writes settle
         stop, lat = threading.Event(), []
         t = threading.Thread(target=probe, args=(self.d, stop, lat))

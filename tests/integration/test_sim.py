@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body  # noqa: E402
+from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body, run_tests  # noqa: E402
 
 BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 GROUP = "G"
@@ -555,7 +555,4 @@ class BadFlags(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    result = unittest.main(exit=False, verbosity=2).result
-    failed = len(result.failures) + len(result.errors)
-    print("sim integration: %d passed, %d failed" % (result.testsRun - failed, failed))
-    sys.exit(1 if failed else 0)
+    run_tests("sim integration")

@@ -29,7 +29,6 @@
 #include "test_support.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -147,23 +146,6 @@ struct fx *fx_new(const struct config *cfg)
     return fx;
 }
 
-static void remove_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *e;
-    char p[8192];
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 void fx_free(struct fx *fx)
 {
     struct broker *s = &fx->b;
@@ -185,7 +167,7 @@ void fx_free(struct fx *fx)
         close(fx->peers[i].fd);
         rmq_frame_decoder_free(&fx->peers[i].dec);
     }
-    remove_dir(fx->dir);
+    (void)test_rmdir_all(fx->dir);
     free(fx);
 }
 
@@ -402,6 +384,22 @@ void fx_expect_reply_prefix(struct fx *fx, size_t i, int32_t opaque, int32_t cod
     if (strncmp(r.remark, prefix, strlen(prefix)) != 0)
         fail_msg("remark \"%s\" does not start with \"%s\"", r.remark, prefix);
     rmq_cmd_clear(&r);
+}
+
+const struct reg_group *fx_group(struct fx *fx, const char *name, size_t nmembers)
+{
+    const struct reg_group *g = registry_group(&fx->b.reg, name);
+    if (!g)
+        fail_msg("group %s is not live", name);
+    assert_int_equal(g->g.nmembers, nmembers);
+    return g;
+}
+
+void fx_join(struct fx *fx, size_t i, const char *client_id, const char *group)
+{
+    fx_heartbeat(fx, i, client_id, group, "T");
+    fx_iterate(fx);
+    fx_drain(fx, i);
 }
 
 void fx_two_members(struct fx *fx, size_t *a, size_t *b)

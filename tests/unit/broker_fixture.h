@@ -103,6 +103,11 @@ void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *clie
 void fx_expect_reply(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *remark);
 /* The same with a remark that must start with prefix. */
 void fx_expect_reply_prefix(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *prefix);
+/* The live group name, which must have nmembers members. */
+const struct reg_group *fx_group(struct fx *fx, const char *name, size_t nmembers);
+/* Peer i's client_id joins group on topic T: heartbeat, an iteration, and
+ * every frame at peer i read. */
+void fx_join(struct fx *fx, size_t i, const char *client_id, const char *group);
 /* Two connections whose clients cA and cB joined group g on topic T; the
  * heartbeat replies and the NOTIFYs are read. */
 void fx_two_members(struct fx *fx, size_t *a, size_t *b);

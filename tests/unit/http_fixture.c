@@ -271,6 +271,13 @@ void expect_error(struct fixture *f, const char *method, const char *path, const
     json_decref(v);
 }
 
+void expect_errors(struct fixture *f, const char *method, const char *const *paths, size_t n,
+                   const char *body, int status, const char *code)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_error(f, method, paths[i], body, status, code);
+}
+
 /* Asserts that the echo reply names op and arg (arg NULL = JSON null). */
 json_t *expect_op(struct fixture *f, const char *method, const char *path, const char *body, enum admin_op op,
                   const char *arg)

@@ -59,6 +59,9 @@ json_t *call(struct fixture *f, const char *method, const char *path, const char
 /* Asserts status and the error code, with a non-empty detail. */
 void expect_error(struct fixture *f, const char *method, const char *path, const char *body, int status,
                   const char *code);
+/* expect_error for each of the n paths (method and body the same). */
+void expect_errors(struct fixture *f, const char *method, const char *const *paths, size_t n,
+                   const char *body, int status, const char *code);
 /* Asserts that the echo reply names op and arg (arg NULL = JSON null);
  * returns the reply (new). */
 json_t *expect_op(struct fixture *f, const char *method, const char *path, const char *body, enum admin_op op,

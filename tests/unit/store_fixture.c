@@ -15,7 +15,6 @@
 #include "store_fixture.h"
 #include "test_support.h"
 
-#include <dirent.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,20 +36,7 @@ int fx_setup(void **state)
 int fx_teardown(void **state)
 {
     struct fx *fx = *state;
-    DIR *d = opendir(fx->dir);
-    if (!d)
-        return -1;
-    struct dirent *e;
-    char p[8192];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", fx->dir, e->d_name);
-        if (unlink(p) != 0)
-            rmdir(p);
-    }
-    closedir(d);
-    return rmdir(fx->dir);
+    return test_rmdir_all(fx->dir);
 }
 
 struct store *open_ok(const char *path)

@@ -153,45 +153,53 @@ static void feed_in_chunks(const uint8_t *frame, size_t len, size_t split, const
     rmq_frame_decoder_free(&d);
 }
 
-static void test_byte_by_byte_and_every_split(void **state)
+/* Runs check on make_cmd's command of each serialize type and its frame. */
+static void for_each_type(void (*check)(const struct rmq_cmd *c, const uint8_t *frame, size_t len))
 {
-    (void)state;
     for (uint8_t type = 0; type <= 1; type++) {
         struct rmq_cmd c;
         make_cmd(&c, type);
         size_t len;
         uint8_t *frame = encode_new(&c, &len);
-        feed_in_chunks(frame, len, 0, &c);
-        for (size_t split = 1; split < len; split++)
-            feed_in_chunks(frame, len, split, &c);
+        check(&c, frame, len);
         free(frame);
         rmq_cmd_clear(&c);
+    }
+}
+
+static void check_byte_by_byte_and_every_split(const struct rmq_cmd *c, const uint8_t *frame, size_t len)
+{
+    feed_in_chunks(frame, len, 0, c);
+    for (size_t split = 1; split < len; split++)
+        feed_in_chunks(frame, len, split, c);
+}
+
+static void test_byte_by_byte_and_every_split(void **state)
+{
+    (void)state;
+    for_each_type(check_byte_by_byte_and_every_split);
+}
+
+static void check_truncation_at_every_offset(const struct rmq_cmd *c, const uint8_t *frame, size_t len)
+{
+    for (size_t k = 0; k < len; k++) {
+        /* An exact-size copy lets ASan catch any read past the end. */
+        uint8_t *cut = malloc(k ? k : 1);
+        memcpy(cut, frame, k);
+        struct rmq_cmd d;
+        rmq_cmd_init(&d);
+        size_t used = 99;
+        assert_int_equal(rmq_frame_decode(cut, k, 0, &d, &used, NULL, 0), RMQ_EAGAIN);
+        assert_int_equal(used, 99);
+        assert_null(d.ext);
+        free(cut);
     }
 }
 
 static void test_truncation_at_every_offset(void **state)
 {
     (void)state;
-    for (uint8_t type = 0; type <= 1; type++) {
-        struct rmq_cmd c;
-        make_cmd(&c, type);
-        size_t len;
-        uint8_t *frame = encode_new(&c, &len);
-        for (size_t k = 0; k < len; k++) {
-            /* An exact-size copy lets ASan catch any read past the end. */
-            uint8_t *cut = malloc(k ? k : 1);
-            memcpy(cut, frame, k);
-            struct rmq_cmd d;
-            rmq_cmd_init(&d);
-            size_t used = 99;
-            assert_int_equal(rmq_frame_decode(cut, k, 0, &d, &used, NULL, 0), RMQ_EAGAIN);
-            assert_int_equal(used, 99);
-            assert_null(d.ext);
-            free(cut);
-        }
-        free(frame);
-        rmq_cmd_clear(&c);
-    }
+    for_each_type(check_truncation_at_every_offset);
 }
 
 static void test_two_frames_in_one_feed(void **state)
@@ -364,48 +372,45 @@ static void test_encode_rolls_back_on_failure(void **state)
 
 /* Fails allocation N = 0, 1, 2 ... inside feed + next; each run must fail
  * with RMQ_ENOMEM and leave nothing behind, until one run succeeds. */
+static void check_decoder_allocation_failures(const struct rmq_cmd *c, const uint8_t *frame, size_t len)
+{
+    long n;
+    for (n = 0;; n++) {
+        struct rmq_frame_decoder d;
+        struct rmq_cmd got;
+        rmq_cmd_init(&got);
+        rmq_frame_decoder_init(&d, 0, 0);
+        rmq_mem_fail_after(n);
+        int rc = rmq_frame_decoder_feed(&d, frame, len);
+        if (rc == RMQ_OK)
+            rc = rmq_frame_decoder_next(&d, &got);
+        rmq_mem_fail_after(-1);
+        if (rc == RMQ_OK) {
+            assert_cmd_equal(c, &got);
+            rmq_cmd_clear(&got);
+            rmq_frame_decoder_free(&d);
+            break;
+        }
+        assert_int_equal(rc, RMQ_ENOMEM);
+        assert_null(got.ext);
+        assert_null(got.remark);
+        assert_null(got.body);
+        /* Nothing was consumed, so the same frame decodes once memory
+         * is back. */
+        if (buf_live(&d.in) == len) {
+            assert_int_equal(rmq_frame_decoder_next(&d, &got), RMQ_OK);
+            assert_cmd_equal(c, &got);
+            rmq_cmd_clear(&got);
+        }
+        rmq_frame_decoder_free(&d);
+    }
+    assert_true(n >= 5); /* buffer, header parse, ext copies, body */
+}
+
 static void test_decoder_allocation_failures(void **state)
 {
     (void)state;
-    for (uint8_t type = 0; type <= 1; type++) {
-        struct rmq_cmd c;
-        make_cmd(&c, type);
-        size_t len;
-        uint8_t *frame = encode_new(&c, &len);
-        long n;
-        for (n = 0;; n++) {
-            struct rmq_frame_decoder d;
-            struct rmq_cmd got;
-            rmq_cmd_init(&got);
-            rmq_frame_decoder_init(&d, 0, 0);
-            rmq_mem_fail_after(n);
-            int rc = rmq_frame_decoder_feed(&d, frame, len);
-            if (rc == RMQ_OK)
-                rc = rmq_frame_decoder_next(&d, &got);
-            rmq_mem_fail_after(-1);
-            if (rc == RMQ_OK) {
-                assert_cmd_equal(&c, &got);
-                rmq_cmd_clear(&got);
-                rmq_frame_decoder_free(&d);
-                break;
-            }
-            assert_int_equal(rc, RMQ_ENOMEM);
-            assert_null(got.ext);
-            assert_null(got.remark);
-            assert_null(got.body);
-            /* Nothing was consumed, so the same frame decodes once memory
-             * is back. */
-            if (buf_live(&d.in) == len) {
-                assert_int_equal(rmq_frame_decoder_next(&d, &got), RMQ_OK);
-                assert_cmd_equal(&c, &got);
-                rmq_cmd_clear(&got);
-            }
-            rmq_frame_decoder_free(&d);
-        }
-        assert_true(n >= 5); /* buffer, header parse, ext copies, body */
-        free(frame);
-        rmq_cmd_clear(&c);
-    }
+    for_each_type(check_decoder_allocation_failures);
 }
 
 int main(void)

@@ -19,6 +19,14 @@ static uint32_t h(const char *s)
     return hash_ring_hash(s, strlen(s));
 }
 
+/* The node owning x; the lookup must succeed. */
+static size_t owner(const struct hash_ring *r, uint32_t x)
+{
+    size_t node = (size_t)-1;
+    assert_int_equal(hash_ring_lookup(r, x, &node), 0);
+    return node;
+}
+
 static void test_hash_is_md5_prefix(void **state)
 {
     (void)state;
@@ -53,7 +61,6 @@ static void test_ceiling_and_wrap(void **state)
 {
     (void)state;
     struct hash_ring *r;
-    size_t node;
     assert_int_equal(hash_ring_new(&r, 2, 2), 0);
     assert_int_equal(hash_ring_add(r, "a", 0, 1), 0); /* key "a-0" */
     assert_int_equal(hash_ring_add(r, "b", 1, 1), 0); /* key "b-0" */
@@ -61,18 +68,13 @@ static void test_ceiling_and_wrap(void **state)
     uint32_t ka = h("a-0"), kb = h("b-0");
     uint32_t lo = ka < kb ? ka : kb, hi = ka < kb ? kb : ka;
     size_t lo_node = ka < kb ? 0 : 1, hi_node = 1 - lo_node;
-    assert_int_equal(hash_ring_lookup(r, lo, &node), 0);
-    assert_int_equal(node, lo_node); /* equal key counts */
-    assert_int_equal(hash_ring_lookup(r, lo + 1, &node), 0);
-    assert_int_equal(node, hi_node);
-    assert_int_equal(hash_ring_lookup(r, hi, &node), 0);
-    assert_int_equal(node, hi_node);
+    assert_int_equal(owner(r, lo), lo_node); /* equal key counts */
+    assert_int_equal(owner(r, lo + 1), hi_node);
+    assert_int_equal(owner(r, hi), hi_node);
     if (hi < UINT32_MAX) {
-        assert_int_equal(hash_ring_lookup(r, hi + 1, &node), 0);
-        assert_int_equal(node, lo_node); /* wrap */
+        assert_int_equal(owner(r, hi + 1), lo_node); /* wrap */
     }
-    assert_int_equal(hash_ring_lookup(r, 0, &node), 0);
-    assert_int_equal(node, lo_node);
+    assert_int_equal(owner(r, 0), lo_node);
     hash_ring_free(r);
 }
 
@@ -81,7 +83,6 @@ static void test_replica_numbering(void **state)
 {
     (void)state;
     struct hash_ring *r;
-    size_t node;
     assert_int_equal(hash_ring_new(&r, 2, 4), 0);
     assert_int_equal(hash_ring_add(r, "a", 0, 2), 0);
     assert_int_equal(hash_ring_add(r, "a", 0, 2), 0); /* keys a-2, a-3 */
@@ -89,10 +90,8 @@ static void test_replica_numbering(void **state)
     assert_int_equal(hash_ring_size(r), 4);
     assert_int_equal(hash_ring_add(r, "b", 1, 1), 0);
     assert_int_equal(hash_ring_seal(r), 0);
-    assert_int_equal(hash_ring_lookup(r, h("a-3"), &node), 0);
-    assert_int_equal(node, 0);
-    assert_int_equal(hash_ring_lookup(r, h("b-0"), &node), 0);
-    assert_int_equal(node, 1);
+    assert_int_equal(owner(r, h("a-3")), 0);
+    assert_int_equal(owner(r, h("b-0")), 1);
     hash_ring_free(r);
 }
 
@@ -105,7 +104,6 @@ static void test_collision_overwrites(void **state)
     assert_true(h("n11593-0") == 0x6fd56d8cu);
     assert_true(h("n38145-0") == 0x6fd56d8cu);
     struct hash_ring *r;
-    size_t node;
     assert_int_equal(hash_ring_new(&r, 2, 0), 0);
     assert_int_equal(hash_ring_add(r, "n11593", 0, 1), 0);
     assert_int_equal(hash_ring_add(r, "n38145", 1, 1), 0);
@@ -113,8 +111,7 @@ static void test_collision_overwrites(void **state)
     assert_int_equal(hash_ring_replicas(r, 0), 0);
     assert_int_equal(hash_ring_replicas(r, 1), 1);
     assert_int_equal(hash_ring_seal(r), 0);
-    assert_int_equal(hash_ring_lookup(r, 1, &node), 0);
-    assert_int_equal(node, 1);
+    assert_int_equal(owner(r, 1), 1);
     /* n11593 owns nothing, so its next replica is numbered 0 again and takes
      * the key back. */
     assert_int_equal(hash_ring_add(r, "n11593", 0, 1), 0);
@@ -122,8 +119,7 @@ static void test_collision_overwrites(void **state)
     assert_int_equal(hash_ring_replicas(r, 0), 1);
     assert_int_equal(hash_ring_replicas(r, 1), 0);
     assert_int_equal(hash_ring_seal(r), 0);
-    assert_int_equal(hash_ring_lookup(r, 1, &node), 0);
-    assert_int_equal(node, 0);
+    assert_int_equal(owner(r, 1), 0);
     hash_ring_free(r);
 }
 
@@ -146,10 +142,8 @@ static void test_growth(void **state)
     assert_int_equal(total, hash_ring_size(r));
     for (size_t i = 0; i < NODES; i++) {
         char key[48];
-        size_t node;
         snprintf(key, sizeof key, "10.0.%zu.1@%zu-%d", i % 256, i, REPL - 1);
-        assert_int_equal(hash_ring_lookup(r, h(key), &node), 0);
-        assert_int_equal(node, i);
+        assert_int_equal(owner(r, h(key)), i);
     }
     hash_ring_free(r);
 }

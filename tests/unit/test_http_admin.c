@@ -83,9 +83,9 @@ static void test_new_routes_reach_ops(void **state)
     expect_error(f, "POST", "/api/clock/advance", "{\"ms\":-5}", 400, "bad body");
     expect_error(f, "POST", "/api/clock/advance", "", 400, "bad json");
     expect_error(f, "POST", "/api/reset", "[]", 400, "bad json");
-    expect_error(f, "GET", "/api/groups/G1/converged?timeout_ms=61000", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/groups?limit=0", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/clients?cursor=zzzz", NULL, 400, "bad parameter");
+    static const char *const paths[] = {"/api/groups/G1/converged?timeout_ms=61000", "/api/groups?limit=0",
+                                        "/api/clients?cursor=zzzz"};
+    expect_errors(f, "GET", paths, sizeof paths / sizeof paths[0], NULL, 400, "bad parameter");
     expect_error(f, "PUT", "/api/topics/a.b", "{}", 400, "bad topic name");
     expect_error(f, "GET", "/api/groups/a%0Ab", NULL, 400, "bad parameter");
     assert_int_equal(atomic_load(&f->handled), before); /* all refused before posting */
@@ -157,9 +157,8 @@ static void test_percent_decoding(void **state)
     /* An encoded slash stays inside the name instead of making a new segment. */
     json_decref(expect_op(f, "GET", "/api/topics/a%2Fb", NULL, ADMIN_OP_TOPIC_GET, "a/b"));
     json_decref(expect_op(f, "GET", "/api/topics/x+y", NULL, ADMIN_OP_TOPIC_GET, "x+y"));
-    expect_error(f, "GET", "/api/groups/%zz", NULL, 400, "bad path");
-    expect_error(f, "GET", "/api/groups/%2", NULL, 400, "bad path");
-    expect_error(f, "GET", "/api/groups/a%00b", NULL, 400, "bad path");
+    static const char *const paths[] = {"/api/groups/%zz", "/api/groups/%2", "/api/groups/a%00b"};
+    expect_errors(f, "GET", paths, sizeof paths / sizeof paths[0], NULL, 400, "bad path");
     expect_error(f, "GET", "/api/groups/x?topic=%zz", NULL, 400, "bad parameter");
 }
 
@@ -197,13 +196,14 @@ static void test_put_requires_json_object(void **state)
 static void test_unknown_route_404(void **state)
 {
     struct fixture *f = *state;
-    expect_error(f, "GET", "/index.html", NULL, 404, "not found");
-    expect_error(f, "GET", "/nope", NULL, 404, "not found");
-    expect_error(f, "GET", "/ui/nope.js", NULL, 404, "not found");
-    expect_error(f, "GET", "/api", NULL, 404, "not found");
-    expect_error(f, "GET", "/api/groups/G1/members", NULL, 404, "not found");
-    expect_error(f, "GET", "/api/groups/G1/allocation/x", NULL, 404, "not found");
-    expect_error(f, "GET", "/healthz/", NULL, 404, "not found");
+    static const char *const paths[] = {"/index.html",
+                                        "/nope",
+                                        "/ui/nope.js",
+                                        "/api",
+                                        "/api/groups/G1/members",
+                                        "/api/groups/G1/allocation/x",
+                                        "/healthz/"};
+    expect_errors(f, "GET", paths, sizeof paths / sizeof paths[0], NULL, 404, "not found");
 }
 
 static void test_wrong_method_405(void **state)

@@ -65,12 +65,10 @@ static void test_events_from_store(void **state)
     json_decref(v);
     store_close(s);
 
-    expect_error(f, "GET", "/api/events?limit=-1", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/events?limit=abc", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/events?limit=99999999999", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/events?since=1.5", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/events?since=", NULL, 400, "bad parameter");
-    expect_error(f, "GET", "/api/events?group=", NULL, 400, "bad parameter");
+    static const char *const paths[] = {
+        "/api/events?limit=-1",  "/api/events?limit=abc", "/api/events?limit=99999999999",
+        "/api/events?since=1.5", "/api/events?since=",    "/api/events?group="};
+    expect_errors(f, "GET", paths, sizeof paths / sizeof paths[0], NULL, 400, "bad parameter");
     expect_error(f, "POST", "/api/events", "{}", 405, "method not allowed");
 }
 

@@ -106,9 +106,7 @@ static void test_reheartbeat_is_not_a_change(void **state)
     expect_hb_reply(fx, a);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(fx_drain(fx, b), 0);
-    const struct reg_group *g = registry_group(&fx->b.reg, "g");
-    assert_non_null(g);
-    assert_int_equal(g->g.nmembers, 2);
+    const struct reg_group *g = fx_group(fx, "g", 2);
     assert_string_equal(g->g.members[0].client_id, "cA2");
 }
 
@@ -124,9 +122,7 @@ static void test_broadcast_group_not_notified(void **state)
     expect_hb_reply(fx, b);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(fx_drain(fx, b), 0);
-    const struct reg_group *g = registry_group(&fx->b.reg, "bg");
-    assert_non_null(g);
-    assert_int_equal(g->g.nmembers, 2);
+    (void)fx_group(fx, "bg", 2);
     conn_close_async(fx_conn(fx, b), "test");
     fx_iterate(fx);
     assert_int_equal(fx_drain(fx, a), 0);
@@ -145,9 +141,7 @@ static void test_close_notifies_the_rest(void **state)
     assert_int_equal(fx_drain(fx, b), 0);
     assert_true(fx->peers[b].eof);
     assert_int_equal(fx_notifies(fx, a, "g"), 1);
-    const struct reg_group *g = registry_group(&fx->b.reg, "g");
-    assert_non_null(g);
-    assert_int_equal(g->g.nmembers, 1);
+    (void)fx_group(fx, "g", 1);
     /* The last member closing removes the group; nobody is left to notify. */
     conn_close_async(fx_conn(fx, a), "client went away");
     fx_iterate(fx);

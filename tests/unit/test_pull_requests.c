@@ -50,6 +50,14 @@ static void pull(struct fx *fx, size_t i, int32_t opaque, int32_t flag, const ch
     rmq_cmd_clear(&req);
 }
 
+/* Moves the clock by ms, runs the pull timer and an iteration. */
+static void tick(struct fx *fx, int64_t ms)
+{
+    fx_advance(fx, ms);
+    pull_on_timer(&fx->b);
+    fx_iterate(fx);
+}
+
 /* Reads a PULL_NOT_FOUND for opaque and checks its four offsets. */
 static void expect_not_found(struct fx *fx, size_t i, int32_t opaque, int64_t next, int64_t max)
 {
@@ -96,22 +104,14 @@ static void test_held_until_deadline(void **state)
     fx_iterate(fx);
     assert_int_equal(fx->b.pulls.n, 2);
     assert_int_equal(fx_drain(fx, a), 0);
-    fx_advance(fx, 999);
-    pull_on_timer(&fx->b);
-    fx_iterate(fx);
+    tick(fx, 999);
     assert_int_equal(fx_drain(fx, a), 0);
-    fx_advance(fx, 1);
-    pull_on_timer(&fx->b);
-    fx_iterate(fx);
+    tick(fx, 1);
     expect_not_found(fx, a, 1, 7, 7);
     assert_int_equal(fx_drain(fx, a), 0);
-    fx_advance(fx, 15000 - 1000 - 1);
-    pull_on_timer(&fx->b);
-    fx_iterate(fx);
+    tick(fx, 15000 - 1000 - 1);
     assert_int_equal(fx_drain(fx, a), 0);
-    fx_advance(fx, 1);
-    pull_on_timer(&fx->b);
-    fx_iterate(fx);
+    tick(fx, 1);
     expect_not_found(fx, a, 2, 8, 8);
     assert_int_equal(fx->b.pulls.n, 0);
 }
@@ -122,9 +122,7 @@ static void test_released_on_group_change(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
+    fx_join(fx, a, "cA", "g");
     pull(fx, a, 11, 0, "g", "T", 3, 2, 15000, -2);
     pull(fx, a, 12, 0, "other", "T", 4, 2, 15000, -2);
     fx_iterate(fx);
@@ -142,9 +140,7 @@ static void test_released_when_group_empties(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx), b = fx_connect(fx);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
+    fx_join(fx, a, "cA", "g");
     pull(fx, b, 21, 0, "g", "T", 0, 2, 15000, -2);
     fx_iterate(fx);
     assert_int_equal(fx->b.pulls.n, 1);
@@ -171,9 +167,7 @@ static void test_dropped_on_close(void **state)
     assert_int_equal(fx->b.pulls.n, 1);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_true(fx->peers[a].eof);
-    fx_advance(fx, 15000);
-    pull_on_timer(&fx->b);
-    fx_iterate(fx);
+    tick(fx, 15000);
     expect_not_found(fx, b, 33, 0, 0);
 }
 

@@ -10,6 +10,8 @@
 #include "mem.h"
 #include "registry.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct log {
@@ -54,6 +56,7 @@ static void on_empty(void *ctx, struct reg_group *g)
     ((struct log *)ctx)->empty++;
 }
 
+/* A registry logging its hooks into l. */
 static void setup(struct registry *r, struct log *l)
 {
     memset(l, 0, sizeof *l);
@@ -61,7 +64,44 @@ static void setup(struct registry *r, struct log *l)
     registry_init(r, &h);
 }
 
-static void beat(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic)
+/* A test's registry and hook log (cmocka state). */
+struct world {
+    struct registry r;
+    struct log l;
+};
+
+static int world_setup(void **state)
+{
+    struct world *w = calloc(1, sizeof *w);
+    assert_non_null(w);
+    setup(&w->r, &w->l);
+    *state = w;
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    struct world *w = *state;
+    registry_free(&w->r);
+    free(w);
+    return 0;
+}
+
+/* Opens channels first..last (peers "p1", "p2"...). */
+static void open_channels(struct registry *r, uint64_t first, uint64_t last)
+{
+    for (uint64_t ch = first; ch <= last; ch++) {
+        char peer[32];
+        snprintf(peer, sizeof peer, "p%llu", (unsigned long long)ch);
+        assert_int_equal(registry_channel_open(r, ch, NULL, peer, 0), 0);
+    }
+}
+
+/* A heartbeat of cid on channel ch for group (none if NULL) on topic (none
+ * if NULL), with its raw body (NULL: none) so the repeat path can be
+ * exercised, at now. */
+static void beat_body(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic,
+                      const char *body, int64_t now)
 {
     struct rmq_subscription sub = {
         .topic = (char *)topic, .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
@@ -69,101 +109,88 @@ static void beat(struct registry *r, uint64_t ch, const char *cid, const char *g
         .group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub, .nsubs = topic ? 1 : 0};
     struct rmq_heartbeat hb = {.client_id = (char *)cid, .consumers = &cd, .nconsumers = group ? 1 : 0};
     struct registry_hb_result res;
-    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, NULL, 0, 1000, &res), 0);
+    assert_int_equal(
+        registry_heartbeat(r, ch, 0, 409, &hb, (const uint8_t *)body, body ? strlen(body) : 0, now, &res), 0);
+}
+
+static void beat(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic)
+{
+    beat_body(r, ch, cid, group, topic, NULL, 1000);
 }
 
 static void test_join_close_removes_from_every_group(void **state)
 {
-    (void)state;
-    struct registry r;
-    struct log l;
-    setup(&r, &l);
-    assert_int_equal(registry_channel_open(&r, 1, NULL, "p1", 0), 0);
-    assert_int_equal(registry_channel_open(&r, 2, NULL, "p2", 0), 0);
-    beat(&r, 1, "a", "G1", "T");
-    beat(&r, 1, "a", "G2", "T");
-    beat(&r, 2, "b", "G1", "T");
-    assert_int_equal(l.joined, 3);
-    beat(&r, 1, "a", "G1", "T");
-    assert_int_equal(l.joined, 3);
-    registry_channel_close(&r, 1);
-    assert_int_equal(l.left, 2);
-    assert_int_equal(l.last_why, REG_LEAVE_CLOSE);
-    assert_null(registry_group(&r, "G2")); /* emptied and removed */
-    assert_int_equal(l.empty, 1);
-    assert_true(registry_group_known(&r, "G2"));
-    assert_int_equal(registry_group(&r, "G1")->g.nmembers, 1);
-    assert_null(registry_channel(&r, 1));
-    registry_free(&r);
+    struct world *w = *state;
+    open_channels(&w->r, 1, 2);
+    beat(&w->r, 1, "a", "G1", "T");
+    beat(&w->r, 1, "a", "G2", "T");
+    beat(&w->r, 2, "b", "G1", "T");
+    assert_int_equal(w->l.joined, 3);
+    beat(&w->r, 1, "a", "G1", "T");
+    assert_int_equal(w->l.joined, 3);
+    registry_channel_close(&w->r, 1);
+    assert_int_equal(w->l.left, 2);
+    assert_int_equal(w->l.last_why, REG_LEAVE_CLOSE);
+    assert_null(registry_group(&w->r, "G2")); /* emptied and removed */
+    assert_int_equal(w->l.empty, 1);
+    assert_true(registry_group_known(&w->r, "G2"));
+    assert_int_equal(registry_group(&w->r, "G1")->g.nmembers, 1);
+    assert_null(registry_channel(&w->r, 1));
 }
 
 static void test_unregister_keeps_channel(void **state)
 {
-    (void)state;
-    struct registry r;
-    struct log l;
-    setup(&r, &l);
-    registry_channel_open(&r, 1, NULL, "p1", 0);
-    registry_channel_open(&r, 2, NULL, "p2", 0);
-    beat(&r, 1, "a", "G", "T");
-    beat(&r, 2, "b", "G", "T");
-    assert_int_equal(registry_unregister(&r, 1, "G"), 1);
-    assert_int_equal(l.last_why, REG_LEAVE_UNREGISTER);
-    assert_string_equal(l.last_left, "a");
-    assert_int_equal(l.last_index, 0);
-    assert_int_equal(registry_unregister(&r, 1, "G"), 0);
-    assert_non_null(registry_channel(&r, 1));
+    struct world *w = *state;
+    open_channels(&w->r, 1, 2);
+    beat(&w->r, 1, "a", "G", "T");
+    beat(&w->r, 2, "b", "G", "T");
+    assert_int_equal(registry_unregister(&w->r, 1, "G"), 1);
+    assert_int_equal(w->l.last_why, REG_LEAVE_UNREGISTER);
+    assert_string_equal(w->l.last_left, "a");
+    assert_int_equal(w->l.last_index, 0);
+    assert_int_equal(registry_unregister(&w->r, 1, "G"), 0);
+    assert_non_null(registry_channel(&w->r, 1));
     /* a later close of that channel is not a second leave */
-    registry_channel_close(&r, 1);
-    assert_int_equal(l.left, 1);
-    registry_free(&r);
+    registry_channel_close(&w->r, 1);
+    assert_int_equal(w->l.left, 1);
 }
 
 static void test_expire_reports_channels_once(void **state)
 {
-    (void)state;
-    struct registry r;
-    struct log l;
-    setup(&r, &l);
-    registry_channel_open(&r, 1, NULL, "p1", 0);
-    registry_channel_open(&r, 2, NULL, "p2", 0);
-    beat(&r, 1, "a", "G1", "T");
-    beat(&r, 1, "a", "G2", "T");
-    beat(&r, 2, "b", "G1", "T");
+    struct world *w = *state;
+    open_channels(&w->r, 1, 2);
+    beat(&w->r, 1, "a", "G1", "T");
+    beat(&w->r, 1, "a", "G2", "T");
+    beat(&w->r, 2, "b", "G1", "T");
     uint64_t ids[8];
-    assert_int_equal(registry_expire(&r, 1000 + 50, 100, ids, 8), 0);
-    size_t n = registry_expire(&r, 1000 + 200, 100, ids, 8);
+    assert_int_equal(registry_expire(&w->r, 1000 + 50, 100, ids, 8), 0);
+    size_t n = registry_expire(&w->r, 1000 + 200, 100, ids, 8);
     assert_int_equal(n, 2); /* channel 1 lost two memberships but is listed once */
-    assert_int_equal(l.left, 3);
-    assert_int_equal(l.last_why, REG_LEAVE_EXPIRE);
-    assert_null(registry_group(&r, "G1"));
-    assert_int_equal(registry_channel(&r, 1)->ngroups, 0);
-    registry_free(&r);
+    assert_int_equal(w->l.left, 3);
+    assert_int_equal(w->l.last_why, REG_LEAVE_EXPIRE);
+    assert_null(registry_group(&w->r, "G1"));
+    assert_int_equal(registry_channel(&w->r, 1)->ngroups, 0);
 }
 
 static void test_notify_pending_is_coalesced_and_safe(void **state)
 {
-    (void)state;
-    struct registry r;
-    struct log l;
-    setup(&r, &l);
-    registry_channel_open(&r, 1, NULL, "p1", 0);
-    beat(&r, 1, "a", "G", "T");
-    struct reg_group *g = registry_group(&r, "G");
-    registry_mark_notify(&r, g);
-    registry_mark_notify(&r, g);
+    struct world *w = *state;
+    open_channels(&w->r, 1, 1);
+    beat(&w->r, 1, "a", "G", "T");
+    struct reg_group *g = registry_group(&w->r, "G");
+    registry_mark_notify(&w->r, g);
+    registry_mark_notify(&w->r, g);
     /* the group empties while flagged: it must leave the pending list */
-    registry_channel_close(&r, 1);
-    assert_null(registry_take_pending(&r));
-    registry_channel_open(&r, 2, NULL, "p2", 0);
-    beat(&r, 2, "b", "G", "T");
-    g = registry_group(&r, "G");
-    registry_mark_notify(&r, g);
-    registry_mark_notify(&r, g);
-    struct reg_group *p = registry_take_pending(&r);
+    registry_channel_close(&w->r, 1);
+    assert_null(registry_take_pending(&w->r));
+    open_channels(&w->r, 2, 2);
+    beat(&w->r, 2, "b", "G", "T");
+    g = registry_group(&w->r, "G");
+    registry_mark_notify(&w->r, g);
+    registry_mark_notify(&w->r, g);
+    struct reg_group *p = registry_take_pending(&w->r);
     assert_ptr_equal(p, g);
     assert_null(p->next_pending);
-    registry_free(&r);
 }
 
 static void test_out_of_memory_heartbeat(void **state)
@@ -196,20 +223,6 @@ static void test_out_of_memory_heartbeat(void **state)
     fail_msg("never succeeded");
 }
 
-/* Heartbeats with their raw body, so the repeat path can be exercised. */
-static void beat_body(struct registry *r, uint64_t ch, const char *cid, const char *group, const char *topic,
-                      const char *body, int64_t now)
-{
-    struct rmq_subscription sub = {
-        .topic = (char *)topic, .sub_string = (char *)"*", .expression_type = (char *)"TAG"};
-    struct rmq_consumer_data cd = {
-        .group = (char *)group, .message_model = RMQ_MODEL_CLUSTERING, .subs = &sub, .nsubs = 1};
-    struct rmq_heartbeat hb = {.client_id = (char *)cid, .consumers = &cd, .nconsumers = 1};
-    struct registry_hb_result res;
-    assert_int_equal(registry_heartbeat(r, ch, 0, 409, &hb, (const uint8_t *)body, strlen(body), now, &res),
-                     0);
-}
-
 static bool repeat(struct registry *r, uint64_t ch, const char *body, int64_t now)
 {
     struct registry_hb_result res;
@@ -218,27 +231,22 @@ static bool repeat(struct registry *r, uint64_t ch, const char *body, int64_t no
 
 static void test_repeat_only_when_nothing_could_change(void **state)
 {
-    (void)state;
-    struct registry r;
-    struct log l;
-    setup(&r, &l);
-    registry_channel_open(&r, 1, NULL, "p1", 0);
-    registry_channel_open(&r, 2, NULL, "p2", 0);
-    assert_false(repeat(&r, 1, "B1", 10)); /* nothing applied yet */
-    beat_body(&r, 1, "a", "G", "T", "B1", 10);
-    int beats = l.beats;
-    assert_true(repeat(&r, 1, "B1", 20));
-    assert_int_equal(l.beats, beats + 1);
-    assert_int_equal(registry_group(&r, "G")->g.members[0].last_hb_ms, 20);
-    assert_false(repeat(&r, 1, "B2", 30));     /* another body */
-    assert_false(repeat(&r, 2, "B1", 30));     /* another channel */
-    beat_body(&r, 2, "b", "G", "U", "B3", 40); /* b flips the group's table to U */
-    assert_false(repeat(&r, 1, "B1", 50));     /* a's repeat would flip it back: a real change */
-    beat_body(&r, 1, "a", "G", "T", "B1", 50);
-    assert_true(repeat(&r, 1, "B1", 60));
-    assert_int_equal(registry_unregister(&r, 1, "G"), 1);
-    assert_false(repeat(&r, 1, "B1", 70)); /* no longer a member: it must rejoin in full */
-    registry_free(&r);
+    struct world *w = *state;
+    open_channels(&w->r, 1, 2);
+    assert_false(repeat(&w->r, 1, "B1", 10)); /* nothing applied yet */
+    beat_body(&w->r, 1, "a", "G", "T", "B1", 10);
+    int beats = w->l.beats;
+    assert_true(repeat(&w->r, 1, "B1", 20));
+    assert_int_equal(w->l.beats, beats + 1);
+    assert_int_equal(registry_group(&w->r, "G")->g.members[0].last_hb_ms, 20);
+    assert_false(repeat(&w->r, 1, "B2", 30));     /* another body */
+    assert_false(repeat(&w->r, 2, "B1", 30));     /* another channel */
+    beat_body(&w->r, 2, "b", "G", "U", "B3", 40); /* b flips the group's table to U */
+    assert_false(repeat(&w->r, 1, "B1", 50));     /* a's repeat would flip it back: a real change */
+    beat_body(&w->r, 1, "a", "G", "T", "B1", 50);
+    assert_true(repeat(&w->r, 1, "B1", 60));
+    assert_int_equal(registry_unregister(&w->r, 1, "G"), 1);
+    assert_false(repeat(&w->r, 1, "B1", 70)); /* no longer a member: it must rejoin in full */
 }
 
 /* A scan skips a group whose oldest heartbeat cannot be past the expiry
@@ -247,47 +255,45 @@ static void test_repeat_only_when_nothing_could_change(void **state)
  * the scan that emptied its group. */
 static void test_expire_floor_skips_but_misses_nothing(void **state)
 {
-    (void)state;
-    struct registry r;
-    struct log l;
-    setup(&r, &l);
-    registry_channel_open(&r, 1, NULL, "p1", 0);
-    registry_channel_open(&r, 2, NULL, "p2", 0);
-    registry_channel_open(&r, 3, NULL, "p3", 0);
-    beat_body(&r, 1, "a", "G", "T", "{}", 1000);
-    beat_body(&r, 2, "b", "G", "T", "{}", 1000);
+    struct world *w = *state;
+    open_channels(&w->r, 1, 3);
+    beat_body(&w->r, 1, "a", "G", "T", "{}", 1000);
+    beat_body(&w->r, 2, "b", "G", "T", "{}", 1000);
     uint64_t ids[8];
-    assert_int_equal(registry_expire(&r, 1050, 100, ids, 8), 0);
-    assert_int_equal(registry_group(&r, "G")->expiry_floor_ms, 1000);
-    assert_int_equal(registry_expire(&r, 1090, 100, ids, 8), 0); /* skipped: floor 1000 is 90 ms old */
-    beat_body(&r, 2, "b", "G", "T", "{}", 1080);
-    size_t n = registry_expire(&r, 1101, 100, ids, 8);
+    assert_int_equal(registry_expire(&w->r, 1050, 100, ids, 8), 0);
+    assert_int_equal(registry_group(&w->r, "G")->expiry_floor_ms, 1000);
+    assert_int_equal(registry_expire(&w->r, 1090, 100, ids, 8), 0); /* skipped: floor 1000 is 90 ms old */
+    beat_body(&w->r, 2, "b", "G", "T", "{}", 1080);
+    size_t n = registry_expire(&w->r, 1101, 100, ids, 8);
     assert_int_equal(n, 1);
     assert_int_equal(ids[0], 1);
-    assert_int_equal(registry_group(&r, "G")->expiry_floor_ms, 1080);
-    assert_int_equal(registry_expire(&r, 1181, 100, ids, 8), 1); /* b, from its beat at 1080 */
-    assert_null(registry_group(&r, "G"));
+    assert_int_equal(registry_group(&w->r, "G")->expiry_floor_ms, 1080);
+    assert_int_equal(registry_expire(&w->r, 1181, 100, ids, 8), 1); /* b, from its beat at 1080 */
+    assert_null(registry_group(&w->r, "G"));
     /* a group emptied... and joined again after a scan */
-    beat_body(&r, 3, "c", "H", "T", "{}", 2000);
-    assert_int_equal(registry_expire(&r, 2050, 100, ids, 8), 0);
-    beat_body(&r, 1, "a", "H", "T", "{}", 2060);
-    assert_int_equal(registry_expire(&r, 2101, 100, ids, 8), 1); /* c */
+    beat_body(&w->r, 3, "c", "H", "T", "{}", 2000);
+    assert_int_equal(registry_expire(&w->r, 2050, 100, ids, 8), 0);
+    beat_body(&w->r, 1, "a", "H", "T", "{}", 2060);
+    assert_int_equal(registry_expire(&w->r, 2101, 100, ids, 8), 1); /* c */
     assert_int_equal(ids[0], 3);
-    assert_int_equal(registry_expire(&r, 2161, 100, ids, 8), 1); /* a */
+    assert_int_equal(registry_expire(&w->r, 2161, 100, ids, 8), 1); /* a */
     assert_int_equal(ids[0], 1);
-    registry_free(&r);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_join_close_removes_from_every_group),
-        cmocka_unit_test(test_unregister_keeps_channel),
-        cmocka_unit_test(test_expire_reports_channels_once),
-        cmocka_unit_test(test_expire_floor_skips_but_misses_nothing),
-        cmocka_unit_test(test_notify_pending_is_coalesced_and_safe),
+        cmocka_unit_test_setup_teardown(test_join_close_removes_from_every_group, world_setup,
+                                        world_teardown),
+        cmocka_unit_test_setup_teardown(test_unregister_keeps_channel, world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_expire_reports_channels_once, world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_expire_floor_skips_but_misses_nothing, world_setup,
+                                        world_teardown),
+        cmocka_unit_test_setup_teardown(test_notify_pending_is_coalesced_and_safe, world_setup,
+                                        world_teardown),
         cmocka_unit_test(test_out_of_memory_heartbeat),
-        cmocka_unit_test(test_repeat_only_when_nothing_could_change),
+        cmocka_unit_test_setup_teardown(test_repeat_only_when_nothing_could_change, world_setup,
+                                        world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,14 +13,15 @@
 #include "broker_fixture.h"
 #include "buf.h"
 #include "conn.h"
-#include "mem.h"
 #include "offset_requests.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "store.h"
+#include "test_support.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -74,12 +75,6 @@ static void test_held_until_commit(void **state)
                      42);
 }
 
-static off_t file_size(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? st.st_size : 0;
-}
-
 /* A commit that cannot write (RLIMIT_FSIZE stops the WAL from growing):
  * the held reply becomes SYSTEM_ERROR saying it was not stored, and the
  * next write is acknowledged normally once the disk has room again. */
@@ -88,31 +83,19 @@ static void test_failed_commit_turns_held_reply_into_system_error(void **state)
     struct fx *fx = *state;
     size_t a = fx_connect(fx), b = fx_connect(fx);
     fx_iterate(fx);
-    size_t big_len = 512 * 1024;
-    char *big = rmq_malloc(big_len + 5);
+    char *big = test_big_json(512 * 1024);
     assert_non_null(big);
-    memcpy(big, "[\"", 2);
-    memset(big + 2, 'x', big_len);
-    memcpy(big + 2 + big_len, "\"]", 3);
     struct store_event ev = {.ts_ms = 2, .group = "g", .kind = "join", .before_json = big};
     assert_int_equal(store_append_event(fx->b.store, &ev, NULL), 0);
     update_offset(fx, a, 5, 0, 42);
     update_offset(fx, b, 6, 0, 43);
     assert_int_equal(fx->b.nacks, 2);
 
-    char wal[4300];
-    snprintf(wal, sizeof wal, "%s-wal", fx->db);
-    struct rlimit old, lim;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-    lim = old;
-    off_t cur = file_size(wal) > file_size(fx->db) ? file_size(wal) : file_size(fx->db);
-    lim.rlim_cur = (rlim_t)cur + 4096;
-    void (*old_sig)(int) = signal(SIGXFSZ, SIG_IGN);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    struct test_fsize_guard guard;
+    assert_int_equal(test_fsize_limit(fx->db, &guard), 0);
     fx_iterate(fx);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-    signal(SIGXFSZ, old_sig);
-    rmq_free(big);
+    assert_int_equal(test_fsize_restore(&guard), 0);
+    free(big);
 
     assert_int_not_equal(fx->last_commit_rc, 0);
     assert_int_equal(fx->b.stats.commit_failures, 1);

@@ -19,18 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int setup(void **state)
-{
-    *state = fx_new(NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_free(*state);
-    return 0;
-}
-
 /* Dispatches code with up to two extFields on peer i; reply in *out. */
 static int32_t send_req(struct fx *fx, size_t i, int32_t code, int32_t opaque, int32_t flag, const char *k1,
                         const char *v1, const char *k2, const char *v2, struct rmq_cmd *out)
@@ -49,13 +37,42 @@ static int32_t send_req(struct fx *fx, size_t i, int32_t code, int32_t opaque, i
     return fx_reply(fx, i, opaque, out);
 }
 
-static json_t *body_json(const struct rmq_cmd *r)
+/* send_req with one extField whose reply must be want with remark (NULL:
+ * not checked). */
+static void expect(struct fx *fx, size_t i, int32_t code, int32_t opaque, const char *k, const char *v,
+                   int32_t want, const char *remark)
 {
+    struct rmq_cmd r;
+    assert_int_equal(send_req(fx, i, code, opaque, 0, k, v, NULL, NULL, &r), want);
+    if (remark)
+        assert_string_equal(r.remark, remark);
+    rmq_cmd_clear(&r);
+}
+
+/* send_req with one extField whose reply must be SUCCESS with a JSON body
+ * (returned; caller decrefs). */
+static json_t *expect_json(struct fx *fx, size_t i, int32_t code, int32_t opaque, const char *k,
+                           const char *v)
+{
+    struct rmq_cmd r;
+    assert_int_equal(send_req(fx, i, code, opaque, 0, k, v, NULL, NULL, &r), RMQ_RESP_SUCCESS);
     json_error_t err;
-    json_t *j = json_loadb((const char *)r->body, r->body_len, 0, &err);
+    json_t *j = json_loadb((const char *)r.body, r.body_len, 0, &err);
     if (!j)
         fail_msg("reply body is not JSON: %s", err.text);
+    rmq_cmd_clear(&r);
     return j;
+}
+
+/* Readers of a JSON reply: j[key] as a string, j[key] as an integer. */
+static const char *jstr(const json_t *j, const char *key)
+{
+    return json_string_value(json_object_get(j, key));
+}
+
+static json_int_t jint(const json_t *j, const char *key)
+{
+    return json_integer_value(json_object_get(j, key));
 }
 
 /* An unknown code gets REQUEST_CODE_NOT_SUPPORTED naming the code; a
@@ -65,14 +82,10 @@ static void test_unknown_code(void **state)
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
     struct rmq_cmd r;
-    assert_int_equal(send_req(fx, a, 9999, 5, 0, NULL, NULL, NULL, NULL, &r),
-                     RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED);
-    assert_string_equal(r.remark, "request code 9999 (UNKNOWN) is not supported by rmqcoord");
-    rmq_cmd_clear(&r);
-    assert_int_equal(send_req(fx, a, RMQ_REQ_SEND_MESSAGE_V2, 6, 0, NULL, NULL, NULL, NULL, &r),
-                     RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED);
-    assert_string_equal(r.remark, "request code 310 (SEND_MESSAGE_V2) is not supported by rmqcoord");
-    rmq_cmd_clear(&r);
+    expect(fx, a, 9999, 5, NULL, NULL, RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED,
+           "request code 9999 (UNKNOWN) is not supported by rmqcoord");
+    expect(fx, a, RMQ_REQ_SEND_MESSAGE_V2, 6, NULL, NULL, RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED,
+           "request code 310 (SEND_MESSAGE_V2) is not supported by rmqcoord");
     assert_int_equal(send_req(fx, a, 9999, 7, RMQ_FLAG_ONEWAY, NULL, NULL, NULL, NULL, &r), -1);
     assert_int_equal(
         send_req(fx, a, RMQ_REQ_CHECK_CLIENT_CONFIG, 8, RMQ_FLAG_ONEWAY, NULL, NULL, NULL, NULL, &r), -1);
@@ -102,12 +115,8 @@ static void test_consumer_list(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx), b = fx_connect(fx), c = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(
-        send_req(fx, a, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, 1, 0, "consumerGroup", "g", NULL, NULL, &r),
-        RMQ_RESP_SYSTEM_ERROR);
-    assert_string_equal(r.remark, "no consumer for this group, g");
-    rmq_cmd_clear(&r);
+    expect(fx, a, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, 1, "consumerGroup", "g", RMQ_RESP_SYSTEM_ERROR,
+           "no consumer for this group, g");
     fx_heartbeat(fx, b, "cB", "g", "T");
     fx_heartbeat(fx, a, "cA", "g", "T");
     fx_heartbeat(fx, c, "cA", "g", "T"); /* the same client id on another connection */
@@ -115,17 +124,13 @@ static void test_consumer_list(void **state)
     fx_drain(fx, a);
     fx_drain(fx, b);
     fx_drain(fx, c);
-    assert_int_equal(
-        send_req(fx, a, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, 2, 0, "consumerGroup", "g", NULL, NULL, &r),
-        RMQ_RESP_SUCCESS);
-    json_t *j = body_json(&r);
+    json_t *j = expect_json(fx, a, RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP, 2, "consumerGroup", "g");
     json_t *ids = json_object_get(j, "consumerIdList");
     assert_int_equal(json_array_size(ids), 3);
     assert_string_equal(json_string_value(json_array_get(ids, 0)), "cB");
     assert_string_equal(json_string_value(json_array_get(ids, 1)), "cA");
     assert_string_equal(json_string_value(json_array_get(ids, 2)), "cA");
     json_decref(j);
-    rmq_cmd_clear(&r);
 }
 
 /* GET_CONSUMER_CONNECTION_LIST: 206 for a group not online, else the
@@ -134,28 +139,18 @@ static void test_connection_list(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(
-        send_req(fx, a, RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, 1, 0, "consumerGroup", "g", NULL, NULL, &r),
-        RMQ_RESP_CONSUMER_NOT_ONLINE);
-    assert_string_equal(r.remark, "the consumer group[g] not online");
-    rmq_cmd_clear(&r);
-    fx_heartbeat(fx, a, "cA", "g", "T");
-    fx_iterate(fx);
-    fx_drain(fx, a);
-    assert_int_equal(
-        send_req(fx, a, RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, 2, 0, "consumerGroup", "g", NULL, NULL, &r),
-        RMQ_RESP_SUCCESS);
-    json_t *j = body_json(&r);
+    expect(fx, a, RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, 1, "consumerGroup", "g", RMQ_RESP_CONSUMER_NOT_ONLINE,
+           "the consumer group[g] not online");
+    fx_join(fx, a, "cA", "g");
+    json_t *j = expect_json(fx, a, RMQ_REQ_GET_CONSUMER_CONNECTION_LIST, 2, "consumerGroup", "g");
     json_t *conns = json_object_get(j, "connectionSet");
     assert_int_equal(json_array_size(conns), 1);
     json_t *c0 = json_array_get(conns, 0);
-    assert_string_equal(json_string_value(json_object_get(c0, "clientId")), "cA");
-    assert_string_equal(json_string_value(json_object_get(c0, "clientAddr")), fx_conn(fx, a)->peer);
-    assert_string_equal(json_string_value(json_object_get(j, "messageModel")), "CLUSTERING");
+    assert_string_equal(jstr(c0, "clientId"), "cA");
+    assert_string_equal(jstr(c0, "clientAddr"), fx_conn(fx, a)->peer);
+    assert_string_equal(jstr(j, "messageModel"), "CLUSTERING");
     assert_non_null(json_object_get(json_object_get(j, "subscriptionTable"), "T"));
     json_decref(j);
-    rmq_cmd_clear(&r);
 }
 
 /* GET_ROUTEINFO_BY_TOPIC: auto-create (8 queues) answered after the topic
@@ -165,16 +160,12 @@ static void test_routes(void **state)
 {
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
-    struct rmq_cmd r;
-    assert_int_equal(send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 1, 0, "topic", "Fresh", NULL, NULL, &r),
-                     RMQ_RESP_SUCCESS);
+    json_t *j = expect_json(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 1, "topic", "Fresh");
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM topics WHERE name='Fresh'"), 1);
-    json_t *j = body_json(&r);
     json_t *qd = json_array_get(json_object_get(j, "queueDatas"), 0);
-    assert_int_equal(json_integer_value(json_object_get(qd, "readQueueNums")), 8);
-    assert_string_equal(json_string_value(json_object_get(qd, "brokerName")), "broker-a");
+    assert_int_equal(jint(qd, "readQueueNums"), 8);
+    assert_string_equal(jstr(qd, "brokerName"), "broker-a");
     json_decref(j);
-    rmq_cmd_clear(&r);
     fx_free(fx);
 
     struct config cfg;
@@ -183,23 +174,14 @@ static void test_routes(void **state)
     fx = fx_new(&cfg);
     *state = fx;
     a = fx_connect(fx);
-    assert_int_equal(
-        send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 2, 0, "topic", "%RETRY%g", NULL, NULL, &r),
-        RMQ_RESP_TOPIC_NOT_EXIST);
-    assert_string_equal(r.remark, "No topic route info in name server for the topic: %RETRY%g");
-    rmq_cmd_clear(&r);
+    expect(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 2, "topic", "%RETRY%g", RMQ_RESP_TOPIC_NOT_EXIST,
+           "No topic route info in name server for the topic: %RETRY%g");
     assert_int_equal(registry_mark_known(&fx->b.reg, "g"), 0);
-    assert_int_equal(
-        send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 3, 0, "topic", "%RETRY%g", NULL, NULL, &r),
-        RMQ_RESP_SUCCESS);
-    j = body_json(&r);
+    j = expect_json(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 3, "topic", "%RETRY%g");
     qd = json_array_get(json_object_get(j, "queueDatas"), 0);
-    assert_int_equal(json_integer_value(json_object_get(qd, "readQueueNums")), 1);
+    assert_int_equal(jint(qd, "readQueueNums"), 1);
     json_decref(j);
-    rmq_cmd_clear(&r);
-    assert_int_equal(send_req(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 4, 0, "topic", "Other", NULL, NULL, &r),
-                     RMQ_RESP_TOPIC_NOT_EXIST);
-    rmq_cmd_clear(&r);
+    expect(fx, a, RMQ_REQ_GET_ROUTEINFO_BY_TOPIC, 4, "topic", "Other", RMQ_RESP_TOPIC_NOT_EXIST, NULL);
 }
 
 /* The rest of the table reaches its handlers: offsets, pulls (both
@@ -216,13 +198,10 @@ static void test_table_reaches_handlers(void **state)
         send_req(fx, a, RMQ_REQ_GET_EARLIEST_MSG_STORETIME, 2, 0, "topic", "T", "queueId", "0", &r), 0);
     assert_string_equal(rmq_cmd_ext_get(&r, "timestamp"), "-1");
     rmq_cmd_clear(&r);
-    assert_int_equal(send_req(fx, a, RMQ_REQ_LITE_PULL_MESSAGE, 3, 0, "topic", "Nope", NULL, NULL, &r),
-                     RMQ_RESP_SYSTEM_ERROR); /* consumerGroup missing */
-    assert_string_equal(r.remark, "missing field consumerGroup in LITE_PULL_MESSAGE request");
-    rmq_cmd_clear(&r);
-    assert_int_equal(send_req(fx, a, RMQ_REQ_UNLOCK_BATCH_MQ, 4, 0, NULL, NULL, NULL, NULL, &r),
-                     RMQ_RESP_SYSTEM_ERROR); /* no body */
-    rmq_cmd_clear(&r);
+    /* consumerGroup missing */
+    expect(fx, a, RMQ_REQ_LITE_PULL_MESSAGE, 3, "topic", "Nope", RMQ_RESP_SYSTEM_ERROR,
+           "missing field consumerGroup in LITE_PULL_MESSAGE request");
+    expect(fx, a, RMQ_REQ_UNLOCK_BATCH_MQ, 4, NULL, NULL, RMQ_RESP_SYSTEM_ERROR, NULL); /* no body */
     assert_int_equal(send_req(fx, a, RMQ_REQ_GET_BROKER_CLUSTER_INFO, 5, 0, NULL, NULL, NULL, NULL, &r),
                      RMQ_RESP_SUCCESS);
     /* ClusterInfo has fastjson's bare numeric keys (docs/protocol.md §3.5): not strict JSON. */
@@ -237,12 +216,12 @@ static void test_table_reaches_handlers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_unknown_code, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bare_success_codes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_consumer_list, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_connection_list, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_routes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_table_reaches_handlers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_code, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_bare_success_codes, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_consumer_list, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_connection_list, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_routes, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_table_reaches_handlers, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,6 @@
 #include <cmocka.h>
 
 #include "err.h"
-#include "mem.h"
 #include "store.h"
 #include "store_fixture.h"
 #include "store_sync.h"
@@ -23,6 +22,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -107,12 +107,6 @@ static void test_failed_write_keeps_batch(void **state)
     store_close(s);
 }
 
-static off_t file_size(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? st.st_size : 0;
-}
-
 /* A commit that cannot write (RLIMIT_FSIZE stops the WAL from growing)
  * returns RMQ_EIO, leaves no trace of the batch, and the store keeps
  * working once writes are possible again. */
@@ -123,29 +117,17 @@ static void test_failed_commit_rolls_back(void **state)
     assert_int_equal(store_put_offset(s, "g", "T", 0, 1, 1), 0);
     assert_int_equal(store_commit(s), 0);
 
-    size_t big_len = 512 * 1024;
-    char *big = rmq_malloc(big_len + 5);
+    char *big = test_big_json(512 * 1024);
     assert_non_null(big);
-    memcpy(big, "[\"", 2);
-    memset(big + 2, 'x', big_len);
-    memcpy(big + 2 + big_len, "\"]", 3);
     struct store_event ev = {.ts_ms = 2, .group = "g", .kind = "join", .before_json = big};
     assert_int_equal(store_append_event(s, &ev, NULL), 0);
     assert_int_equal(store_put_offset(s, "g", "T", 0, 2, 2), 0);
 
-    char wal[4300];
-    snprintf(wal, sizeof wal, "%s-wal", fx->path);
-    struct rlimit old, lim;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-    lim = old;
-    off_t cur = file_size(wal) > file_size(fx->path) ? file_size(wal) : file_size(fx->path);
-    lim.rlim_cur = (rlim_t)cur + 4096;
-    void (*old_sig)(int) = signal(SIGXFSZ, SIG_IGN); /* get EFBIG, not a signal */
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    struct test_fsize_guard guard; /* EFBIG, not a signal */
+    assert_int_equal(test_fsize_limit(fx->path, &guard), 0);
     int rc = store_commit(s);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-    signal(SIGXFSZ, old_sig);
-    rmq_free(big);
+    assert_int_equal(test_fsize_restore(&guard), 0);
+    free(big);
 
     assert_int_equal(rc, RMQ_EIO);
     assert_non_null(strstr(store_errmsg(s), "commit"));

@@ -153,12 +153,7 @@ static void test_bad_paths_fail_cleanly(void **state)
     expect_open_fails(fx->dir, -EISDIR);
 
     snprintf(p, sizeof p, "%s/garbage.db", fx->dir);
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    assert_true(fd >= 0);
-    char junk[8192];
-    memset(junk, 'J', sizeof junk);
-    assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
-    assert_int_equal(close(fd), 0);
+    assert_int_equal(test_write_junk(p, 8192), 0);
     expect_open_fails(p, RMQ_EIO); /* "file is not a database" */
 
     snprintf(p, sizeof p, "%s/readonly.db", fx->dir);

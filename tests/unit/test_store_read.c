@@ -18,7 +18,6 @@
 #include "store_read.h"
 #include "test_support.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <sqlite3.h>
@@ -55,19 +54,7 @@ static int teardown(void **state)
     struct fx *fx = *state;
     store_reader_close(fx->r);
     store_close(fx->s);
-    DIR *d = opendir(fx->dir);
-    if (!d)
-        return -1;
-    struct dirent *e;
-    char p[8192];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", fx->dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    return rmdir(fx->dir);
+    return test_rmdir_all(fx->dir);
 }
 
 /* Appends n join events, group "g<i % groups>", client "c<i>". */
@@ -311,12 +298,7 @@ static void test_reader_open_errors(void **state)
     expect_reader_fails(p); /* no events table: refused at open, not at the first query */
 
     snprintf(p, sizeof p, "%s/junk.db", fx->dir);
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    assert_true(fd >= 0);
-    char junk[4096];
-    memset(junk, 'J', sizeof junk);
-    assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
-    assert_int_equal(close(fd), 0);
+    assert_int_equal(test_write_junk(p, 4096), 0);
     expect_reader_fails(p);
 
     struct store_reader *r = NULL;

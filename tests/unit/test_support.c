@@ -1,9 +1,87 @@
 /* test_support.c — see test_support.h. */
 #include "test_support.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+int test_fsize_limit(const char *db, struct test_fsize_guard *g)
+{
+    char wal[4300];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    if (getrlimit(RLIMIT_FSIZE, &g->old) != 0)
+        return -1;
+    struct rlimit lim = g->old;
+    off_t cur = file_size(wal) > file_size(db) ? file_size(wal) : file_size(db);
+    lim.rlim_cur = (rlim_t)cur + 4096;
+    g->old_sig = signal(SIGXFSZ, SIG_IGN);
+    return setrlimit(RLIMIT_FSIZE, &lim);
+}
+
+int test_fsize_restore(const struct test_fsize_guard *g)
+{
+    int rc = setrlimit(RLIMIT_FSIZE, &g->old);
+    signal(SIGXFSZ, g->old_sig);
+    return rc;
+}
+
+int test_rmdir_all(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    char p[8192];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0)
+            rmdir(p);
+    }
+    closedir(d);
+    return rmdir(dir);
+}
+
+int test_write_junk(const char *path, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -1;
+    char junk[4096];
+    memset(junk, 'J', sizeof junk);
+    int rc = 0;
+    for (size_t done = 0; done < n && rc == 0; done += sizeof junk) {
+        size_t k = n - done < sizeof junk ? n - done : sizeof junk;
+        if (write(fd, junk, k) != (ssize_t)k)
+            rc = -1;
+    }
+    if (close(fd) != 0)
+        rc = -1;
+    return rc;
+}
+
+char *test_big_json(size_t n)
+{
+    char *big = malloc(n + 5);
+    if (!big)
+        return NULL;
+    memcpy(big, "[\"", 2);
+    memset(big + 2, 'x', n);
+    memcpy(big + 2 + n, "\"]", 3);
+    return big;
+}
 
 const char *test_data_path(const char *rel)
 {

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 /* Path of a file under tests/data (from $RMQ_TEST_DATA); static buffer. */
 const char *test_data_path(const char *rel);
@@ -11,6 +12,26 @@ const char *test_data_path(const char *rel);
 char *test_read_file(const char *path, size_t *len);
 /* New temporary directory (mkdtemp under $TMPDIR or /tmp); static buffer. */
 const char *test_tmpdir(void);
+/* Removes every entry of dir (files, then empty directories), then dir;
+ * returns rmdir's result for dir (0 when it is gone). */
+int test_rmdir_all(const char *dir);
+/* Creates (or truncates) path with n bytes of 'J' (mode 0600): a file that
+ * is not a database. 0, or -1 if open, write or close failed. */
+int test_write_junk(const char *path, size_t n);
+/* New malloc'd JSON array of one string of n 'x' (n + 5 bytes with the NUL):
+ * a value too large for a store whose file size is limited. */
+char *test_big_json(size_t n);
+/* What test_fsize_limit changed, for test_fsize_restore. */
+struct test_fsize_guard {
+    struct rlimit old;
+    void (*old_sig)(int);
+};
+/* Lowers RLIMIT_FSIZE to 4 KiB above the larger of db and db-wal, with
+ * SIGXFSZ ignored (a write past it gets EFBIG, not a signal): the next
+ * commit that grows the store cannot write. 0, or -1 if a call failed. */
+int test_fsize_limit(const char *db, struct test_fsize_guard *g);
+/* Puts back the limit and the signal disposition; 0, or -1. */
+int test_fsize_restore(const struct test_fsize_guard *g);
 /* Decodes hex text into a new malloc'd buffer; NULL on bad hex. */
 uint8_t *test_hex_decode(const char *hex, size_t *len);
 /* Seeded xorshift64 for the property tests: set test_rng_state (non-zero),

@@ -41,8 +41,10 @@ const (
 )
 
 var (
-	outMu sync.Mutex
-	out   = bufio.NewWriter(os.Stdout)
+	// the private broadcast offset folder this process removes at exit, if any
+	ownOffsetDir string
+	outMu        sync.Mutex
+	out          = bufio.NewWriter(os.Stdout)
 )
 
 func emit(v map[string]interface{}) {
@@ -56,6 +58,14 @@ func emit(v map[string]interface{}) {
 	out.WriteByte('\n')
 	out.Flush()
 	outMu.Unlock()
+}
+
+// exit removes this process's private offset folder, then exits.
+func exit(code int) {
+	if ownOffsetDir != "" {
+		os.RemoveAll(ownOffsetDir)
+	}
+	os.Exit(code)
 }
 
 func logf(format string, a ...interface{}) {
@@ -353,6 +363,7 @@ func main() {
 	o := parseArgs()
 	privateOffsetDir(o)
 	if d := os.Getenv(ownOffsetDirEnv); d != "" && strings.Contains(filepath.Base(d), "rmqcoord-go-probe-") {
+		ownOffsetDir = d
 		defer os.RemoveAll(d)
 	}
 	level := os.Getenv("ROCKETMQ_GO_LOG_LEVEL")
@@ -364,7 +375,7 @@ func main() {
 	strat, err := strategy(o)
 	if err != nil {
 		logf("%v", err)
-		os.Exit(exitUsage)
+		exit(exitUsage)
 	}
 
 	var probes []*probe
@@ -377,7 +388,7 @@ func main() {
 		if err != nil {
 			logf("consumer %s: %v", name, err)
 			shutdownAll(probes)
-			os.Exit(exitStart)
+			exit(exitStart)
 		}
 		probes = append(probes, p)
 	}
@@ -389,7 +400,7 @@ func main() {
 			mu.Lock()
 			shutdownAll(probes)
 			mu.Unlock()
-			os.Exit(exitStart)
+			exit(exitStart)
 		}
 		p.started = true
 		emit(map[string]interface{}{"event": "started", "instance": p.instance, "clientId": p.clientID})

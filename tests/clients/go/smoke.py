@@ -280,6 +280,8 @@ def phase_report(d, sc, probes, change_kind, change_cid, since_ms, expect_member
             ev = e
     change_ts = ev["ts"] if ev else since_ms
     last_change = max((s["held_ts"] or 0) for s in v.values()) if v else None
+    if last_change is not None:
+        last_change = max(last_change, change_ts)  # nothing changed after it: converged at once
     reactions = {}
     for cid, s in v.items():
         first = [a["ts"] for a in s["allocs"] if a["ts"] >= change_ts and sorted(a["cidAll"]) == mem]

@@ -807,7 +807,8 @@ def run_job(pool, label, weight, fn, flavor_name, arg, results):
         rec.fail("%s: %s [files: %s]" % (type(e).__name__, e, env.dir))
         traceback.print_exc()
     finally:
-        env.cleanup(keep=failed)
+        env.cleanup(keep=failed or any(r["status"] == "fail" and not r["detail"].startswith("FINDING")
+                                       for r in rec.rows))
         pool.release(w)
     finish_steps(rec)
     rec.seconds = time.monotonic() - t0

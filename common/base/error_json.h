@@ -1,7 +1,7 @@
-/* json_util.h — JSON values more than one surface builds the same way.
+/* error_json.h — JSON values more than one surface builds the same way.
  * Pure; any thread (jansson objects are not shared between threads). */
-#ifndef RMQ_JSON_UTIL_H
-#define RMQ_JSON_UTIL_H
+#ifndef RMQ_ERROR_JSON_H
+#define RMQ_ERROR_JSON_H
 
 #include <jansson.h>
 

@@ -1,34 +1,10 @@
-/* util.c — see util.h. Pure; any thread. */
-#include "util.h"
+/* parse_int.c — see parse_int.h. Pure; any thread. */
+#include "parse_int.h"
 
 #include "err.h"
-#include "mem.h"
 
 #include <stdbool.h>
 #include <string.h>
-
-int rmq_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
-{
-    if (need <= *cap)
-        return RMQ_OK;
-    size_t nc = *cap ? *cap : (first ? first : 1);
-    if (*cap)
-        nc = nc > SIZE_MAX / 2 ? SIZE_MAX : nc * 2;
-    while (nc < need)
-        nc = nc > SIZE_MAX / 2 ? SIZE_MAX : nc * 2;
-    if (elem && nc > SIZE_MAX / elem) {
-        /* Doubling overshot what fits in size_t: settle for exactly need. */
-        if (need > SIZE_MAX / elem)
-            return RMQ_ENOMEM;
-        nc = need;
-    }
-    void *p = rmq_realloc(*arr, nc * elem);
-    if (!p)
-        return RMQ_ENOMEM;
-    *arr = p;
-    *cap = nc;
-    return RMQ_OK;
-}
 
 int rmq_parse_i64_n(const char *s, size_t n, int64_t min, int64_t max, int64_t *out)
 {
@@ -58,9 +34,4 @@ int rmq_parse_i64_n(const char *s, size_t n, int64_t min, int64_t max, int64_t *
 int rmq_parse_i64_range(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     return s ? rmq_parse_i64_n(s, strlen(s), min, max, out) : RMQ_EINVAL;
-}
-
-int rmq_strp_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }

@@ -7,11 +7,12 @@
 
 #include <cmocka.h>
 
+#include "array.h"
 #include "err.h"
+#include "error_json.h"
 #include "hashmap.h"
-#include "json_util.h"
 #include "mem.h"
-#include "util.h"
+#include "parse_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

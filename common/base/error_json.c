@@ -1,5 +1,5 @@
-/* json_util.c — see json_util.h. Pure; any thread. */
-#include "json_util.h"
+/* error_json.c — see error_json.h. Pure; any thread. */
+#include "error_json.h"
 
 json_t *rmq_error_json(const char *error, const char *detail)
 {
