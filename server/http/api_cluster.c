@@ -1,10 +1,11 @@
-/* api_cluster.c — GET /api/cluster?group=G, HTTP-thread part: a name server
+/* api_cluster.c — GET /api/cluster?group=G, HTTP side: a name server
  * asks each live broker's admin API for its view of group G and sets the
  * views side by side with what differs (see cluster.h, docs/cluster.md).
  *
  * The fetch is a tiny blocking HTTP/1.0 GET over a socket, bounded to 1 s
- * per broker and refused for non-loopback addresses. It runs only on the
- * HTTP thread, never on the loop thread.
+ * per broker and refused for non-loopback addresses. It runs on a worker
+ * thread of its own (http_admin.c, cluster_worker), never on the HTTP
+ * thread that serves the other requests, nor on the loop thread.
  */
 #include "api_cluster.h"
 

@@ -28,14 +28,16 @@
  */
 #include "http_admin.h"
 
+#include "api_cluster.h"
+
+#include "array.h"
 #include "clocks.h"
 #include "err.h"
-#include "http_admin_api.h"
 #include "error_json.h"
+#include "http_admin_api.h"
 #include "mem.h"
 #include "metrics_text.h"
 #include "store_read.h"
-#include "array.h"
 
 #include <assert.h>
 #include <microhttpd.h>
@@ -142,11 +144,9 @@ static void pending_unlink(struct pending *p)
     p->conn = NULL;
 }
 
-/* mailbox done callback (loop thread, or whoever runs mailbox_free): marks
- * the reply ready and resumes the connection if it still waits. */
-static void pending_done(struct mailbox_msg *msg)
+/* Marks the reply ready and resumes the connection if it still waits. */
+static void complete_pending(struct pending *p)
 {
-    struct pending *p = msg->done_ctx;
     struct http_admin *h = NULL;
     pthread_mutex_lock(&pending_lock);
     p->completed = true;
@@ -168,6 +168,73 @@ static void pending_done(struct mailbox_msg *msg)
     }
     if (last)
         pending_free(p);
+}
+
+struct cluster_job {
+    struct pending *p;
+    struct http_admin *h;
+};
+
+/* The cluster view asks every broker's own admin API (api_cluster.c, up to
+ * a second each). That wait happens on this short-lived thread, so a slow
+ * broker never holds the one HTTP thread that serves every other request;
+ * http_admin_stop waits for it (resumes_running). */
+static void *cluster_worker(void *arg)
+{
+    struct cluster_job *job = arg;
+    struct pending *p = job->p;
+    struct http_admin *h = job->h;
+    rmq_free(job);
+    p->msg.reply = api_cluster_augment(p->msg.reply);
+    p->post.finish = API_FINISH_PLAIN; /* augmented: nothing left for api_finish */
+    complete_pending(p);
+    pthread_mutex_lock(&pending_lock);
+    if (--h->resumes_running == 0)
+        pthread_cond_broadcast(&h->resumes_done);
+    pthread_mutex_unlock(&pending_lock);
+    return NULL;
+}
+
+/* Starts cluster_worker for p; false when it could not (p is untouched). */
+static bool start_cluster_worker(struct pending *p)
+{
+    pthread_mutex_lock(&pending_lock);
+    struct http_admin *h = p->conn ? p->h : NULL;
+    if (h)
+        h->resumes_running++;
+    pthread_mutex_unlock(&pending_lock);
+    if (!h)
+        return false; /* nobody waits for the reply any more */
+    struct cluster_job *job = rmq_malloc(sizeof *job);
+    pthread_attr_t attr;
+    pthread_t t;
+    bool started = false;
+    if (job && pthread_attr_init(&attr) == 0) {
+        *job = (struct cluster_job){p, h};
+        started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                  pthread_create(&t, &attr, cluster_worker, job) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (started)
+        return true;
+    rmq_free(job);
+    pthread_mutex_lock(&pending_lock);
+    if (--h->resumes_running == 0)
+        pthread_cond_broadcast(&h->resumes_done);
+    pthread_mutex_unlock(&pending_lock);
+    return false;
+}
+
+/* mailbox done callback (loop thread, or whoever runs mailbox_free). A
+ * cluster view still to be completed from the brokers goes to a worker
+ * thread first; if none can start, api_finish completes it the old way. */
+static void pending_done(struct mailbox_msg *msg)
+{
+    struct pending *p = msg->done_ctx;
+    if (p->post.finish == API_FINISH_CLUSTER && msg->status >= 200 && msg->status <= 299 &&
+        start_cluster_worker(p))
+        return;
+    complete_pending(p);
 }
 
 /* See http_admin_api.h. The response is built in finish_pending once the

@@ -275,5 +275,47 @@ class ExpiryTest(unittest.TestCase):
             ns.stop()
 
 
+class SlowBrokerView(unittest.TestCase):
+    """GET /api/cluster?group= asks every broker's admin API (up to 1 s
+    each). A broker whose admin API never answers must not hold the name
+    server's other admin requests: the fetch runs off the HTTP thread."""
+
+    def test_slow_broker_does_not_stall_the_admin_api(self):
+        import socket
+        import threading
+        import urllib.request
+        blackhole = socket.socket()
+        blackhole.bind(("127.0.0.1", 0))
+        blackhole.listen(16)  # accepts (in the backlog) and never answers
+        ns = Daemon("--role", "namesrv")
+        try:
+            c = Conn(ns.port)
+            body = {"filterServerList": [], "topicConfigSerializeWrapper": {
+                "dataVersion": {"counter": 1, "timestamp": 1},
+                "topicConfigTable": {"T": {"topicName": "T", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}}}}
+            ext = {"brokerName": "slow", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster",
+                   "haServerAddr": "127.0.0.1:1", "brokerId": 0, "compressed": "false", "bodyCrc32": 0,
+                   "rmqcoordHttp": "127.0.0.1:%d" % blackhole.getsockname()[1]}
+            self.assertEqual(c.request(103, ext, body=body).code, 0)
+            views = []
+            t = threading.Thread(target=lambda: views.append(ns.http("GET", "/api/cluster?group=G")))
+            t.start()
+            time.sleep(0.2)  # the view is now waiting on the slow broker
+            lat = []
+            for _ in range(5):
+                t0 = time.monotonic()
+                with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % ns.http_port, timeout=5) as r:
+                    self.assertEqual(r.status, 200)
+                lat.append(time.monotonic() - t0)
+            t.join(10)
+            self.assertEqual(views and views[0][0], 200, views)
+            self.assertLess(max(lat), 0.5, "/healthz waited %.2f s behind the slow broker" % max(lat))
+            c.close()
+        finally:
+            ns.stop()
+            blackhole.close()
+
+
 if __name__ == "__main__":
     unittest.main()
+
