@@ -23,7 +23,7 @@
 
 static void usage(FILE *out)
 {
-    fputs("usage: rmqcoord allocate [--max-line-bytes=N] < cases.jsonl > allocations.jsonl\n"
+    fputs("usage: rmqcoord allocate [--max-line-bytes N] < cases.jsonl > allocations.jsonl\n"
           "\n"
           "Computes RocketMQ client-side queue allocations exactly as the Java client\n"
           "(4.9.x/5.x) does: both lists are sorted (queues by topic, brokerName, queueId;\n"
@@ -55,7 +55,7 @@ static void usage(FILE *out)
           "                          or what the Java strategy would throw for\n"
           "\n"
           "Options:\n"
-          "  --max-line-bytes=N   longest accepted line (default 67108864)\n"
+          "  --max-line-bytes N   longest accepted line, bytes (default 67108864)\n"
           "  -h, --help           this text\n"
           "\n"
           "Exit status: 0 when all input was read, 1 on a read or write error,\n"
@@ -206,14 +206,24 @@ int cmd_allocate_main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if (!strncmp(a, "--max-line-bytes=", 17)) {
+        /* Both spellings, as getopt_long takes them elsewhere: --max-line-bytes=N and --max-line-bytes N. */
+        const char *val = !strncmp(a, "--max-line-bytes=", 17)             ? a + 17
+                          : !strcmp(a, "--max-line-bytes") && i + 1 < argc ? argv[++i]
+                                                                           : NULL;
+        if (val) {
             int64_t v;
-            if (rmq_parse_i64_range(a + 17, 1, (int64_t)(SIZE_MAX / 2), &v) != 0) {
-                fprintf(stderr, "rmqcoord allocate: bad value in '%s'\n", a);
+            if (rmq_parse_i64_range(val, 1, (int64_t)(SIZE_MAX / 2), &v) != 0) {
+                fprintf(stderr,
+                        "rmqcoord allocate: --max-line-bytes takes a whole number of bytes >= 1, not '%s'\n",
+                        val);
                 return 2;
             }
             max_line = (size_t)v;
             continue;
+        }
+        if (!strcmp(a, "--max-line-bytes")) {
+            fputs("rmqcoord allocate: --max-line-bytes needs a value\n", stderr);
+            return 2;
         }
         fprintf(stderr, "rmqcoord allocate: unknown argument '%s' (see --help)\n", a);
         return 2;

@@ -95,7 +95,9 @@ static void mark_broken(struct rclient_conn *c, const char *why)
     snprintf(c->why, sizeof c->why, "%s", why);
 }
 
-/* Parses "ip:port" / "[v6]:port" numerically into c->sa. */
+/* Parses "host:port" / "[v6]:port" into c->sa. A host name is resolved
+ * here, once, when the connection is made (localhost from /etc/hosts, as
+ * `serve --listen localhost:0` advertises); the port must be numeric. */
 static int parse_addr(struct rclient_conn *c, const char *addr)
 {
     char host[128];
@@ -109,7 +111,7 @@ static int parse_addr(struct rclient_conn *c, const char *addr)
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = '\0';
     }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
         return RMQ_EINVAL;

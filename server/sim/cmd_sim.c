@@ -142,6 +142,22 @@ static void on_duration(struct loop *l, int id, void *ctx)
     begin_shutdown(ctx);
 }
 
+/* The name server was never reached: say so and exit 3 rather than
+ * printing nothing and exiting 0 as if all went well. */
+static void on_connect_deadline(struct loop *l, int id, void *ctx)
+{
+    (void)id;
+    struct sim *sim = ctx;
+    if (rclient_stats(sim->net)->connects > 0)
+        return;
+    fprintf(stderr,
+            "rmqcoord sim: cannot reach the name server %s within %lld ms (refused, unreachable or "
+            "silent); is the daemon running there?\n",
+            sim->cfg->namesrv, (long long)sim->cfg->connect_timeout_ms);
+    sim->unreachable = true;
+    loop_stop(l);
+}
+
 static void on_tick(struct loop *l, int id, void *ctx)
 {
     (void)l;
@@ -155,7 +171,9 @@ static void before_sleep(struct loop *l, void *ctx)
     rclient_before_sleep(((struct sim *)ctx)->net);
 }
 
-/* Client ids: --client-id, P-<i>, or 127.0.0.1@sim<i>. */
+/* Client ids: --client-id, P-<i>, or 127.0.0.1@<pid>-sim<i>: the pid keeps
+ * two sim processes from sharing ids (as Java's ip@pid does), which would
+ * silently make them hold the same queues. */
 static void client_id(const struct sim_config *cfg, size_t i, char *out, size_t cap)
 {
     if (cfg->client_id)
@@ -163,7 +181,7 @@ static void client_id(const struct sim_config *cfg, size_t i, char *out, size_t 
     else if (cfg->client_prefix)
         snprintf(out, cap, "%s-%zu", cfg->client_prefix, i);
     else
-        snprintf(out, cap, "127.0.0.1@sim%zu", i);
+        snprintf(out, cap, "127.0.0.1@%ld-sim%zu", (long)getpid(), i);
 }
 
 /* Makes the clients and their groups of per_conn. 0 or an error. */
@@ -238,6 +256,8 @@ static int sim_setup(struct sim *sim, const struct sim_config *cfg, int sfd)
     if (!rc && cfg->duration_ms > 0)
         rc = loop_add_timer(sim->loop, cfg->duration_ms, 0, on_duration, sim, NULL);
     if (!rc)
+        rc = loop_add_timer(sim->loop, cfg->connect_timeout_ms, 0, on_connect_deadline, sim, NULL);
+    if (!rc)
         loop_set_before_sleep(sim->loop, before_sleep, sim);
     return rc;
 }
@@ -266,6 +286,7 @@ int cmd_sim_main(int argc, char **argv)
     sim_teardown(&sim);
     if (sfd >= 0)
         close(sfd);
+    bool unreachable = sim.unreachable;
     sim_config_clear(&cfg);
-    return rc == 0 ? 0 : 1;
+    return unreachable ? 3 : rc == 0 ? 0 : 1;
 }

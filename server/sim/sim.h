@@ -64,6 +64,7 @@ struct sim_config {
     char *owned[8]; /* copies of list flags the arrays point into */
     size_t nowned;
     int64_t heartbeat_ms, rebalance_ms, route_ms, persist_ms, duration_ms;
+    int64_t connect_timeout_ms; /* exit 3 when the name server was not reached by then */
     int version;
     int language;
     bool broadcast, no_notify, quiet;
@@ -147,6 +148,7 @@ struct sim {
     struct sim_group *groups;
     size_t ngroups;
     bool stopping;
+    bool unreachable; /* the name server was not reached in time (exit 3) */
     int unregister_waiting;
     struct buf line; /* output scratch */
     struct sim_stats stats;

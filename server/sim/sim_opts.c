@@ -7,8 +7,9 @@
 #include "err.h"
 #include "log.h"
 #include "mem.h"
-#include "remoting_cmd.h"
 #include "parse_int.h"
+#include "remoting_cmd.h"
+#include "rmq_version.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -35,6 +36,8 @@ enum {
     OPT_ROUTE,
     OPT_PERSIST,
     OPT_DURATION,
+    OPT_CONNECT_TIMEOUT,
+    OPT_PRINT_VERSION,
     OPT_VERSION,
     OPT_LANGUAGE,
     OPT_BROADCAST,
@@ -64,7 +67,9 @@ static const struct option long_options[] = {
     {"route-ms", required_argument, NULL, OPT_ROUTE},
     {"persist-ms", required_argument, NULL, OPT_PERSIST},
     {"duration-ms", required_argument, NULL, OPT_DURATION},
-    {"version", required_argument, NULL, OPT_VERSION},
+    {"client-version", required_argument, NULL, OPT_VERSION},
+    {"version", no_argument, NULL, OPT_PRINT_VERSION},
+    {"connect-timeout-ms", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"language", required_argument, NULL, OPT_LANGUAGE},
     {"broadcast", no_argument, NULL, OPT_BROADCAST},
     {"no-notify", no_argument, NULL, OPT_NO_NOTIFY},
@@ -76,169 +81,55 @@ static const struct option long_options[] = {
 
 static void usage(FILE *out)
 {
-    fputs(
-        "usage: rmqcoord sim --namesrv HOST:PORT --group G --topic T [--topic T2 ...] [options]\n"
-        "\n"
-        "Simulates N Java push consumers (DefaultMQPushConsumer 4.9.x, CLUSTERING unless\n"
-        "--broadcast) over the remoting protocol: route lookup, heartbeats, rebalance on\n"
-        "NOTIFY and on a timer, offset queries, long-polling pulls, offset persistence,\n"
-        "GET_CONSUMER_RUNNING_INFO replies, UNREGISTER_CLIENT at exit.\n"
-        "\n"
-        "  --clients N              simulated clients (default 1)\n"
-        "  --client-prefix P        client ids P-<i> (default 127.0.0.1@sim<i>), i from 0\n"
-        "  --client-id ID           the id of the single client\n"
-        "  --clients-per-conn K     clients sharing one connection per address (default 1)\n"
-        "  --strategy S             AVG (default), AVG_BY_CIRCLE, CONFIG, MACHINE_ROOM,\n"
-        "                           MACHINE_ROOM_NEARBY, CONSISTENT_HASH\n"
-        "  --virtual-nodes N        CONSISTENT_HASH ring size per client (default 10)\n"
-        "  --consumer-idcs A,B      MACHINE_ROOM rooms (brokers are named room@name)\n"
-        "  --inner AVG|AVG_BY_CIRCLE  MACHINE_ROOM_NEARBY inner strategy (default AVG)\n"
-        "  --broker-rooms B=R,...   MACHINE_ROOM_NEARBY maps (both or neither; neither:\n"
-        "  --consumer-rooms ID=R,...  the room is the text after the last '-')\n"
-        "  --config-queues T:B:Q,.. CONFIG: the queues every client takes\n"
-        "  --heartbeat-ms N         heartbeat period (default " RMQ_DEFAULT_STR(
-            RMQ_DEFAULT_HEARTBEAT_MS) ")\n"
-                                      "  --rebalance-ms N         rebalance timer (default " RMQ_DEFAULT_STR(
-                                          RMQ_DEFAULT_REBALANCE_MS) ")\n"
-                                                                    "  --route-ms N             route "
-                                                                    "refresh (default " RMQ_DEFAULT_STR(
-                                                                        RMQ_DEFAULT_ROUTE_POLL_MS) ")\n"
-                                                                                                   "  "
-                                                                                                   "--"
-                                                                                                   "persist-"
-                                                                                                   "ms N     "
-                                                                                                   "      "
-                                                                                                   "offset "
-                                                                                                   "persisten"
-                                                                                                   "ce "
-                                                                                                   "(default "
-                                                                                                   "5000)\n"
-                                                                                                   "  "
-                                                                                                   "--"
-                                                                                                   "duration-"
-                                                                                                   "ms N     "
-                                                                                                   "     run "
-                                                                                                   "time "
-                                                                                                   "(default:"
-                                                                                                   " until "
-                                                                                                   "SIGINT/"
-                                                                                                   "SIGTERM)"
-                                                                                                   "\n"
-                                                                                                   "  "
-                                                                                                   "--"
-                                                                                                   "version "
-                                                                                                   "N        "
-                                                                                                   "      "
-                                                                                                   "header "
-                                                                                                   "version "
-                                                                                                   "ordinal "
-                                                                                                   "(default "
-                                                                                                   "409 = "
-                                                                                                   "V4_9_8)\n"
-                                                                                                   "  "
-                                                                                                   "--"
-                                                                                                   "language "
-                                                                                                   "NAME     "
-                                                                                                   "     "
-                                                                                                   "header "
-                                                                                                   "language "
-                                                                                                   "(default "
-                                                                                                   "JAVA)\n"
-                                                                                                   "  "
-                                                                                                   "--"
-                                                                                                   "broadcast"
-                                                                                                   "         "
-                                                                                                   "     "
-                                                                                                   "BROADCAST"
-                                                                                                   "ING: "
-                                                                                                   "every "
-                                                                                                   "client "
-                                                                                                   "takes "
-                                                                                                   "every "
-                                                                                                   "queue\n"
-                                                                                                   "  "
-                                                                                                   "--no-"
-                                                                                                   "notify   "
-                                                                                                   "         "
-                                                                                                   "  ignore "
-                                                                                                   "NOTIFY_"
-                                                                                                   "CONSUMER_"
-                                                                                                   "IDS_"
-                                                                                                   "CHANGED "
-                                                                                                   "(like "
-                                                                                                   "ali-ons)"
-                                                                                                   "\n"
-                                                                                                   "  "
-                                                                                                   "--quiet  "
-                                                                                                   "         "
-                                                                                                   "       "
-                                                                                                   "no "
-                                                                                                   "holdings "
-                                                                                                   "lines "
-                                                                                                   "(the "
-                                                                                                   "summary "
-                                                                                                   "line "
-                                                                                                   "still "
-                                                                                                   "prints)\n"
-                                                                                                   "  "
-                                                                                                   "--log-"
-                                                                                                   "level "
-                                                                                                   "LEVEL    "
-                                                                                                   "    "
-                                                                                                   "stderr "
-                                                                                                   "logs: "
-                                                                                                   "error, "
-                                                                                                   "warn "
-                                                                                                   "(default)"
-                                                                                                   ", info, "
-                                                                                                   "debug\n"
-                                                                                                   "\n"
-                                                                                                   "Output "
-                                                                                                   "(stdout, "
-                                                                                                   "JSON "
-                                                                                                   "Lines): "
-                                                                                                   "on every "
-                                                                                                   "change "
-                                                                                                   "of a "
-                                                                                                   "client's "
-                                                                                                   "holdings"
-                                                                                                   "\n"
-                                                                                                   "  "
-                                                                                                   "{\"t\":"
-                                                                                                   "ms,"
-                                                                                                   "\"clientI"
-                                                                                                   "d\":..,"
-                                                                                                   "\"topic\""
-                                                                                                   ":..,"
-                                                                                                   "\"queues"
-                                                                                                   "\":[{"
-                                                                                                   "\"brokerN"
-                                                                                                   "ame\":..,"
-                                                                                                   "\"queueId"
-                                                                                                   "\":..}],"
-                                                                                                   "\n"
-                                                                                                   "   "
-                                                                                                   "\"reason"
-                                                                                                   "\":"
-                                                                                                   "\"start\""
-                                                                                                   "|\"notify"
-                                                                                                   "\"|"
-                                                                                                   "\"timer\""
-                                                                                                   "}\n"
-                                                                                                   "and "
-                                                                                                   "{\"t\":"
-                                                                                                   "ms,"
-                                                                                                   "\"summary"
-                                                                                                   "\":{...}}"
-                                                                                                   " at "
-                                                                                                   "exit. "
-                                                                                                   "Exit "
-                                                                                                   "status 0 "
-                                                                                                   "after a "
-                                                                                                   "clean "
-                                                                                                   "shutdown."
-                                                                                                   "\n",
-        out);
+    /* Defaults that are shared constants are printed with %d, not pasted
+     * into the literal, so one figure cannot drift from the code. */
+    fputs("usage: rmqcoord sim --namesrv HOST:PORT --group G --topic T [--topic T2 ...] [options]\n"
+          "\n"
+          "Simulates N Java push consumers (DefaultMQPushConsumer 4.9.x, CLUSTERING unless\n"
+          "--broadcast) over the remoting protocol: route lookup, heartbeats, rebalance on\n"
+          "NOTIFY and on a timer, offset queries, long-polling pulls, offset persistence,\n"
+          "GET_CONSUMER_RUNNING_INFO replies, UNREGISTER_CLIENT at exit.\n"
+          "\n"
+          "  --namesrv HOST:PORT      the name server (default: $NAMESRV_ADDR, as RocketMQ's tools;\n"
+          "                           host names are resolved)\n"
+          "  --clients N              simulated clients (default 1)\n"
+          "  --client-prefix P        client ids P-<i> (default 127.0.0.1@<pid>-sim<i>: unique per\n"
+          "                           process, as Java's ip@pid), i from 0\n"
+          "  --client-id ID           the id of the single client\n"
+          "  --clients-per-conn K     clients sharing one connection per address (default 1)\n"
+          "  --strategy S             AVG (default), AVG_BY_CIRCLE, CONFIG, MACHINE_ROOM,\n"
+          "                           MACHINE_ROOM_NEARBY, CONSISTENT_HASH\n"
+          "  --virtual-nodes N        CONSISTENT_HASH ring size per client (default 10)\n"
+          "  --consumer-idcs A,B      MACHINE_ROOM rooms (brokers are named room@name)\n"
+          "  --inner AVG|AVG_BY_CIRCLE  MACHINE_ROOM_NEARBY inner strategy (default AVG)\n"
+          "  --broker-rooms B=R,...   MACHINE_ROOM_NEARBY maps (both or neither; neither:\n"
+          "  --consumer-rooms ID=R,...  the room is the text after the last '-')\n"
+          "  --config-queues T:B:Q,.. CONFIG: the queues every client takes\n",
+          out);
+    fprintf(out,
+            "  --heartbeat-ms N         heartbeat period, ms (default %d)\n"
+            "  --rebalance-ms N         rebalance timer, ms (default %d)\n"
+            "  --route-ms N             route refresh, ms (default %d)\n",
+            RMQ_DEFAULT_HEARTBEAT_MS, RMQ_DEFAULT_REBALANCE_MS, RMQ_DEFAULT_ROUTE_POLL_MS);
+    fputs("  --persist-ms N           offset persistence, ms (default 5000)\n"
+          "  --duration-ms N          run time, ms (default: until SIGINT/SIGTERM)\n"
+          "  --connect-timeout-ms N   give up (exit 3) when the name server cannot be reached\n"
+          "                           within N ms of the start (default 5000)\n"
+          "  --client-version N       header version ordinal (default 409 = V4_9_8)\n"
+          "  --language NAME          header language (default JAVA)\n"
+          "  --broadcast              BROADCASTING: every client takes every queue\n"
+          "  --no-notify              ignore NOTIFY_CONSUMER_IDS_CHANGED (like ali-ons)\n"
+          "  --quiet                  no holdings lines (the summary line still prints)\n"
+          "  --log-level LEVEL        stderr logs: error, warn (default), info, debug\n"
+          "  --help                   this text; --version: rmqcoord's version\n"
+          "\n"
+          "Output (stdout, JSON Lines): on every change of a client's holdings\n"
+          "  {\"t\":ms,\"clientId\":..,\"topic\":..,\"queues\":[{\"brokerName\":..,\"queueId\":..}],\n"
+          "   \"reason\":\"start\"|\"notify\"|\"timer\"}\n"
+          "and {\"t\":ms,\"summary\":{...}} at exit.\n"
+          "Exit status: 0 after a clean shutdown, 1 on a runtime error, 2 for bad options,\n"
+          "3 when the name server could not be reached.\n",
+          out);
 }
 
 static int bad(const char *flag, const char *arg, const char *why)
@@ -391,7 +282,7 @@ static int parse_numbers(struct sim_config *cfg, int opt, const char *arg)
         cfg->alloc.virtual_nodes = rc ? cfg->alloc.virtual_nodes : (long)v;
         return rc;
     case OPT_VERSION:
-        rc = parse_long("version", arg, 0, 32767, &v);
+        rc = parse_long("client-version", arg, 0, 32767, &v);
         cfg->version = rc ? cfg->version : (int)v;
         return rc;
     case OPT_HEARTBEAT: return parse_ms("heartbeat-ms", arg, 1, &cfg->heartbeat_ms);
@@ -399,6 +290,7 @@ static int parse_numbers(struct sim_config *cfg, int opt, const char *arg)
     case OPT_ROUTE: return parse_ms("route-ms", arg, 1, &cfg->route_ms);
     case OPT_PERSIST: return parse_ms("persist-ms", arg, 1, &cfg->persist_ms);
     case OPT_DURATION: return parse_ms("duration-ms", arg, 1, &cfg->duration_ms);
+    case OPT_CONNECT_TIMEOUT: return parse_ms("connect-timeout-ms", arg, 1, &cfg->connect_timeout_ms);
     default: return RMQ_EINVAL;
     }
 }
@@ -464,8 +356,18 @@ static int parse_one(struct sim_config *cfg, int opt, const char *arg)
 static int validate(struct sim_config *cfg)
 {
     const char *why = NULL;
+    /* As RocketMQ's own tools: the name server may come from the
+     * environment; of a ';'-separated list the first is used. */
+    const char *env = getenv("NAMESRV_ADDR");
+    if (!cfg->namesrv[0] && env && *env) {
+        size_t n = strcspn(env, ";");
+        if (n < sizeof cfg->namesrv) {
+            memcpy(cfg->namesrv, env, n);
+            cfg->namesrv[n] = 0;
+        }
+    }
     if (!cfg->namesrv[0] || !cfg->group[0] || !cfg->ntopics)
-        why = "--namesrv, --group and at least one --topic are required";
+        why = "--namesrv (or NAMESRV_ADDR), --group and at least one --topic are required";
     else if (cfg->client_id && cfg->clients != 1)
         why = "--client-id names one client; it cannot be used with --clients N > 1";
     else if (cfg->client_id && cfg->client_prefix)
@@ -494,6 +396,7 @@ static void set_defaults(struct sim_config *cfg)
     allocate_options_init(&cfg->alloc, ALLOCATE_AVG);
     cfg->clients = 1;
     cfg->per_conn = 1;
+    cfg->connect_timeout_ms = 5000;
     cfg->heartbeat_ms = RMQ_DEFAULT_HEARTBEAT_MS; /* PROTOCOL: docs/protocol.md §10.1 Java 4.9.x timers */
     cfg->rebalance_ms = RMQ_DEFAULT_REBALANCE_MS;
     cfg->route_ms = RMQ_DEFAULT_ROUTE_POLL_MS;
@@ -514,6 +417,11 @@ int sim_config_parse(struct sim_config *cfg, int argc, char **argv)
             break;
         if (opt == 'h' || opt == OPT_HELP) {
             usage(stdout);
+            sim_config_clear(cfg);
+            return 1;
+        }
+        if (opt == OPT_PRINT_VERSION) {
+            printf("rmqcoord %s\n", RMQ_VERSION);
             sim_config_clear(cfg);
             return 1;
         }
