@@ -1,5 +1,6 @@
 /* main.c — the rmqcoord binary: picks the subcommand and runs it. */
 #include "cmd_allocate.h"
+#include "cmd_inspect.h"
 #include "cmd_replay.h"
 #include "cmd_serve.h"
 #include "cmd_sim.h"
@@ -18,6 +19,9 @@ static void usage(FILE *out)
           "  sim        simulated push consumers that rebalance like the Java client\n"
           "  replay     replay a heartbeat trace offline (or live against a daemon)\n"
           "  trace-gen  write a synthetic heartbeat trace\n"
+          "  groups     list the consumer groups of a running daemon (its HTTP admin API)\n"
+          "  describe   one group of a running daemon: members, and per queue owner, holder, offset\n"
+          "  events     one group's membership history (--follow for new events)\n"
           "\n"
           "rmqcoord <command> --help shows the options of a command.\n"
           "rmqcoord --version prints the version.\n",
@@ -41,6 +45,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "serve"))
         return cmd_serve_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "groups") || !strcmp(cmd, "describe") || !strcmp(cmd, "events"))
+        return cmd_inspect_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "allocate"))
         return cmd_allocate_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "sim"))

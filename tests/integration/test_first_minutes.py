@@ -75,5 +75,52 @@ class Allocate(unittest.TestCase):
         self.assertIn(b"whole number", p.stderr)
 
 
+class TerminalView(unittest.TestCase):
+    """rmqcoord groups / describe / events against a live group of two sim
+    clients, through the daemon's admin API (--http, or RMQCOORD_HTTP)."""
+
+    def test_groups_describe_events(self):
+        d = Daemon()
+        sims = []
+        try:
+            for i in range(2):
+                sims.append(subprocess.Popen([BIN, "sim", "--namesrv", "127.0.0.1:%d" % d.port, "--group", "GV",
+                                              "--topic", "TV", "--client-id", "10.0.0.%d@view" % i, "--quiet",
+                                              "--duration-ms", "15000"], stdout=subprocess.DEVNULL))
+            self.assertEqual(len(wait_members(d, "GV", 2)), 2)
+            time.sleep(1.5)  # both have rebalanced after the second join
+            http = "127.0.0.1:%d" % d.http_port
+            p = subprocess.run([BIN, "groups", "--http", http], capture_output=True, timeout=20)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertRegex(p.stdout.decode(), r"GV\s+2\s+CLUSTERING\s+yes")
+            env = dict(os.environ, RMQCOORD_HTTP=http)
+            p = subprocess.run([BIN, "describe", "GV"], capture_output=True, timeout=30, env=env)
+            out = p.stdout.decode()
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("10.0.0.0@view", out)
+            self.assertIn("10.0.0.1@view", out)
+            rows = [ln for ln in out.splitlines() if ln.startswith("broker-a ")]
+            self.assertEqual(len(rows), 8, out)  # 8 queues of the auto-created topic
+            self.assertNotIn("OVERLAP", out)
+            self.assertNotIn("GAP", out)
+            p = subprocess.run([BIN, "describe", "GV", "--json"], capture_output=True, timeout=30, env=env)
+            j = json.loads(p.stdout)
+            self.assertEqual(len(j["group"]["consumers"]), 2)
+            self.assertIn("TV", j["topics"])
+            p = subprocess.run([BIN, "events", "GV", "--http", http], capture_output=True, timeout=20)
+            joins = [ln for ln in p.stdout.decode().splitlines() if " join " in ln]
+            self.assertEqual(len(joins), 2, p.stdout)
+            p = subprocess.run([BIN, "describe", "NOPE", "--http", http], capture_output=True, timeout=20)
+            self.assertEqual(p.returncode, 1)
+            p = subprocess.run([BIN, "groups", "--http", "127.0.0.1:1"], capture_output=True, timeout=20)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(b"cannot connect", p.stderr)
+        finally:
+            for p in sims:
+                p.terminate()
+                p.wait(10)
+            d.stop()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,24 @@
+/* http_fetch.h — a tiny blocking HTTP/1.0 GET client for the daemon's own
+ * admin API: the cluster view asks brokers with it (on a worker thread) and
+ * the terminal commands (`rmqcoord groups`, `describe`, `events`) ask a
+ * running daemon. Any thread; no state. */
+#ifndef RMQ_HTTP_FETCH_H
+#define RMQ_HTTP_FETCH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* GET http://hp<path> (hp "host:port", a host name is resolved; path starts
+ * with '/' and is already percent-encoded). The parsed JSON body as a new
+ * reference with *status set to the HTTP status, or NULL with *err set to a
+ * static reason. The whole exchange is bounded by timeout_ms per send/recv.
+ * loopback_only: refuse any address outside 127/8 (the cluster view is not
+ * a proxy). */
+json_t *http_fetch_json(const char *hp, const char *path, int timeout_ms, bool loopback_only, int *status,
+                        const char **err);
+/* Percent-encodes s for one path segment or query value into out (cap
+ * bytes, always NUL-terminated; cut if too long). */
+void http_fetch_pct_encode(const char *s, char *out, size_t cap);
+
+#endif
