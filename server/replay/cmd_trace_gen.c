@@ -9,13 +9,13 @@
  * topic route appears after its first heartbeat, as the daemon creates it.
  * Used for replay benchmarks (--events 1000000) and as test input.
  */
+#include "array.h"
 #include "client_defaults.h"
 #include "cmd_replay.h"
 #include "err.h"
 #include "mem.h"
 #include "request_codes.h"
 #include "trace_fmt.h"
-#include "array.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -272,6 +272,34 @@ static int run(struct gen *g)
     return rc < 0 ? rc : 0;
 }
 
+static void usage(FILE *out)
+{
+    fputs("usage: rmqcoord trace-gen [options] > trace.jsonl\n"
+          "\n"
+          "Writes a synthetic heartbeat trace (docs/trace-format.md) to stdout: groups of\n"
+          "Java-like consumers that connect, heartbeat, subscribe, crash, freeze and leave, as\n"
+          "the daemon's --record would have recorded them, for `rmqcoord replay` and its\n"
+          "benchmarks. The same options and seed give the same trace.\n"
+          "\n"
+          "  --groups N          consumer groups (default 4)\n"
+          "  --clients M         clients per group (default 4)\n"
+          "  --queues Q          queues of each group's topic, 1..1024 (default 8)\n"
+          "  --duration-ms D     trace length, ms of trace time (default 600000)\n"
+          "  --events N          stop after N lines instead (alone: no duration limit)\n"
+          "  --churn-per-min R   joins + leaves per group per minute (default 2)\n"
+          "  --crash-rate P      share of leaves that are crashes: no UNREGISTER (default 0.5)\n"
+          "  --freeze-rate F     share of leaves that are freezes: silent, connected (default 0)\n",
+          out);
+    fprintf(out,
+            "  --heartbeat-ms H    heartbeat period, ms (default %d)\n"
+            "  --jitter-ms J       random shift of each heartbeat, ms (default 1000; 2J < H)\n"
+            "  --seed S            random seed (default 1)\n"
+            "  --start-ms T        wall-clock start of the trace, ms since 1970 (default 1700000000000)\n"
+            "\n"
+            "Exit status: 0, 1 when writing failed, 2 for bad options.\n",
+            RMQ_DEFAULT_HEARTBEAT_MS);
+}
+
 static int parse(struct gen_opts *o, int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -322,14 +350,12 @@ int cmd_trace_gen_main(int argc, char **argv)
     memset(&g, 0, sizeof g);
     int rc = parse(&g.o, argc, argv);
     if (rc != 0) {
-        fputs("usage: rmqcoord trace-gen [--groups N] [--clients M (per group)] [--duration-ms D] [--events "
-              "N]\n"
-              "         [--churn-per-min R] [--crash-rate P] [--freeze-rate F] "
-              "[--heartbeat-ms " RMQ_DEFAULT_STR(
-                  RMQ_DEFAULT_HEARTBEAT_MS) "]\n"
-                                            "         [--jitter-ms J] [--queues Q] [--seed S] [--start-ms T] "
-                                            "  (trace on stdout)\n",
-              rc == 1 ? stdout : stderr);
+        if (rc != 1)
+            fputs("rmqcoord trace-gen: bad or unknown option; every value is a number >= 0, --clients and\n"
+                  "--groups >= 1, --queues 1..1024, 2 x --jitter-ms < --heartbeat-ms, --crash-rate +\n"
+                  "--freeze-rate <= 1, and --duration-ms or --events must be set\n\n",
+                  stderr);
+        usage(rc == 1 ? stdout : stderr);
         return rc == 1 ? 0 : 2;
     }
     g.rng = g.o.seed;
