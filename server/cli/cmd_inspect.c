@@ -156,13 +156,14 @@ static void describe_topic(const struct opts *o, const char *topic, json_t *all)
             int n = holders(cons, topic, key, held, sizeof held);
             size_t m;
             const json_t *row;
+            /* Offsets are kept per (group, topic, queueId), as the broker keys them. */
             json_array_foreach(json_object_get(offs, "queues"), m, row)
             {
-                char rk[300];
-                queue_key(row, rk, sizeof rk);
-                if (!strcmp(rk, key) && json_is_integer(json_object_get(row, "offset")))
+                if (json_integer_value(json_object_get(row, "queueId")) ==
+                        json_integer_value(json_object_get(q, "queueId")) &&
+                    json_is_integer(json_object_get(row, "committedOffset")))
                     snprintf(off, sizeof off, "%lld",
-                             (long long)json_integer_value(json_object_get(row, "offset")));
+                             (long long)json_integer_value(json_object_get(row, "committedOffset")));
             }
             printf("%-24s %6lld  %-36s %-36s %10s%s\n", str(q, "brokerName"),
                    (long long)json_integer_value(json_object_get(q, "queueId")), str(c, "clientId"),
