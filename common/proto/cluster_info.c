@@ -2,7 +2,7 @@
  * (see cluster_info.h). Pure. */
 #include "cluster_info.h"
 
-#include "rmq_body.h"
+#include "body_json.h"
 
 #include <stdbool.h>
 #include <string.h>

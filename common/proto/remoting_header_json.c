@@ -12,7 +12,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_header_json_fast.h"
-#include "rmq_body.h"
+#include "body_json.h"
 
 #include <inttypes.h>
 #include <jansson.h>

@@ -194,10 +194,21 @@ static int read_options(struct alloc_args *a, const json_t *query, const char *t
     return RMQ_OK;
 }
 
-/* mqAll as clients derive it from the route (PROTOCOL: docs/protocol.md §8.2, perm & 4). */
-static int collect_queues(struct alloc_args *a, const struct topic *tp)
+static bool has_queue(const struct alloc_args *a, const struct allocate_queue *q)
 {
-    size_t n = 0;
+    for (size_t i = 0; i < a->n_queues; i++)
+        if (a->queues[i].queue_id == q->queue_id && !strcmp(a->queues[i].broker_name, q->broker_name) &&
+            !strcmp(a->queues[i].topic, q->topic))
+            return true;
+    return false;
+}
+
+/* mqAll as clients derive it from the route (PROTOCOL: docs/protocol.md §8.2, perm & 4), plus extra
+ * (queues of other brokers, --role broker) when not already there. */
+static int collect_queues(struct alloc_args *a, const struct topic *tp, const struct allocate_queue *extra,
+                          size_t n_extra)
+{
+    size_t n = n_extra;
     for (size_t b = 0; b < tp->nbrokers; b++)
         if (tp->brokers[b].perm & TOPIC_PERM_READ)
             n += (size_t)tp->brokers[b].read_queue_nums;
@@ -210,6 +221,10 @@ static int collect_queues(struct alloc_args *a, const struct topic *tp)
         for (int q = 0; q < tp->brokers[b].read_queue_nums; q++)
             a->queues[a->n_queues++] = (struct allocate_queue){tp->name, tp->brokers[b].broker_name, q};
     }
+    for (size_t i = 0; i < n_extra; i++)
+        if (!strcmp(extra[i].topic, tp->name) && !has_queue(a, &extra[i]))
+            a->queues[a->n_queues++] =
+                (struct allocate_queue){tp->name, extra[i].broker_name, extra[i].queue_id};
     return RMQ_OK;
 }
 
@@ -247,12 +262,16 @@ json_t *admin_alloc_result_json(const struct allocate_result *r)
                      "overlaps", overlaps);
 }
 
-static json_t *result_json(const struct allocate_result *r, const char *group, const char *topic)
+static json_t *result_json(const struct alloc_view *v, const char *group)
 {
+    const struct allocate_result *r = v->result;
     json_t *out = admin_alloc_result_json(r);
-    json_t *head = json_pack("{s:s,s:s,s:s,s:I,s:I}", "group", group, "topic", topic, "strategy",
-                             allocate_strategy_name(r->strategy), "consumers", (json_int_t)r->n_consumers,
-                             "queues", (json_int_t)r->n_queues);
+    if (out && v->broadcast) /* every member takes every queue: by design, not an overlap */
+        json_object_set_new(out, "overlaps", json_array());
+    json_t *head =
+        json_pack("{s:s,s:s,s:s,s:I,s:I,s:s}", "group", group, "topic", v->topic, "strategy",
+                  allocate_strategy_name(v->strategy), "consumers", (json_int_t)r->n_consumers, "queues",
+                  (json_int_t)r->n_queues, "messageModel", v->broadcast ? "BROADCASTING" : "CLUSTERING");
     /* json_object_update copies the members: head stays ours to release. */
     if (!out || !head || json_object_update(out, head) != 0) {
         json_decref(out);
@@ -265,7 +284,8 @@ static json_t *result_json(const struct allocate_result *r, const char *group, c
 /* Builds the view; on failure returns NULL with *error set (or NULL for
  * out of memory) and *status. */
 static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const char *group,
-                                  const json_t *query, int *status, json_t **error)
+                                  const json_t *query, const struct allocate_queue *extra, size_t n_extra,
+                                  int *status, json_t **error)
 {
     const char *topic = param(query, "topic");
     *error = NULL;
@@ -294,7 +314,17 @@ static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const 
     const char *why = NULL;
     int rc = read_options(a, query, topic, &v->opt, &why);
     if (rc == 0)
-        rc = collect_queues(a, tp);
+        rc = collect_queues(a, tp, extra, n_extra);
+    v->strategy = v->opt.strategy;
+    /* BROADCASTING: each member consumes every queue, whatever its strategy
+     * (RebalanceImpl.rebalanceByTopic takes mqSet whole): CONFIG with the
+     * whole queue set gives exactly that. */
+    v->broadcast = g && g->g.message_model == RMQ_MODEL_BROADCASTING;
+    if (rc == 0 && v->broadcast) {
+        v->opt.strategy = ALLOCATE_CONFIG;
+        v->opt.config = a->queues;
+        v->opt.n_config = a->n_queues;
+    }
     a->n_consumers = g ? g->g.nmembers : 0;
     if (rc == 0) {
         a->consumers = rmq_malloc((a->n_consumers ? a->n_consumers : 1) * sizeof *a->consumers);
@@ -323,12 +353,19 @@ static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const 
 int admin_alloc_view_new(struct broker *s, const char *group, const json_t *query, struct alloc_view **out,
                          int *status, json_t **error)
 {
+    return admin_alloc_view_new_ex(s, group, query, NULL, 0, out, status, error);
+}
+
+int admin_alloc_view_new_ex(struct broker *s, const char *group, const json_t *query,
+                            const struct allocate_queue *extra, size_t n_extra, struct alloc_view **out,
+                            int *status, json_t **error)
+{
     struct alloc_args *a = rmq_calloc(1, sizeof *a);
     *out = NULL;
     *error = NULL;
     if (!a)
         return RMQ_ENOMEM;
-    *out = compute(s, a, group, query, status, error);
+    *out = compute(s, a, group, query, extra, n_extra, status, error);
     if (!*out) {
         free_args(a);
         return *error ? RMQ_EINVAL : RMQ_ENOMEM;
@@ -348,11 +385,12 @@ void admin_alloc_view_free(struct alloc_view *v)
 json_t *admin_alloc_view_json(const struct alloc_view *v, const char *group)
 {
     if (v->result)
-        return result_json(v->result, group, v->topic);
-    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:{},s:[],s:[],s:[]}", "group", group, "topic", v->topic,
-                     "strategy", allocate_strategy_name(v->opt.strategy), "consumers",
-                     (json_int_t)v->args->n_consumers, "queues", (json_int_t)v->args->n_queues, "allocation",
-                     "owners", "unassigned", "overlaps");
+        return result_json(v, group);
+    return json_pack("{s:s,s:s,s:s,s:I,s:I,s:s,s:{},s:[],s:[],s:[]}", "group", group, "topic", v->topic,
+                     "strategy", allocate_strategy_name(v->strategy), "consumers",
+                     (json_int_t)v->args->n_consumers, "queues", (json_int_t)v->args->n_queues,
+                     "messageModel", v->broadcast ? "BROADCASTING" : "CLUSTERING", "allocation", "owners",
+                     "unassigned", "overlaps");
 }
 
 json_t *admin_allocation(struct broker *s, const char *group, const json_t *query, int *status)

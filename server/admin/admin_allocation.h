@@ -6,6 +6,7 @@
 #include "allocate.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 struct broker;
 struct alloc_args;
@@ -13,8 +14,10 @@ struct alloc_args;
 struct alloc_view {
     struct alloc_args *args; /* owned: the inputs result borrows from */
     struct allocate_options opt;
-    struct allocate_result *result; /* owned; NULL when the group has no member or the topic no queue */
-    const char *topic;              /* borrowed from the topic table: use before the loop runs again */
+    enum allocate_strategy strategy; /* the strategy asked for (opt.strategy is CONFIG for broadcast) */
+    bool broadcast;                  /* BROADCASTING group: every member takes every queue */
+    struct allocate_result *result;  /* owned; NULL when the group has no member or the topic no queue */
+    const char *topic;               /* borrowed from the topic table: use before the loop runs again */
 };
 
 /* Computes the view for query (topic, strategy and its options) over the
@@ -22,6 +25,12 @@ struct alloc_view {
  * *error is a new JSON error with *status, or NULL for out of memory. */
 int admin_alloc_view_new(struct broker *s, const char *group, const json_t *query, struct alloc_view **out,
                          int *status, json_t **error);
+/* The same, with the queue set widened by extra (borrowed until the view is
+ * freed; queues of another broker the clients reported, see
+ * admin_holdings.c): a queue already in the route is not added twice. */
+int admin_alloc_view_new_ex(struct broker *s, const char *group, const json_t *query,
+                            const struct allocate_queue *extra, size_t n_extra, struct alloc_view **out,
+                            int *status, json_t **error);
 void admin_alloc_view_free(struct alloc_view *v);
 /* New JSON of the view ({"allocation","owners","unassigned","overlaps",...}). */
 json_t *admin_alloc_view_json(const struct alloc_view *v, const char *group);

@@ -289,6 +289,16 @@ void admin_dispatch_handle(void *ctx, struct mailbox_msg *msg)
     case ADMIN_OP_GROUP_GET: reply = group_get(s, msg->arg ? msg->arg : "", &status); break;
     case ADMIN_OP_GROUP_ALLOCATION:
         reply = admin_allocation(s, msg->arg ? msg->arg : "", msg->query, &status);
+        /* Without a strategy, the clients are asked which one they run
+         * (running info) and the view is computed under it. */
+        if (status == 200 && !json_object_get(msg->query, "strategy") &&
+            registry_group(&s->reg, msg->arg ? msg->arg : "")) {
+            json_decref(reply);
+            if (admin_holdings_handle(s, msg))
+                return;
+            status = msg->status;
+            reply = msg->reply;
+        }
         break;
     case ADMIN_OP_TOPICS_LIST: reply = topics_list(s, &status); break;
     case ADMIN_OP_TOPIC_GET: reply = topic_get(s, msg->arg ? msg->arg : "", &status); break;

@@ -9,11 +9,17 @@
  *                 (admin_alloc.c), with overlaps, gaps and unresponsive clients;
  *   converged     consistency, repeated every 100 ms until it holds or
  *                 timeout_ms passes — so tests wait for convergence instead
- *                 of sleeping.
- * Loop thread only. */
+ *                 of sleeping;
+ *   allocation    (GET /allocation without strategy) the expected allocation
+ *                 under the strategy the clients report.
+ * Without a strategy parameter the expected allocation uses the strategy the
+ * clients report in their running info (properties.allocateMessageQueueStrategy),
+ * AVG when none reports one we know. timeout_ms bounds each ask (and, for
+ * converged, the whole wait). Loop thread only. */
 #include "admin_holdings.h"
 #include "admin_allocation.h"
 #include "admin_ops.h"
+#include "array.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -22,15 +28,16 @@
 #include "mailbox.h"
 #include "mem.h"
 #include "outbound.h"
-#include "request_codes.h"
-#include "running_info.h"
-#include "array.h"
 #include "parse_int.h"
+#include "request_codes.h"
+#include "running_info_body.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define ASK_TIMEOUT_MS 3000
+#define ASK_TIMEOUT_MS 3000       /* default wait for one client's answer */
+#define ALLOC_ASK_TIMEOUT_MS 1000 /* /allocation without strategy: default wait for the strategies */
+#define CONVERGE_TIMEOUT_MS 10000 /* default timeout_ms of /converged */
 #define CONVERGE_POLL_MS 100
 #define CONVERGE_MAX_MS 60000
 
@@ -55,6 +62,7 @@ struct holdings_round {
     struct holding *h; /* owned */
     size_t n, pending;
     int64_t started_ms, deadline_ms; /* loop clock */
+    int64_t ask_ms;                  /* timeout of one ask */
     int timer_id;
     unsigned rounds;
     struct holdings_round *next;
@@ -153,13 +161,55 @@ static bool expected_for_silent(const struct holdings_round *r, const struct all
     return false;
 }
 
+/* Whether client_id is one of the owners the strategy gives queue q. */
+static bool expected_owner(const struct allocate_result *res, size_t q, const char *client_id)
+{
+    for (size_t k = res->owner_start[q]; k < res->owner_start[q + 1]; k++)
+        if (!strcmp(res->consumers[res->owners[k]], client_id))
+            return true;
+    return false;
+}
+
+/* Overlaps and gaps are judged against the strategy's own result: a queue
+ * held by several clients is an overlap only when one of them is not an
+ * expected owner (CONFIG hands every client the same queues, broadcast
+ * groups hold every queue: both intended), and a queue nobody holds is a
+ * gap only when the strategy gives it to someone (CONFIG's unconfigured
+ * queues, MACHINE_ROOM's other rooms are nobody's by design). */
+static void judge_queues(const struct holdings_round *r, const struct allocate_result *res, json_t *overlaps,
+                         json_t *gaps)
+{
+    for (size_t q = 0; res && q < res->n_queues; q++) {
+        json_t *who = json_array();
+        bool unexpected = false;
+        for (size_t i = 0; i < r->n; i++)
+            if (r->h[i].state == HOLDING_ANSWERED && holds(&r->h[i], &res->queues[q])) {
+                json_array_append_new(who, json_string(r->h[i].client_id));
+                unexpected = unexpected || !expected_owner(res, q, r->h[i].client_id);
+            }
+        const struct allocate_queue *mq = &res->queues[q];
+        if (json_array_size(who) > 1 && unexpected)
+            json_array_append_new(overlaps, json_pack("{s:o,s:O}", "queue",
+                                                      mq_json(mq->topic, mq->broker_name, mq->queue_id),
+                                                      "holders", who));
+        else if (json_array_size(who) == 0 && allocate_result_owner_count(res, q) > 0 &&
+                 !expected_for_silent(r, res, q))
+            json_array_append_new(gaps, mq_json(mq->topic, mq->broker_name, mq->queue_id));
+        json_decref(who);
+    }
+}
+
 /* Compares holdings with the expected allocation; *converged says whether
- * every answering client holds exactly its queues with no overlap or gap. */
+ * at least one client answered and every answering client holds exactly
+ * its queues with no overlap or gap. consistent is null when nobody
+ * answered: nothing was checked. */
 static json_t *evaluate(struct holdings_round *r, const struct alloc_view *v, bool *converged)
 {
     const struct allocate_result *res = v->result;
-    json_t *clients = json_array(), *overlaps = json_array(), *gaps = json_array(), *silent = json_array();
+    json_t *clients = json_array(), *overlaps = json_array(), *gaps = json_array(), *silent = json_array(),
+           *unassigned = json_array();
     bool ok = true;
+    size_t answered = 0;
     for (size_t i = 0; i < r->n; i++) {
         const struct holding *h = &r->h[i];
         json_t *o = holding_json(h, v->topic), *expected = json_array();
@@ -178,30 +228,113 @@ static json_t *evaluate(struct holdings_round *r, const struct alloc_view *v, bo
         json_object_set_new(o, "expected", expected);
         json_object_set_new(o, "matches", json_boolean(matches));
         json_array_append_new(clients, o);
-        if (h->state != HOLDING_ANSWERED)
+        if (h->state != HOLDING_ANSWERED) {
             json_array_append_new(silent, json_string(h->client_id));
-        else
+        } else {
+            answered++;
             ok = ok && matches;
+        }
     }
-    for (size_t q = 0; res && q < res->n_queues; q++) {
-        json_t *who = json_array();
-        for (size_t i = 0; i < r->n; i++)
-            if (r->h[i].state == HOLDING_ANSWERED && holds(&r->h[i], &res->queues[q]))
-                json_array_append_new(who, json_string(r->h[i].client_id));
-        const struct allocate_queue *mq = &res->queues[q];
-        if (json_array_size(who) > 1)
-            json_array_append_new(overlaps, json_pack("{s:o,s:O}", "queue",
-                                                      mq_json(mq->topic, mq->broker_name, mq->queue_id),
-                                                      "holders", who));
-        else if (json_array_size(who) == 0 && !expected_for_silent(r, res, q))
-            json_array_append_new(gaps, mq_json(mq->topic, mq->broker_name, mq->queue_id));
-        json_decref(who);
+    judge_queues(r, res, overlaps, gaps);
+    for (size_t i = 0; res && i < res->n_unassigned; i++) {
+        const struct allocate_queue *mq = &res->queues[res->unassigned[i]];
+        json_array_append_new(unassigned, mq_json(mq->topic, mq->broker_name, mq->queue_id));
     }
-    ok = ok && json_array_size(overlaps) == 0 && json_array_size(gaps) == 0;
+    ok = ok && answered > 0 && json_array_size(overlaps) == 0 && json_array_size(gaps) == 0;
     *converged = ok;
-    return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:b}", "topic", v->topic, "strategy",
-                     allocate_strategy_name(v->opt.strategy), "clients", clients, "overlaps", overlaps,
-                     "gaps", gaps, "unresponsive", silent, "consistent", ok);
+    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "topic", v->topic, "strategy",
+                     allocate_strategy_name(v->strategy), "messageModel",
+                     v->broadcast ? "BROADCASTING" : "CLUSTERING", "clients", clients, "overlaps", overlaps,
+                     "gaps", gaps, "unassigned", unassigned, "unresponsive", silent, "consistent",
+                     answered ? json_boolean(ok) : json_null());
+}
+
+/* The strategy a client reports: Java's property is the strategy object's
+ * toString(), "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely@1b2c3d".
+ * 0 with *out, or RMQ_ENOTFOUND for a strategy we do not model. */
+static int reported_strategy(const char *prop, enum allocate_strategy *out)
+{
+    static const struct {
+        const char *cls;
+        enum allocate_strategy st;
+    } known[] = {
+        {"AllocateMessageQueueAveragely", ALLOCATE_AVG},
+        {"AllocateMessageQueueAveragelyByCircle", ALLOCATE_AVG_BY_CIRCLE},
+        {"AllocateMessageQueueByConfig", ALLOCATE_CONFIG},
+        {"AllocateMessageQueueByMachineRoom", ALLOCATE_MACHINE_ROOM},
+        {"AllocateMachineRoomNearby", ALLOCATE_MACHINE_ROOM_NEARBY},
+        {"AllocateMessageQueueConsistentHash", ALLOCATE_CONSISTENT_HASH},
+    };
+    if (!prop)
+        return RMQ_ENOTFOUND;
+    if (allocate_strategy_parse(prop, out) == 0)
+        return RMQ_OK;
+    const char *dot = strrchr(prop, '.');
+    const char *name = dot ? dot + 1 : prop;
+    size_t len = strcspn(name, "@");
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strlen(known[i].cls) == len && !strncmp(known[i].cls, name, len)) {
+            *out = known[i].st;
+            return RMQ_OK;
+        }
+    return RMQ_ENOTFOUND;
+}
+
+/* The strategy to check against: the query's, else the one the first
+ * answering client (in member order) reports, else AVG. *reported gets
+ * {clientId: strategy name or the raw property}; *source says which. */
+static enum allocate_strategy pick_strategy(const struct holdings_round *r, const json_t *query,
+                                            json_t *reported, const char **source)
+{
+    enum allocate_strategy st = ALLOCATE_AVG, cur;
+    bool found = false;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct holding *h = &r->h[i];
+        if (h->state != HOLDING_ANSWERED || !h->ri.strategy)
+            continue;
+        bool known = reported_strategy(h->ri.strategy, &cur) == 0;
+        json_object_set_new(reported, h->client_id,
+                            json_string(known ? allocate_strategy_name(cur) : h->ri.strategy));
+        if (known && !found) {
+            st = cur;
+            found = true;
+        }
+    }
+    const char *asked = json_string_value(json_object_get(query, "strategy"));
+    if (asked && allocate_strategy_parse(asked, &cur) == 0) {
+        *source = "query";
+        return cur;
+    }
+    *source = found ? "clients" : "default";
+    return st;
+}
+
+/* Queues of other brokers the answering clients hold (--role broker only).
+ * A broker's topic table knows only its own queues, but clients allocate
+ * over every queue of the route (all brokers). Two ways to learn the rest:
+ * ask the name server for the route (GET_ROUTEINFO_BY_TOPIC over the
+ * registration client), or take the queues the clients themselves report in
+ * the running info this round already asked for. We take the clients':
+ * no second round trip or name server dependency while the HTTP request
+ * waits, and they are exactly the brokers the clients' own route held.
+ * The cost: a queue of another broker that nobody holds is not seen, so it
+ * cannot show as a gap here (that broker's own /consistency shows it). */
+static struct allocate_queue *foreign_queues(const struct holdings_round *r, const char *topic, size_t *n)
+{
+    *n = 0;
+    if (!r->s->breg || !topic)
+        return NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->h[i].state == HOLDING_ANSWERED)
+            total += r->h[i].ri.nmqs;
+    struct allocate_queue *q = total ? rmq_malloc(total * sizeof *q) : NULL;
+    for (size_t i = 0; q && i < r->n; i++)
+        for (size_t k = 0; r->h[i].state == HOLDING_ANSWERED && k < r->h[i].ri.nmqs; k++)
+            if (!strcmp(r->h[i].ri.mqs[k].topic, topic))
+                q[(*n)++] = (struct allocate_queue){r->h[i].ri.mqs[k].topic, r->h[i].ri.mqs[k].broker_name,
+                                                    r->h[i].ri.mqs[k].queue_id};
+    return q;
 }
 
 static int ask_all(struct holdings_round *r);
@@ -246,15 +379,40 @@ static void finish(struct holdings_round *r)
         complete(s, r, status, out);
         return;
     }
+    json_t *reported = json_object(), *query = json_copy(r->msg->query);
+    const char *source = "default";
+    enum allocate_strategy st = pick_strategy(r, r->msg->query, reported, &source);
+    if (!reported || !query ||
+        (!json_object_get(query, "strategy") &&
+         json_object_set_new(query, "strategy", json_string(allocate_strategy_name(st))) != 0)) {
+        json_decref(reported);
+        json_decref(query);
+        complete(s, r, 500, NULL);
+        return;
+    }
+    size_t n_extra = 0;
+    struct allocate_queue *extra =
+        foreign_queues(r, json_string_value(json_object_get(r->msg->query, "topic")), &n_extra);
     struct alloc_view *v;
     json_t *error;
-    if (admin_alloc_view_new(s, r->group, r->msg->query, &v, &status, &error) != 0) {
+    if (admin_alloc_view_new_ex(s, r->group, query, extra, n_extra, &v, &status, &error) != 0) {
+        rmq_free(extra);
+        json_decref(reported);
+        json_decref(query);
         complete(s, r, status, error);
         return;
     }
     bool converged = false;
-    json_t *out = evaluate(r, v, &converged);
+    json_t *out = r->msg->op == ADMIN_OP_GROUP_ALLOCATION ? admin_alloc_view_json(v, r->group)
+                                                          : evaluate(r, v, &converged);
     admin_alloc_view_free(v);
+    rmq_free(extra);
+    json_decref(query);
+    if (out) {
+        json_object_set_new(out, "strategySource", json_string(source));
+        json_object_set(out, "reportedStrategies", reported);
+    }
+    json_decref(reported);
     int64_t now = loop_now_ms(s->loop);
     if (r->msg->op == ADMIN_OP_GROUP_CONVERGED) {
         if (!converged && now + CONVERGE_POLL_MS < r->deadline_ms &&
@@ -312,6 +470,18 @@ static int add_target(struct holdings_round *r, size_t *cap, const struct mship_
     return RMQ_OK;
 }
 
+/* One ask waits timeout_ms (default 3 s); for converged at most 3 s and
+ * never past the deadline. */
+static int64_t ask_timeout(const struct holdings_round *r)
+{
+    int64_t t = r->ask_ms;
+    if (r->msg->op == ADMIN_OP_GROUP_CONVERGED) {
+        int64_t left = r->deadline_ms - loop_now_ms(r->s->loop);
+        t = left < ASK_TIMEOUT_MS ? left : ASK_TIMEOUT_MS;
+    }
+    return t > 0 ? t : 1;
+}
+
 static int send_ask(struct holdings_round *r, struct holding *h, struct conn *c)
 {
     struct rmq_cmd req;
@@ -322,7 +492,7 @@ static int send_ask(struct holdings_round *r, struct holding *h, struct conn *c)
     if (rc == 0)
         rc = rmq_cmd_ext_set(&req, "jstackEnable", "false");
     if (rc == 0)
-        rc = outbound_send(r->s, c, &req, ASK_TIMEOUT_MS, on_reply, h);
+        rc = outbound_send(r->s, c, &req, ask_timeout(r), on_reply, h);
     rmq_cmd_clear(&req);
     return rc;
 }
@@ -356,12 +526,12 @@ static int ask_all(struct holdings_round *r)
     return RMQ_OK;
 }
 
-static int64_t parse_timeout(const json_t *query, int *bad)
+static int64_t parse_timeout(const json_t *query, int64_t dflt, int *bad)
 {
     const char *t = json_string_value(json_object_get(query, "timeout_ms"));
     *bad = 0;
     if (!t)
-        return 10000;
+        return dflt;
     int64_t v;
     if (rmq_parse_i64_range(t, 0, CONVERGE_MAX_MS, &v) != 0) {
         *bad = 1;
@@ -376,7 +546,10 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     const char *client = json_string_value(json_object_get(msg->query, "clientId"));
     const struct reg_group *g = registry_group(&s->reg, group);
     int bad = 0;
-    int64_t timeout = parse_timeout(msg->query, &bad);
+    int64_t dflt = msg->op == ADMIN_OP_GROUP_CONVERGED    ? CONVERGE_TIMEOUT_MS
+                   : msg->op == ADMIN_OP_GROUP_ALLOCATION ? ALLOC_ASK_TIMEOUT_MS
+                                                          : ASK_TIMEOUT_MS;
+    int64_t timeout = parse_timeout(msg->query, dflt, &bad);
     if (bad) {
         msg->reply = admin_error_json(&msg->status, 400, "bad parameter", "timeout_ms must be 0 to 60000");
         return false;
@@ -403,6 +576,7 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     r->msg = msg;
     r->started_ms = loop_now_ms(s->loop);
     r->deadline_ms = r->started_ms + timeout;
+    r->ask_ms = timeout;
     r->next = s->rounds;
     s->rounds = r;
     msg->status = MAILBOX_DEFERRED;

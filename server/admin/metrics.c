@@ -3,6 +3,7 @@
 #include "metrics.h"
 
 #include "admin_offsets.h"
+#include "array.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -10,7 +11,6 @@
 #include "request_codes.h"
 #include "store.h"
 #include "store_sync.h"
-#include "array.h"
 
 #include <stdio.h>
 #include <stdlib.h>

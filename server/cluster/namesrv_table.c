@@ -456,6 +456,7 @@ void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
         removed++;
     }
     if (removed)
-        log_info("namesrv: topic %s removed from %zu broker(s) by an admin request from %s", topic, removed, c->peer);
+        log_info("namesrv: topic %s removed from %zu broker(s) by an admin request from %s", topic, removed,
+                 c->peer);
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }

@@ -27,18 +27,18 @@ enum admin_op {
     ADMIN_OP_GROUP_CONVERGED,   /* arg = group; query: topic, strategy..., timeout_ms (deferred) */
     /* Ops from here on are handled by admin_extra.c (admin surface). */
     ADMIN_OP_EXTRA_FIRST = 100,
-    ADMIN_OP_CLIENTS_LIST,      /* live clients, sorted by client id */
-    ADMIN_OP_CLIENT_GET,        /* arg = clientId */
-    ADMIN_OP_GROUP_EVICT,       /* arg = group; query: clientId (closes its channels) */
-    ADMIN_OP_RESET,             /* broker_reset_live + store_reset */
-    ADMIN_OP_CLOCK_GET,         /* {"virtual","nowMs"} */
-    ADMIN_OP_CLOCK_ADVANCE,     /* body {"ms":N} (validated by the HTTP side) */
-    ADMIN_OP_GROUP_DIAGNOSTICS, /* arg = group */
-    ADMIN_OP_ALLOCATE_MEMBERS,  /* arg = group; query: topic, strategy...; body {"members"} */
-    ADMIN_OP_METRICS,           /* {"text": Prometheus text of the loop's state} */
-    ADMIN_OP_CLUSTER,           /* query: group; role, brokers / registrations (cluster.h) */
-    ADMIN_OP_GROUP_OFFSETS,     /* arg = group; query: topic, strategy...: committed offsets per queue */
-    ADMIN_OP_GROUP_OFFSETS_RESET, /* arg = group; body {"topic","timestamp","queueId","offset","force","dryRun"} */
+    ADMIN_OP_CLIENTS_LIST,        /* live clients, sorted by client id */
+    ADMIN_OP_CLIENT_GET,          /* arg = clientId */
+    ADMIN_OP_GROUP_EVICT,         /* arg = group; query: clientId (closes its channels) */
+    ADMIN_OP_RESET,               /* broker_reset_live + store_reset */
+    ADMIN_OP_CLOCK_GET,           /* {"virtual","nowMs"} */
+    ADMIN_OP_CLOCK_ADVANCE,       /* body {"ms":N} (validated by the HTTP side) */
+    ADMIN_OP_GROUP_DIAGNOSTICS,   /* arg = group */
+    ADMIN_OP_ALLOCATE_MEMBERS,    /* arg = group; query: topic, strategy...; body {"members"} */
+    ADMIN_OP_METRICS,             /* {"text": Prometheus text of the loop's state} */
+    ADMIN_OP_CLUSTER,             /* query: group; role, brokers / registrations (cluster.h) */
+    ADMIN_OP_GROUP_OFFSETS,       /* arg = group; query: topic, strategy...: committed offsets per queue */
+    ADMIN_OP_GROUP_OFFSETS_RESET, /* arg = group; body {"topic",...,"dryRun"} (admin_offsets.h) */
     ADMIN_OP_GROUP_OFFSETS_CLONE, /* arg = group (destination); body {"from","topic","dryRun"} */
 };
 

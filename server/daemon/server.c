@@ -101,7 +101,8 @@ static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
     }
     if (cmd->code == RMQ_REQ_HEART_BEAT)
         c->bulk_frames_in_event++; /* a heartbeat flood is served in slices (conn.c classify) */
-    if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT)
+    if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT ||
+        cmd->code == RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP) /* a client's rebalance rounds (replay_infer.c) */
         trace_record_request(s->trace, broker_now_ms(s), c->id, c->peer, cmd);
     uint64_t t0 = rmq_mono_us();
     uint64_t writes = store_write_count(s->store);

@@ -23,6 +23,7 @@
 /* Subscription changes within this window make a group "churning". */
 #define CHURN_WINDOW_MS (10 * 60 * 1000)
 #define CHURN_THRESHOLD 3
+#define JOIN_SETTLE_MS 5000 /* a joining client's first heartbeats */
 
 /* See http_admin_api.h. */
 int api_store_reader(struct MHD_Connection *conn, const char *store_path, struct store_reader **reader,
@@ -217,6 +218,43 @@ void api_augment_client(struct store_reader *reader, json_t *client)
     json_decref(row);
 }
 
+/* Subscription events of the window that a join does not explain: a new
+ * client's first heartbeats settle the table once (ali-ons joins with one
+ * heartbeat and subscribes its retry topic in the next: one "subscription"
+ * event right after every join), so the first subscription event within
+ * JOIN_SETTLE_MS after each join is not counted. Members that really
+ * subscribe differently flip the table at every heartbeat, joins or not.
+ * -1 when the store cannot say. */
+static int64_t unexplained_subscription_events(struct store_reader *reader, const char *group,
+                                               int64_t from_ms, int64_t to_ms)
+{
+    char err[256];
+    json_t *h = store_reader_group_history(reader, group, from_ms, to_ms, 0, 1000, err, sizeof err);
+    json_t *events = json_object_get(h, "events");
+    if (!json_is_array(events)) {
+        json_decref(h);
+        return -1;
+    }
+    int64_t n = 0, join_ts = INT64_MIN;
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        int64_t ts = json_integer_value(json_object_get(e, "ts"));
+        if (kind && !strcmp(kind, "join")) {
+            join_ts = ts;
+        } else if (kind && !strcmp(kind, "subscription")) {
+            if (join_ts != INT64_MIN && ts - join_ts <= JOIN_SETTLE_MS)
+                join_ts = INT64_MIN; /* this join's settling: excused once */
+            else
+                n++;
+        }
+    }
+    json_decref(h);
+    return n;
+}
+
 /* See http_admin_api.h. The broker keeps one subscription table per group,
  * replaced by every heartbeat: members that subscribe differently make it
  * flip back and forth, which the event store records as repeated
@@ -235,8 +273,11 @@ void api_augment_diagnostics(struct store_reader *reader, json_t *diag, int64_t 
         return;
     json_object_set_new(diag, "subscriptionChangesLast10Min", json_integer(n));
     json_t *issues = json_object_get(diag, "issues");
-    if (n >= CHURN_THRESHOLD && json_integer_value(json_object_get(diag, "members")) > 1 &&
-        json_is_array(issues))
+    if (n < CHURN_THRESHOLD || json_integer_value(json_object_get(diag, "members")) <= 1 ||
+        !json_is_array(issues))
+        return;
+    int64_t flips = unexplained_subscription_events(reader, group, now_ms - CHURN_WINDOW_MS, now_ms);
+    if (flips >= CHURN_THRESHOLD)
         json_array_append_new(issues,
                               json_pack("{s:s,s:s}", "kind", "subscriptionsDisagree", "detail",
                                         "the group's subscription table changed repeatedly in the last 10 "

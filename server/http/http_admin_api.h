@@ -73,8 +73,8 @@ enum api_route {
     API_ROUTE_RESET,
     API_ROUTE_CLOCK,
     API_ROUTE_CLOCK_ADVANCE,
-    API_ROUTE_CLUSTER,       /* /api/cluster (docs/cluster.md) */
-    API_ROUTE_GROUP_OFFSETS, /* /api/groups/{group}/offsets */
+    API_ROUTE_CLUSTER,             /* /api/cluster (docs/cluster.md) */
+    API_ROUTE_GROUP_OFFSETS,       /* /api/groups/{group}/offsets */
     API_ROUTE_GROUP_OFFSETS_RESET, /* POST /api/groups/{group}/offsets/reset */
     API_ROUTE_GROUP_OFFSETS_CLONE, /* POST /api/groups/{group}/offsets/clone */
     API_ROUTE_COUNT

@@ -114,7 +114,8 @@ static void split_key(const struct hashmap_entry *e, const char **group, const c
 void offsets_each(const struct offsets *o, offsets_visit visit, void *ctx)
 {
     size_t b;
-    for (struct hashmap_entry *e = hashmap_first(&o->committed, &b); e; e = hashmap_next(&o->committed, e, &b)) {
+    for (struct hashmap_entry *e = hashmap_first(&o->committed, &b); e;
+         e = hashmap_next(&o->committed, e, &b)) {
         const char *group, *topic;
         int32_t qid;
         split_key(e, &group, &topic, &qid);

@@ -20,6 +20,7 @@
 #include "replay_live.h"
 #include "trace_fmt.h"
 #include "parse_int.h"
+#include "request_codes.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +37,8 @@ struct cli {
     double speed;
     long max_conns;
     const char *ignore[64];
+    struct replay_client_override overrides[64];
+    char override_ids[64][256];
     const char *idcs[64];
     char explain[512];
 };
@@ -65,6 +68,13 @@ static void usage(FILE *f)
                                                                          "  --ignore-notify CLIENT     this "
                                                                          "client id rebalances only on its "
                                                                          "timer (repeatable)\n"
+                                                                         "  --client ID:notify=on|off,rebalance-ms=N"
+                                                                         "  one client's behaviour, replacing "
+                                                                         "what was inferred and the flags "
+                                                                         "above (repeatable)\n"
+                                                                         "  --infer on|off             use each "
+                                                                         "client's behaviour as its recorded "
+                                                                         "consumer-list queries show it (on)\n"
                                                                          "  --from T --to T            "
                                                                          "report window: ms since the epoch, "
                                                                          "or +N ms after the trace start\n"
@@ -110,6 +120,32 @@ static int parse_explain(struct cli *c, const char *arg)
     return RMQ_OK;
 }
 
+/* --client ID:notify=on|off,rebalance-ms=N (either or both; the client id
+ * may hold ':', so it is split at the last one). */
+static int parse_client(struct cli *c, const char *arg)
+{
+    struct replay_options *r = &c->opt;
+    if (r->n_overrides == 64)
+        return RMQ_E2BIG;
+    char *id = c->override_ids[r->n_overrides];
+    snprintf(id, sizeof c->override_ids[0], "%s", arg);
+    char *colon = strrchr(id, ':');
+    if (!colon || colon == id || !colon[1] || strlen(arg) >= sizeof c->override_ids[0])
+        return RMQ_EINVAL;
+    *colon = '\0';
+    struct replay_client_override *o = &c->overrides[r->n_overrides];
+    *o = (struct replay_client_override){.client_id = id, .notify = -1, .rebalance_ms = 0};
+    char *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(kv, "notify=on") || !strcmp(kv, "notify=off"))
+            o->notify = !strcmp(kv, "notify=on");
+        else if (strncmp(kv, "rebalance-ms=", 13) || rmq_parse_i64_range(kv + 13, 1, INT64_MAX, &o->rebalance_ms))
+            return RMQ_EINVAL;
+    }
+    r->n_overrides++;
+    return 0;
+}
+
 enum {
     O_STRATEGY = 256,
     O_VNODES,
@@ -128,6 +164,8 @@ enum {
     O_TARGET,
     O_SPEED,
     O_MAX_CONNS,
+    O_CLIENT,
+    O_INFER,
     O_HELP,
 };
 
@@ -149,6 +187,8 @@ static const struct option long_opts[] = {
     {"target", required_argument, NULL, O_TARGET},
     {"speed", required_argument, NULL, O_SPEED},
     {"max-conns", required_argument, NULL, O_MAX_CONNS},
+    {"client", required_argument, NULL, O_CLIENT},
+    {"infer", required_argument, NULL, O_INFER},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -164,7 +204,13 @@ static int apply_opt(struct cli *c, int o, char *arg)
         return rmq_parse_i64_range(arg, 0, INT64_MAX, &v) ? RMQ_EINVAL
                                                           : (r->alloc.virtual_nodes = (long)v, 0);
     case O_IDCS: return split_list(arg, c->idcs, 64, &r->alloc.n_idcs);
-    case O_REBALANCE: return rmq_parse_i64_range(arg, 1, INT64_MAX, &r->rebalance_ms);
+    case O_REBALANCE:
+        r->rebalance_explicit = true;
+        return rmq_parse_i64_range(arg, 1, INT64_MAX, &r->rebalance_ms);
+    case O_CLIENT: return parse_client(c, arg);
+    case O_INFER:
+        r->infer = !strcmp(arg, "on");
+        return strcmp(arg, "on") && strcmp(arg, "off") ? RMQ_EINVAL : 0;
     case O_DELAY: return rmq_parse_i64_range(arg, 0, INT64_MAX, &r->notify_delay_ms);
     case O_EXPIRY: return rmq_parse_i64_range(arg, 0, INT64_MAX, &r->expiry_ms);
     case O_SCAN: return rmq_parse_i64_range(arg, 1, INT64_MAX, &r->scan_ms);
@@ -200,6 +246,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
     memset(c, 0, sizeof *c);
     replay_options_init(&c->opt);
     c->opt.ignore_notify = c->ignore;
+    c->opt.overrides = c->overrides;
     c->opt.alloc.idcs = c->idcs;
     c->speed = 1.0;
     c->max_conns = 4096;
@@ -283,6 +330,16 @@ static int flush_out(struct cli *c, struct replay *rp, enum pass_mode mode, stru
     return rc;
 }
 
+/* The consumerGroup extField of a recorded GET_CONSUMER_LIST_BY_GROUP (the last one wins). */
+static const char *query_group(const struct trace_event *ev)
+{
+    const char *g = NULL;
+    for (size_t i = 0; i < ev->next; i++)
+        if (!strcmp(ev->ext[i].key, "consumerGroup"))
+            g = ev->ext[i].val;
+    return g;
+}
+
 /* Reads every line of path as mode says. 0, or 1 after an error (printed
  * unless the mode is quiet: PASS_NOTIFY_QUIET, PASS_SPECULATE). */
 static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pass_state *ps)
@@ -303,7 +360,8 @@ static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pa
     size_t len;
     bool complete;
     while (rc == 0 && (n = replay_reader_next(&r, &line, &len, &complete)) == 1) {
-        if (notify_only && !trace_find(line, len, "\"notify\"", 8))
+        if (notify_only && !trace_find(line, len, "\"notify\"", 8) &&
+            (mode != PASS_NOTIFY || !trace_find(line, len, "\"code\":38", 9)))
             continue;
         struct trace_event ev;
         rc = trace_decode_line(&d, line, len, r.lineno, &ev);
@@ -322,7 +380,12 @@ static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pa
                 fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, d.error);
         } else if (notify_only) {
             ps->notify_seen = ps->notify_seen || ev.kind == TRACE_NOTIFY;
-            rc = ev.kind == TRACE_NOTIFY ? replay_note_recorded_notify(rp, ev.conn) : 0;
+            if (ev.kind == TRACE_NOTIFY)
+                rc = mode == PASS_NOTIFY ? replay_note_notify(rp, ev.conn, ev.group, ev.ts)
+                                         : replay_note_recorded_notify(rp, ev.conn);
+            else if (mode == PASS_NOTIFY && ev.kind == TRACE_REQUEST &&
+                     ev.code == RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP)
+                rc = replay_note_query(rp, ev.conn, query_group(&ev), ev.ts);
         } else if (mode == PASS_SPECULATE && ev.kind == TRACE_NOTIFY && !ps->held_checked &&
                    trace_find(line, len, "\"notify\"", 8)) {
             ps->notify_seen = true; /* the pre-pass would have recorded this one */

@@ -30,6 +30,7 @@ void replay_options_init(struct replay_options *opt)
     opt->scan_ms = 1000;
     opt->notify_on_expiry = true;
     opt->notify_source = REPLAY_NOTIFY_AUTO;
+    opt->infer = true;
     opt->format = REPLAY_TEXT;
 }
 
@@ -198,7 +199,7 @@ void rp_mark_stale(struct replay *rp, struct rp_client *c)
     /* The client's timer keeps its phase from its join (PROTOCOL: docs/protocol.md §10.1, a 20 s period); the
      * next tick strictly after now, so a tick that coincides with the change does not pre-empt the NOTIFY the
      * same change sends. */
-    int64_t p = rp->opt.rebalance_ms, k = (rp->now - c->joined_ms) / p + 1;
+    int64_t p = c->rebalance_ms > 0 ? c->rebalance_ms : rp->opt.rebalance_ms, k = (rp->now - c->joined_ms) / p + 1;
     c->tick_at = c->joined_ms + k * p;
     if (rp_push_action(rp, c->tick_at, RP_ACT_TIMER, c) != 0)
         c->tick_at = RP_NO_TIME;
@@ -246,9 +247,7 @@ static struct rp_client *client_new(struct replay *rp, struct rp_view *v, const 
     c->joined_ms = c->last_hb = rp->now;
     c->left_ms = c->tick_at = RP_NO_TIME;
     struct rp_conn *conn = rp_find_conn(rp, c->conn);
-    c->deaf = conn && conn->deaf;
-    for (size_t i = 0; i < rp->opt.n_ignore; i++)
-        c->deaf = c->deaf || !strcmp(rp->opt.ignore_notify[i], c->client_id);
+    rp_client_behaviour(rp, c, conn && conn->deaf);
     /* Replacing a dead client of the same (conn, group) is fine: rp->all owns it. */
     if (hashmap_put(&rp->clients, key, client_key(key, c->conn, group), c, NULL) != 0 ||
         rp_ptr_push((void ***)&c->gv->clients, &c->gv->n, &c->gv->cap, c) != 0 ||
@@ -450,6 +449,7 @@ int replay_new(const struct replay_options *opt, struct replay **out, char *err,
     hashmap_init(&rp->routes);
     hashmap_init(&rp->caches);
     hashmap_init(&rp->notified);
+    hashmap_init(&rp->obs);
     if (!rp_get_view(rp, "")) {
         replay_free(rp);
         return RMQ_ENOMEM;
@@ -496,6 +496,7 @@ void replay_free(struct replay *rp)
     hashmap_free(&rp->clients, NULL);
     hashmap_free(&rp->gviews, free_gview);
     hashmap_free(&rp->notified, NULL);
+    rp_obs_free(rp);
     rmq_free(rp->heap);
     buf_free(&rp->out);
     buf_free(&rp->explain);

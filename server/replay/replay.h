@@ -29,6 +29,34 @@ enum replay_notify_source {
 
 enum replay_format { REPLAY_TEXT = 0, REPLAY_JSON };
 
+/* --client ID:notify=on|off,rebalance-ms=N: one client's behaviour, which
+ * replaces what was inferred and the global flags. */
+struct replay_client_override {
+    const char *client_id; /* borrowed */
+    int notify;            /* -1 unset, 0 ignores NOTIFY, 1 reacts */
+    int64_t rebalance_ms;  /* 0 unset */
+};
+
+/* What a client's recorded GET_CONSUMER_LIST_BY_GROUP queries say about it
+ * (replay_infer.c): whether it re-queried right after a NOTIFY, and how far
+ * apart its own rounds are. */
+struct replay_behaviour {
+    int notify;          /* -1 unknown, 0 ignores NOTIFY, 1 reacts */
+    int64_t period_ms;   /* its timer period, 0 unknown */
+    uint32_t notifies;   /* NOTIFYs that tell (not at its start, window inside the trace) */
+    uint32_t reacted;    /* of those, followed by a query round within REPLAY_REACT_WINDOW_MS */
+    uint32_t rounds;     /* query rounds (queries closer than REPLAY_ROUND_GAP_MS are one) */
+    uint32_t gaps;       /* gaps the period was measured over */
+};
+#define REPLAY_REACT_WINDOW_MS 1000
+#define REPLAY_ROUND_GAP_MS 300
+
+/* Infers a behaviour from one client's recorded NOTIFY times and query
+ * times (any order; sorted in place). end_ms: the last time the trace
+ * covers (a NOTIFY whose window runs past it tells nothing). Pure. */
+void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size_t nq, int64_t end_ms,
+                            struct replay_behaviour *out);
+
 struct replay_options {
     struct allocate_options alloc; /* strategy; strings borrowed */
     int64_t rebalance_ms;          /* client timer (20000) */
@@ -39,6 +67,10 @@ struct replay_options {
     enum replay_notify_source notify_source;
     const char *const *ignore_notify; /* client ids that only rebalance on their timer; borrowed */
     size_t n_ignore;
+    bool rebalance_explicit; /* --client-rebalance-ms given: it beats a measured period */
+    bool infer;              /* use the behaviour inferred from recorded queries (true) */
+    const struct replay_client_override *overrides; /* borrowed */
+    size_t n_overrides;
     /* Report window; relative values are ms after the trace start. */
     bool has_from, has_to, from_rel, to_rel;
     int64_t from_ms, to_ms;
@@ -59,6 +91,7 @@ struct replay_stats {
     uint64_t notify_groups, notify_deliveries, notify_skipped_deaf;
     uint64_t rebalances_start, rebalances_notify, rebalances_timer, alloc_changes, alloc_errors;
     uint64_t overlap_intervals, stall_intervals, open_intervals;
+    uint64_t consumer_list_queries, inferred_ignore, inferred_react, inferred_period;
     int64_t overlap_ms, stall_ms, overlap_max_ms, stall_max_ms;
     uint64_t clients;
 };
@@ -73,6 +106,13 @@ void replay_free(struct replay *rp);
 /* Before the first replay_feed (a first pass over the file): conn received a
  * recorded NOTIFY. Feeds REPLAY_NOTIFY_AUTO's notion of a deaf client. */
 int replay_note_recorded_notify(struct replay *rp, uint64_t conn);
+
+/* Before the first replay_feed, with the notify pre-pass: a recorded NOTIFY
+ * for group to conn at ts (also does replay_note_recorded_notify), and a
+ * recorded GET_CONSUMER_LIST_BY_GROUP for group on conn at ts. They feed the
+ * inferred behaviour. 0 or RMQ_ENOMEM. */
+int replay_note_notify(struct replay *rp, uint64_t conn, const char *group, int64_t ts);
+int replay_note_query(struct replay *rp, uint64_t conn, const char *group, int64_t ts);
 
 /* One event, in file order. Returns 0, 1 when the event is past --to (the
  * caller may stop reading), or RMQ_ENOMEM. */

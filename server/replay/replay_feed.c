@@ -172,6 +172,10 @@ static int on_request(struct replay *rp, const struct trace_event *ev)
     }
     if (ev->code == RMQ_REQ_HEART_BEAT)
         return on_heartbeat(rp, c, ev);
+    if (ev->code == RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP) {
+        rp->st.consumer_list_queries++; /* read by the pre-pass (replay_infer.c); no membership change */
+        return RMQ_OK;
+    }
     if (ev->code != RMQ_REQ_UNREGISTER_CLIENT) {
         rp->st.other_requests++;
         return RMQ_OK;

@@ -70,6 +70,12 @@ struct rp_client {
     struct rp_hold *holds;
     size_t nholds, holds_cap;
     uint64_t n_start, n_notify, n_timer, n_changes;
+    /* Its behaviour (replay_infer.c rp_client_behaviour): the timer period
+     * and where it and deaf came from ("inferred", "override", "flag",
+     * "default", "no NOTIFY received"; static strings). */
+    int64_t rebalance_ms;
+    const char *notify_src, *period_src;
+    struct replay_behaviour seen; /* inferred from the trace; notify -1 when nothing tells */
 };
 
 /* A group as one view sees it: version bumps whenever cidAll may differ. */
@@ -86,6 +92,7 @@ struct rp_interval {
     int64_t start, end;
     char *owners; /* owned, "cid[conn],..." (overlaps) */
     bool open;
+    const struct rp_client *deaf; /* overlaps: an owner that ignores NOTIFY (the likely cause), or NULL */
 };
 
 enum { RP_Q_NONE = 0, RP_Q_OK, RP_Q_OVERLAP, RP_Q_STALL };
@@ -101,6 +108,7 @@ struct rp_queue {
     int state;
     int64_t since;
     char *snapshot; /* owners when the current overlap began */
+    const struct rp_client *deaf; /* a deaf owner when it began */
     struct rp_interval *iv;
     size_t niv, iv_cap;
     uint64_t mark;
@@ -150,6 +158,8 @@ struct replay {
     struct rp_view **views;
     size_t nviews, views_cap;
     struct hashmap conns, clients, gviews, gts, routes, caches, notified;
+    struct hashmap obs;  /* (conn, group) -> struct rp_obs: recorded NOTIFYs and queries (replay_infer.c) */
+    int64_t obs_end;     /* the latest ts noted */
     /* In front of conns (whose entries live until replay_free): the last
      * connection seen in each slot, by id, so most events skip the hash. */
     struct rp_conn *conn_front[1024];
@@ -162,6 +172,10 @@ struct replay {
     uint64_t seq, route_version, mark;
     int64_t now, start_ms, scan_base, from_abs, to_abs, end_ms;
     bool started, any_recorded_notify, restarting, finished;
+    /* replay_out.c put_iso: the last second formatted. */
+    int64_t iso_sec;
+    bool iso_valid;
+    char iso[32];
 };
 
 /* replay.c */
@@ -190,6 +204,13 @@ void rp_gt_subscribers(struct replay *rp, struct rp_client *c, int delta);
 void rp_own_free(struct replay *rp);
 void rp_queue_close_all(struct replay *rp, int64_t end);
 struct rp_gt *rp_gt_get(struct replay *rp, const char *group, const char *topic);
+
+/* replay_infer.c */
+/* Sets c's deaf, rebalance_ms and their sources: --client, then the global
+ * flags, then what the trace shows, then the defaults. */
+void rp_client_behaviour(struct replay *rp, struct rp_client *c, bool conn_deaf);
+size_t rp_client_key(char *key, uint64_t conn, const char *group);
+void rp_obs_free(struct replay *rp);
 
 /* replay_out.c */
 void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group, const char *kind,

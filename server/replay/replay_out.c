@@ -2,17 +2,21 @@
  * notifications, allocation changes) and the report at the end (clients,
  * overlap and stall intervals, the --explain history, totals), as text or
  * JSON Lines. Everything in the report is sorted by name and time, never
- * by hash order, so the output is a pure function of the input. Times are
- * milliseconds after the trace start ("+1234"); JSON carries the absolute
- * "ts" too.
+ * by hash order, so the output is a pure function of the input. Text
+ * times are the wall clock (ISO 8601, UTC) with the milliseconds after the
+ * trace start beside them ("+1234"); JSON carries "ts" and "t". A client is
+ * shown by its label, C<n> in order of appearance; the clients section is
+ * the legend (label, group, client id, connection).
  */
 #include "err.h"
 #include "mem.h"
 #include "replay_int.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *rp_reason_name(int kind)
 {
@@ -27,6 +31,31 @@ static bool json(const struct replay *rp)
 static long long rel(const struct replay *rp, int64_t ts)
 {
     return (long long)(ts - rp->start_ms);
+}
+
+/* ts as 2023-11-14T22:13:20.123Z; the formatted second is cached (the
+ * timeline prints many lines a second). */
+static void put_iso(struct replay *rp, struct buf *o, int64_t ts)
+{
+    int64_t sec = ts >= 0 ? ts / 1000 : (ts - 999) / 1000, ms = ts - sec * 1000;
+    if (!rp->iso_valid || rp->iso_sec != sec) {
+        time_t t = (time_t)sec;
+        struct tm tm;
+        if (!gmtime_r(&t, &tm) || !strftime(rp->iso, sizeof rp->iso, "%Y-%m-%dT%H:%M:%S", &tm))
+            snprintf(rp->iso, sizeof rp->iso, "%lld", (long long)sec);
+        rp->iso_sec = sec;
+        rp->iso_valid = true;
+    }
+    char frac[8] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10), 'Z'};
+    buf_append_str(o, rp->iso);
+    buf_append(o, frac, 5);
+}
+
+/* "ISO (+rel)". */
+static void put_when(struct replay *rp, struct buf *o, int64_t ts)
+{
+    put_iso(rp, o, ts);
+    buf_appendf(o, "(+%lld)", rel(rp, ts));
 }
 
 /* `[a,b]` of strings, JSON-quoted or bare. */
@@ -99,7 +128,8 @@ static void put_prefix(struct replay *rp, const char *type, const struct rp_view
         buf_append_str(o, ",\"group\":");
         rmq_json_append_string(o, group);
     } else {
-        buf_append_u8(o, '+');
+        put_iso(rp, o, rp->now);
+        buf_append_str(o, " +");
         put_int(o, rel(rp, rp->now));
         buf_append_u8(o, ' ');
         if (v && v->name[0]) {
@@ -115,16 +145,26 @@ void rp_out_header(struct replay *rp)
 {
     const struct replay_options *o = &rp->opt;
     static const char *const src[] = {"auto", "model", "trace"};
+    char start_iso[40] = "";
+    if (!json(rp)) {
+        struct buf b;
+        buf_init(&b, 0);
+        put_iso(rp, &b, rp->start_ms);
+        if (buf_terminate(&b) == 0)
+            snprintf(start_iso, sizeof start_iso, "%s", (const char *)buf_head(&b));
+        buf_free(&b);
+    }
     buf_appendf(&rp->out,
                 json(rp) ? "{\"type\":\"meta\",\"start\":%" PRId64
-                           ",\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
+                           "%s,\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
                            ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64
                            ",\"expiryScanMs\":%" PRId64 ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
-                         : "# rmqcoord replay, start %" PRId64 "\n# strategy=%s virtual-nodes=%ld "
+                         : "# rmqcoord replay, start %" PRId64 " (%s)\n# strategy=%s virtual-nodes=%ld "
                            "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64
                            " channel-expiry-ms=%" PRId64 " expiry-scan-ms=%" PRId64
                            " notify-on-expiry=%s notify-source=%s\n== timeline\n",
-                rp->start_ms, allocate_strategy_name(o->alloc.strategy), o->alloc.virtual_nodes,
+                rp->start_ms, json(rp) ? "" : start_iso, allocate_strategy_name(o->alloc.strategy),
+                o->alloc.virtual_nodes,
                 o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
                 o->notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
                 src[o->notify_source]);
@@ -194,7 +234,7 @@ void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_
         rmq_json_append_string(o, h->topic);
         buf_appendf(o, ",\"reason\":\"%s\",\"queues\":", reason);
     } else {
-        buf_appendf(o, " alloc %s[%llu] %s %s ", c->client_id, (unsigned long long)c->conn, h->topic, reason);
+        buf_appendf(o, " alloc C%llu %s %s ", (unsigned long long)c->seq, h->topic, reason);
     }
     put_queues(o, h->q, h->nq, json(rp));
     buf_append_str(o, json(rp) ? ",\"added\":" : " +");
@@ -212,8 +252,9 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     struct buf *o = &rp->explain;
     size_t idx = 0;
     bool listed = res && allocate_result_find(res, c->client_id, &idx) == 0;
-    buf_appendf(o, "+%lld %s %s[%llu] %s %s:%d (%s)", rel(rp, rp->now), q->gt->group, c->client_id,
-                (unsigned long long)c->conn, took ? "took" : "dropped", q->broker, (int)q->qid, reason);
+    put_iso(rp, o, rp->now);
+    buf_appendf(o, " +%lld %s C%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group, (unsigned long long)c->seq,
+                took ? "took" : "dropped", q->broker, (int)q->qid, reason);
     if (res) {
         buf_appendf(o, " view: %zu queue(s), consumers ", res->n_queues);
         put_list(o, res->consumers, res->n_consumers, false);
@@ -227,7 +268,7 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     memcpy(tmp, q->owners, n * sizeof *tmp);
     buf_appendf(o, " -> owners now %zu:", q->nowners);
     for (size_t i = 0; i < n; i++)
-        buf_appendf(o, "%s%s[%llu]", i ? "," : " ", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
+        buf_appendf(o, "%sC%llu", i ? "," : " ", (unsigned long long)tmp[i]->seq);
     buf_append_u8(o, '\n');
 }
 
@@ -266,13 +307,19 @@ static void report_client(struct replay *rp, const struct rp_client *c)
                     (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
                     (unsigned long long)c->n_changes);
     } else {
-        buf_appendf(o, "%s %s[%llu]%s%s joined=+%lld ", c->group, c->client_id, (unsigned long long)c->conn,
-                    c->view->name[0] ? " @" : "", c->view->name, rel(rp, c->joined_ms));
-        if (c->alive)
-            buf_append_str(o, "left=-");
-        else
-            buf_appendf(o, "left=+%lld(%s)", rel(rp, c->left_ms), c->left_why);
-        buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=", c->deaf ? "missed" : "on",
+        buf_appendf(o, "C%llu = %s %s conn=%llu%s%s joined=", (unsigned long long)c->seq, c->group, c->client_id,
+                    (unsigned long long)c->conn, c->view->name[0] ? " @" : "", c->view->name);
+        put_when(rp, o, c->joined_ms);
+        if (c->alive) {
+            buf_append_str(o, " left=-");
+        } else {
+            buf_append_str(o, " left=");
+            put_when(rp, o, c->left_ms);
+            buf_appendf(o, "(%s)", c->left_why);
+        }
+        buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=", !c->deaf                                    ? "on"
+                    : !strcmp(c->notify_src, "no NOTIFY received") ? "missed"
+                                                                   : "ignored",
                     (unsigned long long)c->n_start, (unsigned long long)c->n_notify,
                     (unsigned long long)c->n_timer, (unsigned long long)c->n_changes);
     }
@@ -293,6 +340,36 @@ static void report_client(struct replay *rp, const struct rp_client *c)
     buf_append_str(o, json(rp) ? "}}\n" : (shown ? "\n" : "-\n"));
 }
 
+/* One client's behaviour and where it came from. */
+static void report_behaviour(struct replay *rp, const struct rp_client *c)
+{
+    struct buf *o = &rp->out;
+    const struct replay_behaviour *b = &c->seen;
+    if (json(rp)) {
+        buf_append_str(o, "{\"type\":\"behaviour\",\"group\":");
+        rmq_json_append_string(o, c->group);
+        buf_append_str(o, ",\"client\":");
+        rmq_json_append_string(o, c->client_id);
+        buf_appendf(o,
+                    ",\"conn\":%llu,\"notify\":%s,\"notifySource\":\"%s\",\"rebalanceMs\":%lld,"
+                    "\"periodSource\":\"%s\",\"queryRounds\":%u,\"notifiesTelling\":%u,\"reacted\":%u,"
+                    "\"measuredPeriodMs\":%lld,\"gaps\":%u}\n",
+                    (unsigned long long)c->conn, c->deaf ? "false" : "true", c->notify_src,
+                    (long long)c->rebalance_ms, c->period_src, b->rounds, b->notifies, b->reacted,
+                    (long long)b->period_ms, b->gaps);
+        return;
+    }
+    buf_appendf(o, "C%llu %s notify=%s (%s", (unsigned long long)c->seq, c->client_id, c->deaf ? "ignored" : "reacts", c->notify_src);
+    if (b->notifies)
+        buf_appendf(o, "; re-queried after %u/%u NOTIFY", b->reacted, b->notifies);
+    else if (b->rounds)
+        buf_append_str(o, "; no NOTIFY after its start to judge by");
+    buf_appendf(o, ") rebalance-ms=%lld (%s", (long long)c->rebalance_ms, c->period_src);
+    if (b->period_ms)
+        buf_appendf(o, "; measured %lld over %u gap(s)", (long long)b->period_ms, b->gaps);
+    buf_appendf(o, "; %u query round(s))\n", b->rounds);
+}
+
 static int report_clients(struct replay *rp)
 {
     struct rp_client **v = rmq_malloc((rp->nall + 1) * sizeof *v);
@@ -310,6 +387,11 @@ static int report_clients(struct replay *rp)
         buf_append_str(&rp->out, "== clients (rebalances = start/notify/timer)\n");
     for (size_t i = 0; i < n; i++)
         report_client(rp, v[i]);
+    if (!json(rp))
+        buf_append_str(&rp->out, "== behaviour (on NOTIFY, and the timer: from --client, a flag, the "
+                                 "recorded consumer-list queries, or the defaults)\n");
+    for (size_t i = 0; i < n; i++)
+        report_behaviour(rp, v[i]);
     rmq_free(v);
     return RMQ_OK;
 }
@@ -348,13 +430,27 @@ static void report_interval(struct replay *rp, const struct ivref *r)
                     (int)r->q->qid, rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s),
                     r->iv->open ? "true" : "false");
         rmq_json_append_string(o, r->iv->owners ? r->iv->owners : "");
+        if (r->iv->deaf) {
+            buf_append_str(o, ",\"cause\":{\"client\":");
+            rmq_json_append_string(o, r->iv->deaf->client_id);
+            buf_appendf(o, ",\"conn\":%llu,\"ignoresNotify\":\"%s\",\"rebalanceMs\":%lld}",
+                        (unsigned long long)r->iv->deaf->conn, r->iv->deaf->notify_src,
+                        (long long)r->iv->deaf->rebalance_ms);
+        }
         buf_append_str(o, "}\n");
         return;
     }
-    buf_appendf(o, "%s %s %s %s:%d +%lld..+%lld %lldms", kind, r->q->gt->group, r->q->gt->topic, r->q->broker,
-                (int)r->q->qid, rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s));
+    buf_appendf(o, "%s %s %s %s:%d ", kind, r->q->gt->group, r->q->gt->topic, r->q->broker, (int)r->q->qid);
+    put_iso(rp, o, r->s);
+    buf_append_str(o, "..");
+    put_iso(rp, o, r->e);
+    buf_appendf(o, " (+%lld..+%lld) %lldms", rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s));
     if (r->iv->owners)
         buf_appendf(o, " owners=%s", r->iv->owners);
+    if (r->iv->deaf)
+        buf_appendf(o, " cause: C%llu (%s) ignores NOTIFY (%s) and keeps its queues until its timer (%lld ms)",
+                    (unsigned long long)r->iv->deaf->seq, r->iv->deaf->client_id, r->iv->deaf->notify_src,
+                    (long long)r->iv->deaf->rebalance_ms);
     buf_append_str(o, r->iv->open ? " (open at end)\n" : "\n");
 }
 
@@ -388,6 +484,22 @@ static int collect_intervals(struct replay *rp, struct ivref **out, size_t *nout
     return RMQ_OK;
 }
 
+/* Whether some group's view of the --explain topic has that queue. */
+static bool explain_known(struct replay *rp)
+{
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
+        const struct rp_gt *gt = e->val;
+        if (strcmp(gt->topic, rp->opt.explain_topic))
+            continue;
+        for (size_t i = 0; i < gt->nq; i++)
+            if (gt->queues[i]->qid == rp->opt.explain_qid &&
+                !strcmp(gt->queues[i]->broker, rp->opt.explain_broker))
+                return true;
+    }
+    return false;
+}
+
 static int report_intervals(struct replay *rp)
 {
     struct ivref *v;
@@ -411,6 +523,16 @@ static int report_intervals(struct replay *rp)
         if (!json(rp))
             buf_appendf(&rp->out, "== explain %s:%s:%d\n", rp->opt.explain_topic, rp->opt.explain_broker,
                         (int)rp->opt.explain_qid);
+        if (!explain_known(rp)) {
+            if (json(rp)) {
+                buf_append_str(&rp->out, "{\"type\":\"warning\",\"line\":");
+                rmq_json_append_string(&rp->out, "--explain names a queue no group of the trace consumes");
+                buf_append_str(&rp->out, "}\n");
+            } else {
+                buf_append_str(&rp->out, "warning: no group of the trace consumes this queue (check the topic, "
+                                         "the broker name and the queue id against the route)\n");
+            }
+        }
         for (const char *p = (const char *)buf_head(&rp->explain), *end = p + buf_live(&rp->explain);
              p < end;) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -472,6 +594,10 @@ static void report_totals(struct replay *rp)
         {"ignoredOnClosedConn", (long long)s->ignored_closed_conn},
         {"implicitConnects", (long long)s->implicit_connects},
         {"recordedNotifies", (long long)s->notifies_recorded},
+        {"consumerListQueries", (long long)s->consumer_list_queries},
+        {"inferredIgnoreNotify", (long long)s->inferred_ignore},
+        {"inferredReactNotify", (long long)s->inferred_react},
+        {"inferredPeriod", (long long)s->inferred_period},
     };
     size_t n = sizeof t / sizeof t[0];
     buf_append_str(&rp->out, json(rp) ? "{\"type\":\"totals\"" : "== totals\n");

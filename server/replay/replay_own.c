@@ -24,8 +24,7 @@
 static int cmp_owner(const void *a, const void *b)
 {
     const struct rp_client *x = *(struct rp_client *const *)a, *y = *(struct rp_client *const *)b;
-    int c = strcmp(x->client_id, y->client_id);
-    return c ? c : (x->conn > y->conn) - (x->conn < y->conn);
+    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static int cmp_queue(const void *a, const void *b)
@@ -35,7 +34,7 @@ static int cmp_queue(const void *a, const void *b)
     return c ? c : (x->qid > y->qid) - (x->qid < y->qid);
 }
 
-/* New "cid[conn],..." of q's owners, sorted. */
+/* New "C1,C3" of q's owners' labels, in label order. */
 static char *owners_string(const struct rp_queue *q)
 {
     struct rp_client *tmp[64];
@@ -46,7 +45,7 @@ static char *owners_string(const struct rp_queue *q)
     buf_init(&b, 0);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = buf_appendf(&b, "%s%s[%llu]", i ? "," : "", tmp[i]->client_id, (unsigned long long)tmp[i]->conn);
+        rc = buf_appendf(&b, "%sC%llu", i ? "," : "", (unsigned long long)tmp[i]->seq);
     if (rc == 0)
         rc = buf_terminate(&b);
     char *s = rc == 0 ? rmq_strdup((const char *)buf_head(&b)) : NULL;
@@ -59,7 +58,7 @@ static void close_interval(struct replay *rp, struct rp_queue *q, bool open)
 {
     if ((q->state == RP_Q_OVERLAP || q->state == RP_Q_STALL) && rp->now > q->since) {
         if (RMQ_GROW(q->iv, q->iv_cap, q->niv + 1, 4) == 0) {
-            q->iv[q->niv++] = (struct rp_interval){q->state, q->since, rp->now, q->snapshot, open};
+            q->iv[q->niv++] = (struct rp_interval){q->state, q->since, rp->now, q->snapshot, open, q->deaf};
             q->snapshot = NULL;
         }
     }
@@ -78,8 +77,13 @@ static void eval_queue(struct replay *rp, struct rp_queue *q, bool owners_change
     close_interval(rp, q, false);
     q->state = ns;
     q->since = rp->now;
-    if (ns == RP_Q_OVERLAP)
+    q->deaf = NULL;
+    if (ns == RP_Q_OVERLAP) {
         q->snapshot = owners_string(q);
+        for (size_t i = 0; i < q->nowners && !q->deaf; i++)
+            if (q->owners[i]->deaf)
+                q->deaf = q->owners[i]; /* it holds on until its timer: the usual cause */
+    }
 }
 
 static struct rp_queue *gt_queue(struct rp_gt *gt, const char *broker, int32_t qid)

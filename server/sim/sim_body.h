@@ -1,34 +1,38 @@
-/* sim_body.h — the bodies `rmqcoord sim` sends and reads, shaped like a Java
- * 4.9.x push consumer's: HeartbeatData out, TopicRouteData and the consumer
- * id list in, ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO reply) out, and
- * the sim's own JSON Lines output. The running-info encoder and the names
- * it uses live in sim_rinfo.c.
+/* sim_body.h — what `rmqcoord sim` puts into the bodies it sends, shaped
+ * like a Java 4.9.x push consumer's: the HeartbeatData and the
+ * ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO reply) it sends, and the
+ * sim's own JSON Lines output. The wire formats themselves, and the parsers
+ * of the TopicRouteData and consumer list it reads, are common/proto's
+ * (heartbeat_body.h, running_info_body.h, route_body.h,
+ * consumer_list_body.h, included here for the sim's files). The
+ * running-info policy (properties, names, order) lives in sim_rinfo.c.
  *
- * Encoders append compact JSON with keys sorted as fastjson writes them and
- * leave the buffer unchanged on error. Parsers own what they return (free
- * with the matching _clear). Pure: no I/O, no clock; any thread.
+ * Encoders leave the buffer unchanged on error. Pure: no I/O, no clock; any
+ * thread.
  */
 #ifndef RMQ_SIM_BODY_H
 #define RMQ_SIM_BODY_H
 
 #include "allocate.h"
 #include "buf.h"
+#include "consumer_list_body.h"
+#include "heartbeat_body.h"
+#include "route_body.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Upper bounds on what a parsed body may hold (the frame cap already limits
- * bytes; these bound the arrays built from them). */
-#define SIM_BODY_MAX_IDS 100000
-#define SIM_BODY_MAX_ROUTE_ENTRIES 4096
-#define SIM_BODY_MAX_DEPTH 64
 
 /* One subscription as the sim reports it ("*" expression, TAG type). */
 struct sim_sub {
     const char *topic; /* borrowed */
     int64_t sub_version;
 };
+
+/* The SubscriptionData a sim subscription is (PROTOCOL: docs/protocol.md §3.1
+ * a Java "*" subscription: empty tagsSet and codeSet). Strings borrowed
+ * from s. */
+struct rmq_subscription sim_sub_data(const struct sim_sub *s);
 
 /* What goes into one HeartbeatData body. All pointers borrowed. */
 struct sim_heartbeat_spec {
@@ -40,48 +44,10 @@ struct sim_heartbeat_spec {
     size_t nsubs;
 };
 
-/* Appends one SubscriptionData object for s. 0 or a buf error. */
-int sim_sub_encode(const struct sim_sub *s, struct buf *out);
-
-/* Appends the HeartbeatData JSON. 0 or a buf error. */
+/* Appends the HeartbeatData a Java 4.9.x push consumer sends (one consumer
+ * group consuming from the last offset, the client's inner producer) through
+ * rmq_heartbeat_encode. 0, RMQ_ENOMEM or a buf error. */
 int sim_heartbeat_encode(const struct sim_heartbeat_spec *hb, struct buf *out);
-
-struct sim_route_broker {
-    char *name;   /* owned */
-    char *master; /* owned copy of brokerAddrs[0], NULL when absent */
-    char **addrs; /* owned: every address, ascending broker id */
-    size_t naddrs;
-};
-struct sim_route_queue {
-    char *broker_name; /* owned */
-    int read_queue_nums;
-    int perm;
-};
-struct sim_route {
-    struct sim_route_broker *brokers; /* owned */
-    size_t nbrokers;
-    struct sim_route_queue *queues; /* owned */
-    size_t nqueues;
-};
-
-/* Parses a TopicRouteData body into *out (zero it first). Accepts the bare
- * numeric map keys fastjson writes for old clients (PROTOCOL: docs/protocol.md §3.4) as well
- * as quoted ones. 0, RMQ_EPROTO (reason in err) or RMQ_ENOMEM; on error
- * *out is left cleared. */
-int sim_route_parse(const uint8_t *body, size_t len, struct sim_route *out, char *err, size_t errlen);
-void sim_route_clear(struct sim_route *r);
-/* Same brokers, addresses and queue data (order-sensitive; both come from
- * one name server that writes them in a stable order). */
-bool sim_route_equal(const struct sim_route *a, const struct sim_route *b);
-/* The address a client uses for brokerName: the master (id 0), else the
- * lowest id present, else NULL. Borrowed from r. */
-const char *sim_route_addr_of(const struct sim_route *r, const char *broker_name);
-
-/* Parses {"consumerIdList":[...]} into a new array of new strings (free with
- * sim_ids_free). 0, RMQ_EPROTO or RMQ_ENOMEM. */
-int sim_consumer_list_parse(const uint8_t *body, size_t len, char ***ids, size_t *n, char *err,
-                            size_t errlen);
-void sim_ids_free(char **ids, size_t n);
 
 /* One held queue in a running-info reply. Strings borrowed. */
 struct sim_rinfo_queue {
@@ -104,10 +70,11 @@ struct sim_rinfo {
     size_t nsubs;
 };
 
-/* Appends the ConsumerRunningInfo JSON as fastjson writes it: mqTable keys
- * are inline, unquoted MessageQueue objects (PROTOCOL: docs/protocol.md §3.8), in
- * MessageQueue order; subscriptionSet in SubscriptionData order (topic@sub).
- * 0, RMQ_ENOMEM or a buf error. */
+/* Appends the ConsumerRunningInfo JSON (rmq_running_info_encode) with the
+ * properties a Java push consumer reports (PROTOCOL: docs/protocol.md §3.8),
+ * mqTable in MessageQueue order and subscriptionSet in SubscriptionData
+ * order (topic@sub); the caller's arrays are not reordered. 0, RMQ_ENOMEM
+ * or a buf error. */
 int sim_running_info_encode(const struct sim_rinfo *ri, struct buf *out);
 
 /* The Java class name of a strategy (static string). */

@@ -1,11 +1,13 @@
-/* sim_rinfo.c — the ConsumerRunningInfo body a Java push consumer returns
- * for GET_CONSUMER_RUNNING_INFO (307), plus the names that go into it.
+/* sim_rinfo.c — what a simulated Java push consumer reports in its
+ * ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO, 307): the properties with
+ * their defaults, the strategy and version names, the TreeMap order; the
+ * body itself is written by rmq_running_info_encode (running_info_body.c).
  * Part of sim_body.h. Pure (the caller passes every time); any thread. */
 #include "sim_body.h"
 
 #include "err.h"
 #include "mem.h"
-#include "rmq_body.h"
+#include "running_info_body.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -99,128 +101,56 @@ static size_t fill_props(const struct sim_rinfo *ri, struct prop *p)
 
 #define SIM_RINFO_MAX_PROPS 40
 
-static int append_props(const struct sim_rinfo *ri, struct buf *out)
-{
-    struct prop props[SIM_RINFO_MAX_PROPS];
-    size_t n = fill_props(ri, props);
-    /* Java's Properties is a Hashtable (no order); sorted is stable to test. */
-    qsort(props, n, sizeof *props, prop_cmp);
-    int rc = buf_append_str(out, "\"properties\":{");
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (i)
-            rc = buf_append_u8(out, ',');
-        if (!rc)
-            rc = rmq_json_append_string(out, props[i].key);
-        if (!rc)
-            rc = buf_append_u8(out, ':');
-        if (!rc)
-            rc = rmq_json_append_string(out, props[i].val);
-    }
-    return rc ? rc : buf_append_u8(out, '}');
-}
-
 static int rq_cmp(const void *a, const void *b)
 {
-    return allocate_queue_compare(&((const struct sim_rinfo_queue *)a)->mq,
-                                  &((const struct sim_rinfo_queue *)b)->mq);
-}
-
-/* One ProcessQueueInfo value (keys sorted; a sim holds no messages). */
-static int append_pq_info(const struct sim_rinfo_queue *q, struct buf *out)
-{
-    return buf_appendf(out,
-                       "{\"cachedMsgCount\":0,\"cachedMsgMaxOffset\":0,\"cachedMsgMinOffset\":0,"
-                       "\"cachedMsgSizeInMiB\":0,\"commitOffset\":%" PRId64 ",\"droped\":false,"
-                       "\"lastConsumeTimestamp\":0,\"lastLockTimestamp\":0,\"lastPullTimestamp\":%" PRId64
-                       ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0,"
-                       "\"transactionMsgMinOffset\":0,\"tryUnlockTimes\":0}",
-                       q->commit_offset, q->last_pull_ms);
-}
-
-/* PROTOCOL: docs/protocol.md §3.8 mqTable is a TreeMap<MessageQueue, ProcessQueueInfo>;
- * fastjson writes each key object inline and unquoted. */
-static int append_mq_table(const struct sim_rinfo *ri, struct buf *out)
-{
-    struct sim_rinfo_queue *qs = rmq_calloc(ri->nqueues ? ri->nqueues : 1, sizeof *qs);
-    if (!qs)
-        return RMQ_ENOMEM;
-    if (ri->nqueues)
-        memcpy(qs, ri->queues, ri->nqueues * sizeof *qs);
-    qsort(qs, ri->nqueues, sizeof *qs, rq_cmp);
-    int rc = buf_append_str(out, "\"mqTable\":{");
-    for (size_t i = 0; !rc && i < ri->nqueues; i++) {
-        rc = buf_append_str(out, i ? ",{\"brokerName\":" : "{\"brokerName\":");
-        if (!rc)
-            rc = rmq_json_append_string(out, qs[i].mq.broker_name);
-        if (!rc)
-            rc = buf_appendf(out, ",\"queueId\":%" PRId32 ",\"topic\":", qs[i].mq.queue_id);
-        if (!rc)
-            rc = rmq_json_append_string(out, qs[i].mq.topic);
-        if (!rc)
-            rc = buf_append_str(out, "}:");
-        if (!rc)
-            rc = append_pq_info(&qs[i], out);
-    }
-    rmq_free(qs);
-    return rc ? rc : buf_append_u8(out, '}');
+    const struct rmq_running_info_queue *x = a, *y = b;
+    return allocate_queue_compare(&(struct allocate_queue){x->topic, x->broker_name, x->queue_id},
+                                  &(struct allocate_queue){y->topic, y->broker_name, y->queue_id});
 }
 
 static int sub_cmp(const void *a, const void *b)
 {
     /* SubscriptionData.compareTo compares topic + "@" + subString; every sim
      * subscription is "*", so the topic decides. */
-    return allocate_string_compare(((const struct sim_sub *)a)->topic, ((const struct sim_sub *)b)->topic);
-}
-
-/* statusTable (TreeMap topic -> ConsumeStatus) and subscriptionSet. */
-static int append_subs(const struct sim_rinfo *ri, struct buf *out)
-{
-    struct sim_sub *subs = rmq_calloc(ri->nsubs ? ri->nsubs : 1, sizeof *subs);
-    if (!subs)
-        return RMQ_ENOMEM;
-    if (ri->nsubs)
-        memcpy(subs, ri->subs, ri->nsubs * sizeof *subs);
-    qsort(subs, ri->nsubs, sizeof *subs, sub_cmp);
-    int rc = buf_append_str(out, "\"statusTable\":{");
-    for (size_t i = 0; !rc && i < ri->nsubs; i++) {
-        if (i)
-            rc = buf_append_u8(out, ',');
-        if (!rc)
-            rc = rmq_json_append_string(out, subs[i].topic);
-        if (!rc)
-            rc =
-                buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
-                                    "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
-    }
-    if (!rc)
-        rc = buf_append_str(out, "},\"subscriptionSet\":[");
-    for (size_t i = 0; !rc && i < ri->nsubs; i++) {
-        if (i)
-            rc = buf_append_u8(out, ',');
-        if (!rc)
-            rc = sim_sub_encode(&subs[i], out);
-    }
-    rmq_free(subs);
-    return rc ? rc : buf_append_u8(out, ']');
+    return allocate_string_compare(((const struct rmq_subscription *)a)->topic,
+                                   ((const struct rmq_subscription *)b)->topic);
 }
 
 int sim_running_info_encode(const struct sim_rinfo *ri, struct buf *out)
 {
-    size_t mark = buf_live(out);
-    int rc = buf_append_u8(out, '{');
-    if (!rc)
-        rc = append_mq_table(ri, out);
-    if (!rc)
-        rc = buf_append_u8(out, ',');
-    if (!rc)
-        rc = append_props(ri, out);
-    if (!rc)
-        rc = buf_append_u8(out, ',');
-    if (!rc)
-        rc = append_subs(ri, out);
-    if (!rc)
-        rc = buf_append_u8(out, '}');
-    if (rc)
-        out->len = out->pos + mark;
+    struct prop props[SIM_RINFO_MAX_PROPS];
+    struct rmq_running_info_prop kv[SIM_RINFO_MAX_PROPS];
+    size_t nprops = fill_props(ri, props);
+    /* Java's Properties is a Hashtable (no order); sorted is stable to test. */
+    qsort(props, nprops, sizeof *props, prop_cmp);
+    for (size_t i = 0; i < nprops; i++)
+        kv[i] = (struct rmq_running_info_prop){props[i].key, props[i].val};
+
+    /* Copies in TreeMap order; the caller's arrays stay as they are. */
+    struct rmq_running_info_queue *qs = rmq_calloc(ri->nqueues ? ri->nqueues : 1, sizeof *qs);
+    struct rmq_subscription *subs = rmq_calloc(ri->nsubs ? ri->nsubs : 1, sizeof *subs);
+    int rc = RMQ_ENOMEM;
+    if (qs && subs) {
+        for (size_t i = 0; i < ri->nqueues; i++) {
+            const struct sim_rinfo_queue *q = &ri->queues[i];
+            qs[i] = (struct rmq_running_info_queue){q->mq.topic, q->mq.broker_name, q->mq.queue_id,
+                                                    q->commit_offset, q->last_pull_ms};
+        }
+        qsort(qs, ri->nqueues, sizeof *qs, rq_cmp);
+        for (size_t i = 0; i < ri->nsubs; i++)
+            subs[i] = sim_sub_data(&ri->subs[i]);
+        qsort(subs, ri->nsubs, sizeof *subs, sub_cmp);
+        struct rmq_running_info_spec spec = {
+            .props = kv,
+            .nprops = nprops,
+            .queues = qs,
+            .nqueues = ri->nqueues,
+            .subs = subs,
+            .nsubs = ri->nsubs,
+        };
+        rc = rmq_running_info_encode(&spec, out);
+    }
+    rmq_free(qs);
+    rmq_free(subs);
     return rc;
 }

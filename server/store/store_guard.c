@@ -36,6 +36,11 @@
 
 int store_lock_acquire(struct store *s, const char *path, char *err, size_t errlen)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* no lock file beside a directory */
+        (void)rmq_fail(err, errlen, RMQ_OK, "open %s: %s", path, strerror(EISDIR));
+        return -EISDIR;
+    }
     char lock[4200];
     if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock) {
         (void)rmq_fail(err, errlen, RMQ_OK, "store path too long: %s", path);

@@ -63,12 +63,26 @@ static int truncate_busy(void *ctx, int n)
     return 1;
 }
 
+static off_t wal_size(const struct store_syncer *y)
+{
+    struct stat st;
+    return stat(y->wal_path, &st) == 0 ? st.st_size : 0;
+}
+
+/* Lets the writer begin batches again (store_syncer_yield). */
+static void release_writer(struct store_syncer *y)
+{
+    pthread_mutex_lock(&y->mu);
+    atomic_store(&y->truncating, false);
+    pthread_cond_broadcast(&y->done_cv);
+    pthread_mutex_unlock(&y->mu);
+}
+
 /* TRUNCATE when the WAL file passed SYNCER_WAL_TRUNCATE_BYTES; true when
  * the file was cut. */
 static bool truncate_if_big(struct store_syncer *y)
 {
-    struct stat st;
-    if (stat(y->wal_path, &st) != 0 || st.st_size <= SYNCER_WAL_TRUNCATE_BYTES)
+    if (wal_size(y) <= SYNCER_WAL_TRUNCATE_BYTES)
         return false;
     /* The writer sees the flag before its next batch and waits for the
      * end (store_syncer_yield), so the lock comes free within one batch
@@ -77,10 +91,7 @@ static bool truncate_if_big(struct store_syncer *y)
     (void)sqlite3_busy_handler(y->db, truncate_busy, NULL); /* cannot fail on an open connection */
     int rc = sqlite3_wal_checkpoint_v2(y->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     (void)sqlite3_busy_timeout(y->db, SYNCER_BUSY_TIMEOUT_MS);
-    pthread_mutex_lock(&y->mu);
-    atomic_store(&y->truncating, false);
-    pthread_cond_broadcast(&y->done_cv);
-    pthread_mutex_unlock(&y->mu);
+    release_writer(y);
     return rc == SQLITE_OK;
 }
 

@@ -69,7 +69,9 @@ def write(path, meta, results, known, scenarios):
         out.append("")
         out.append("Could not start %s: %s" % (k, md_cell(v)))
     out += ["", "rmqcoord profiles (flags added to `serve`): " + "; ".join(
-        "`%s`: `%s`" % (k, " ".join(v) or "(none)") for k, v in meta["coord_profiles"].items()), ""]
+        "`%s`: `%s`" % (k, " ".join(v) or "(none)") for k, v in meta["coord_profiles"].items()) +
+        ". Mode *compat* adds " + ", ".join("`%s` (%s)" % (f, v) for v, f in meta.get("compat_flags", {}).items()) +
+        " to each profile; the real pair is the same for both modes.", ""]
 
     out += ["## Results", "", "| scenario | " + " | ".join("%s %s" % c for c in cols) + " |", "|---|" + "---|" * len(cols)]
     cell = {}

@@ -11,7 +11,7 @@
  */
 #include "err.h"
 #include "fuzz_common.h"
-#include "rmq_body.h"
+#include "heartbeat_body.h"
 
 static bool sub_equal(const struct rmq_subscription *a, const struct rmq_subscription *b)
 {

@@ -9,7 +9,7 @@
  */
 #include "err.h"
 #include "fuzz_common.h"
-#include "rmq_body.h"
+#include "lock_body.h"
 
 static bool lock_equal(const struct rmq_lock_body *a, const struct rmq_lock_body *b)
 {

@@ -302,6 +302,27 @@ class Broker49(CompatCase):
         self.assertNotIn(b"enableActingMaster", c.request(ROUTE, {"topic": "TopicA"}).body)
 
 
+class NameServer49(CompatCase):
+    """--role namesrv --compat broker-4.9: a code the 4.9 name server does not serve gets no reply
+    (in the one-port mode it cannot be told from a broker code, and is answered 3)."""
+    extra = ("--role", "namesrv", "--compat", "broker-4.9")
+
+    def test_unknown_code_unanswered(self):
+        c = self.conn()
+        self.assertIsNone(c.request(9999, {}, timeout=1.0))
+        self.assertIsNone(c.request(UPDATE_OFF, off_ext(self.g, 0, commitOffset=1), timeout=1.0))
+        self.assertEqual(c.request(KV, {"namespace": "N", "key": "K"}).code, 22, "the connection is still served")
+
+    def test_one_port_mode_answers(self):
+        d = Daemon("--compat", "broker-4.9")
+        try:
+            c = d.connect()
+            self.assertEqual(c.request(9999, {}).code, 3)
+            c.close()
+        finally:
+            d.stop()
+
+
 class Override(CompatCase):
     """A flag given with --compat overrides it, whatever the order."""
     extra = ("--auto-create-queues", "4", "--compat", "broker", "--release-pulls-on-change", "on")

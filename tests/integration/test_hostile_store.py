@@ -57,7 +57,7 @@ class Churn(DaemonCase):
     def test_wal_stays_bounded_under_churn(self):
         """Churn of 15 s gave a 67 MB WAL (1.1 GB in 45 s on a faster
         client) that never shrank: PASSIVE checkpoints never let it start
-        over. The sync thread now truncates it past 8 MiB."""
+        over. The sync thread now truncates it past 4 MiB."""
         wal = self.d.store + "-wal"
         ts, counts = churn(self.d, 15, 100000)
         biggest = 0
@@ -69,9 +69,16 @@ class Churn(DaemonCase):
                 pass
         for t in ts:
             t.join(30)
-        print("churn: %d connections, WAL at most %.1f MB" % (sum(counts), biggest / 1e6))
+        time.sleep(2)  # one sync interval and more
+        after = os.path.getsize(wal) if os.path.exists(wal) else 0
+        print("churn: %d connections, WAL at most %.1f MB, %.1f MB 2 s later" %
+              (sum(counts), biggest / 1e6, after / 1e6))
         self.assertGreater(sum(counts), 2000, "the churn must have run")
-        self.assertLess(biggest, 16 << 20, "the WAL must stay bounded (64 MB for 60 s, 16 MB for 15 s)")
+        # 60 s of churn must stay under 64 MB; for 15 s, half of that (the
+        # peak depends on how often the sync thread gets a core; 6-14 MB
+        # here, 30 MB over 60 s with two other builds running)
+        self.assertLess(biggest, 32 << 20, "the WAL must stay bounded during churn")
+        self.assertLess(after, 8 << 20, "and must not keep its peak size once churn stops")
 
     def test_closed_channel_rows_are_pruned(self):
         """Every churned connection left a channel row (and a member row)

@@ -367,6 +367,16 @@ void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *clie
     fx_handle(fx, i, handle_heartbeat, &req);
 }
 
+void fx_unregister(struct fx *fx, size_t i, int32_t opaque, const char *group, const char *client_id)
+{
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, opaque, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", group), 0);
+    if (client_id)
+        assert_int_equal(rmq_cmd_ext_set(&req, "clientID", client_id), 0);
+    fx_handle(fx, i, handle_unregister_client, &req);
+}
+
 void fx_expect_reply(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *remark)
 {
     struct rmq_cmd r;
@@ -400,6 +410,13 @@ void fx_join(struct fx *fx, size_t i, const char *client_id, const char *group)
     fx_heartbeat(fx, i, client_id, group, "T");
     fx_iterate(fx);
     fx_drain(fx, i);
+}
+
+size_t fx_member(struct fx *fx, const char *client_id, const char *group)
+{
+    size_t i = fx_connect(fx);
+    fx_join(fx, i, client_id, group);
+    return i;
 }
 
 void fx_two_members(struct fx *fx, size_t *a, size_t *b)

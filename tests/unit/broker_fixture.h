@@ -98,6 +98,9 @@ void fx_handle_body(struct fx *fx, size_t i, fx_handler handler, int32_t code, i
 /* fx_heartbeat_req through handle_heartbeat and fx_iterate. */
 void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *client_id, const char *group,
                        const char *const *topics, size_t ntopics, bool broadcast);
+/* UNREGISTER_CLIENT of group (and client_id unless NULL) on peer i through
+ * handle_unregister_client and fx_iterate; the reply is left unread. */
+void fx_unregister(struct fx *fx, size_t i, int32_t opaque, const char *group, const char *client_id);
 /* Reads the reply to opaque at peer i: its code must be code and, unless
  * remark is NULL, its remark exactly remark (the frame is cleared). */
 void fx_expect_reply(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *remark);
@@ -108,6 +111,8 @@ const struct reg_group *fx_group(struct fx *fx, const char *name, size_t nmember
 /* Peer i's client_id joins group on topic T: heartbeat, an iteration, and
  * every frame at peer i read. */
 void fx_join(struct fx *fx, size_t i, const char *client_id, const char *group);
+/* A new connection whose client_id joined group (fx_join); its index. */
+size_t fx_member(struct fx *fx, const char *client_id, const char *group);
 /* Two connections whose clients cA and cB joined group g on topic T; the
  * heartbeat replies and the NOTIFYs are read. */
 void fx_two_members(struct fx *fx, size_t *a, size_t *b);

@@ -152,6 +152,24 @@ static char *stop_captured(struct fx *fx)
     return text;
 }
 
+/* Starts a fake name server answering in mode, a broker registered with
+ * it, and stops the broker; returns the stop's log (finish frees it) with
+ * the server's view in *ns and the broker in *fx. */
+static char *stop_against(struct fake_ns *ns, enum ns_mode mode, struct fx **fx)
+{
+    ns_start(ns, mode);
+    *fx = broker_with_namesrv(ns->port);
+    char *log = stop_captured(*fx);
+    ns_join(ns);
+    return log;
+}
+
+static void finish(struct fx *fx, char *log)
+{
+    free(log);
+    fx_free(fx);
+}
+
 /* Regression: a name server that accepts the UNREGISTER_BROKER and closes
  * without replying used to be logged as "unregistered" (recv() returning 0
  * fell through to -errno with a stale errno, 0 when nothing had failed
@@ -160,10 +178,8 @@ static void test_close_without_reply_is_a_failure(void **state)
 {
     (void)state;
     struct fake_ns ns;
-    ns_start(&ns, NS_CLOSE);
-    struct fx *fx = broker_with_namesrv(ns.port);
-    char *log = stop_captured(fx);
-    ns_join(&ns);
+    struct fx *fx;
+    char *log = stop_against(&ns, NS_CLOSE, &fx);
     assert_true(ns.got_request);
     assert_int_equal(ns.code, RMQ_REQ_UNREGISTER_BROKER);
     assert_string_equal(ns.broker_name, "broker-a");
@@ -172,8 +188,7 @@ static void test_close_without_reply_is_a_failure(void **state)
     assert_non_null(strstr(log, "UNREGISTER_BROKER to 127.0.0.1:"));
     assert_non_null(strstr(log, "closed the connection without a reply"));
     assert_null(fx->b.breg);
-    free(log);
-    fx_free(fx);
+    finish(fx, log);
 }
 
 /* A SUCCESS reply to the request's opaque is an unregistration. */
@@ -181,15 +196,12 @@ static void test_success_reply(void **state)
 {
     (void)state;
     struct fake_ns ns;
-    ns_start(&ns, NS_SUCCESS);
-    struct fx *fx = broker_with_namesrv(ns.port);
-    char *log = stop_captured(fx);
-    ns_join(&ns);
+    struct fx *fx;
+    char *log = stop_against(&ns, NS_SUCCESS, &fx);
     assert_true(ns.got_request);
     assert_non_null(strstr(log, "broker: unregistered from name server 127.0.0.1:"));
     assert_null(strstr(log, "failed"));
-    free(log);
-    fx_free(fx);
+    finish(fx, log);
 }
 
 /* A reply with an error code is a refusal, not an unregistration. */
@@ -197,14 +209,11 @@ static void test_refusal_is_a_failure(void **state)
 {
     (void)state;
     struct fake_ns ns;
-    ns_start(&ns, NS_REFUSE);
-    struct fx *fx = broker_with_namesrv(ns.port);
-    char *log = stop_captured(fx);
-    ns_join(&ns);
+    struct fx *fx;
+    char *log = stop_against(&ns, NS_REFUSE, &fx);
     assert_null(strstr(log, "unregistered from name server"));
     assert_non_null(strstr(log, "refused with code 1: not today"));
-    free(log);
-    fx_free(fx);
+    finish(fx, log);
 }
 
 /* Nobody listening: connect fails, and the log says so. */
@@ -225,8 +234,7 @@ static void test_nobody_listening(void **state)
     char *log = stop_captured(fx);
     assert_null(strstr(log, "unregistered from name server"));
     assert_non_null(strstr(log, "connect: "));
-    free(log);
-    fx_free(fx);
+    finish(fx, log);
 }
 
 /* The RegisterBrokerBody lists this broker's own topics only, with the

@@ -16,7 +16,7 @@
 #include "mem.h"
 #include "remoting_frame.h"
 #include "remoting_header.h"
-#include "rmq_body.h"
+#include "heartbeat_body.h"
 #include "test_support.h"
 
 #include <dirent.h>

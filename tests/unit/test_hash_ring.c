@@ -95,6 +95,17 @@ static void test_replica_numbering(void **state)
     hash_ring_free(r);
 }
 
+/* The ring holds one key, node winner's only replica (loser has none),
+ * and once sealed winner owns every point. */
+static void expect_sole_owner(struct hash_ring *r, size_t winner, size_t loser)
+{
+    assert_int_equal(hash_ring_size(r), 1);
+    assert_int_equal(hash_ring_replicas(r, winner), 1);
+    assert_int_equal(hash_ring_replicas(r, loser), 0);
+    assert_int_equal(hash_ring_seal(r), 0);
+    assert_int_equal(owner(r, 1), winner);
+}
+
 /* "n11593-0" and "n38145-0" share the hash 0x6fd56d8c (found offline): the
  * later put wins and the loser's replica count drops, which changes the
  * numbering of its next add. */
@@ -107,19 +118,11 @@ static void test_collision_overwrites(void **state)
     assert_int_equal(hash_ring_new(&r, 2, 0), 0);
     assert_int_equal(hash_ring_add(r, "n11593", 0, 1), 0);
     assert_int_equal(hash_ring_add(r, "n38145", 1, 1), 0);
-    assert_int_equal(hash_ring_size(r), 1);
-    assert_int_equal(hash_ring_replicas(r, 0), 0);
-    assert_int_equal(hash_ring_replicas(r, 1), 1);
-    assert_int_equal(hash_ring_seal(r), 0);
-    assert_int_equal(owner(r, 1), 1);
+    expect_sole_owner(r, 1, 0);
     /* n11593 owns nothing, so its next replica is numbered 0 again and takes
      * the key back. */
     assert_int_equal(hash_ring_add(r, "n11593", 0, 1), 0);
-    assert_int_equal(hash_ring_size(r), 1);
-    assert_int_equal(hash_ring_replicas(r, 0), 1);
-    assert_int_equal(hash_ring_replicas(r, 1), 0);
-    assert_int_equal(hash_ring_seal(r), 0);
-    assert_int_equal(owner(r, 1), 0);
+    expect_sole_owner(r, 0, 1);
     hash_ring_free(r);
 }
 

@@ -86,10 +86,7 @@ static void test_leave_rows(void **state)
     struct fx *fx = *state;
     size_t a, b;
     fx_two_members(fx, &a, &b);
-    struct rmq_cmd req;
-    fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 3, 0);
-    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
-    fx_handle(fx, a, handle_unregister_client, &req);
+    fx_unregister(fx, a, 3, "g", NULL);
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM members WHERE client_id='cA' AND "
                                     "leave_reason='unregister' AND left_ms IS NOT NULL"),
                      1);

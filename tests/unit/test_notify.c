@@ -157,18 +157,12 @@ static void test_unregister_notifies_only_on_change(void **state)
     size_t a, b;
     fx_two_members(fx, &a, &b);
 
-    struct rmq_cmd req;
-    fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 21, 0);
-    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "other"), 0);
-    assert_int_equal(rmq_cmd_ext_set(&req, "clientID", "cA"), 0);
-    fx_handle(fx, a, handle_unregister_client, &req);
+    fx_unregister(fx, a, 21, "other", "cA");
     fx_expect_reply(fx, a, 21, RMQ_RESP_SUCCESS, NULL);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(fx_drain(fx, b), 0);
 
-    fx_request(&req, RMQ_REQ_UNREGISTER_CLIENT, 22, 0);
-    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "g"), 0);
-    fx_handle(fx, a, handle_unregister_client, &req);
+    fx_unregister(fx, a, 22, "g", NULL);
     fx_expect_reply(fx, a, 22, RMQ_RESP_SUCCESS, NULL);
     assert_int_equal(fx_drain(fx, a), 0);
     assert_int_equal(fx_notifies(fx, b, "g"), 1);

@@ -8,7 +8,7 @@
 
 #include "err.h"
 #include "mem.h"
-#include "running_info.h"
+#include "running_info_body.h"
 
 #include <string.h>
 

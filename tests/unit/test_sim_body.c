@@ -13,7 +13,6 @@
 
 #include "err.h"
 #include "mem.h"
-#include "rmq_body.h"
 #include "sim_body.h"
 
 #include <stdio.h>
@@ -158,7 +157,7 @@ static void test_route_malformed(void **state)
         assert_int_equal(r.nbrokers + r.nqueues, 0);
     }
     /* Nesting deeper than the bound is refused, not recursed into. */
-    char deep[SIM_BODY_MAX_DEPTH * 2 + 8];
+    char deep[RMQ_ROUTE_MAX_DEPTH * 2 + 8];
     memset(deep, '[', sizeof deep - 1);
     deep[sizeof deep - 1] = '\0';
     struct sim_route r;

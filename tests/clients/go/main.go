@@ -106,6 +106,13 @@ func parseArgs() *options {
 	fs.StringVar(&o.config, "config", "", "CONFIG: the queues to take, brokerName:queueId,... of --topic")
 	fs.StringVar(&o.consumerIdcs, "consumer-idcs", "", "MACHINE_ROOM: rooms A,B (broker names room@name)")
 	fs.IntVar(&o.virtualNodes, "virtual-nodes", 10, "CONSISTENT_HASH virtual nodes")
+	// Options of the probe spec this client does not have: accepted here so
+	// the probe can say so ({"event":"unsupported"}, exit 3) instead of a flag error.
+	var litePull, heartbeatV2 bool
+	var serialize string
+	fs.BoolVar(&litePull, "lite-pull", false, "lite pull consumer (not in rocketmq-client-go v2)")
+	fs.StringVar(&serialize, "serialize", "", "JSON|ROCKETMQ header serialization (not settable in this client)")
+	fs.BoolVar(&heartbeatV2, "heartbeat-v2", false, "5.x heartbeat v2 (not in rocketmq-client-go v2)")
 	fs.BoolVar(&o.reportAllocate, "report-allocate", false,
 		"also print {\"event\":\"allocate\"} for every call of the strategy (its cidAll and result)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -117,6 +124,22 @@ func parseArgs() *options {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	unsupported := map[string]string{
+		"lite-pull":    "rocketmq-client-go v2 has no lite pull consumer",
+		"serialize":    "rocketmq-client-go v2 always sends JSON headers",
+		"heartbeat-v2": "rocketmq-client-go v2 has no heartbeat v2",
+	}
+	for _, name := range []string{"lite-pull", "serialize", "heartbeat-v2"} {
+		if set[name] && !(name == "serialize" && serialize == "JSON") { // JSON is what it sends anyway
+			option := "--" + name
+			if name == "serialize" {
+				option += " " + serialize
+			}
+			emit(map[string]interface{}{"event": "unsupported", "option": option, "detail": unsupported[name]})
+			os.Exit(exitUnsupported)
+		}
+	}
 
 	// The Go client's heartbeat (30 s), route poll (30 s) and rebalance
 	// (20 s) periods are package constants: there is no way to change them.

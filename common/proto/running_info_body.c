@@ -1,12 +1,13 @@
-/* running_info.c — see running_info.h. A small scanner skips any value,
+/* running_info_body.c — see running_info_body.h. A small scanner skips any value,
  * including objects whose keys are objects, so the top level can be walked
  * without a full parser for fastjson's dialect. */
-#include "running_info.h"
+#include "running_info_body.h"
 
 #include "err.h"
 #include "mem.h"
 #include "array.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -266,12 +267,102 @@ void rmq_running_info_clear(struct rmq_running_info *ri)
 {
     if (!ri)
         return;
-    for (size_t i = 0; i < ri->nmqs; i++) {
-        rmq_free(ri->mqs[i].topic);
-        rmq_free(ri->mqs[i].broker_name);
-    }
-    rmq_free(ri->mqs);
+    rmq_mqs_free(ri->mqs, ri->nmqs);
     rmq_free(ri->strategy);
     rmq_free(ri->client_version);
     memset(ri, 0, sizeof *ri);
+}
+
+/* ---- encode ------------------------------------------------------------- */
+
+/* One ProcessQueueInfo value (keys sorted; nothing cached). */
+static int append_pq_info(const struct rmq_running_info_queue *q, struct buf *out)
+{
+    return buf_appendf(out,
+                       "{\"cachedMsgCount\":0,\"cachedMsgMaxOffset\":0,\"cachedMsgMinOffset\":0,"
+                       "\"cachedMsgSizeInMiB\":0,\"commitOffset\":%" PRId64 ",\"droped\":false,"
+                       "\"lastConsumeTimestamp\":0,\"lastLockTimestamp\":0,\"lastPullTimestamp\":%" PRId64
+                       ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0,"
+                       "\"transactionMsgMinOffset\":0,\"tryUnlockTimes\":0}",
+                       q->commit_offset, q->last_pull_ms);
+}
+
+/* PROTOCOL: docs/protocol.md §3.8 mqTable is a TreeMap<MessageQueue, ProcessQueueInfo>;
+ * fastjson writes each key object inline and unquoted. */
+static int append_mq_table(const struct rmq_running_info_spec *ri, struct buf *out)
+{
+    int rc = buf_append_str(out, "\"mqTable\":{");
+    for (size_t i = 0; !rc && i < ri->nqueues; i++) {
+        const struct rmq_running_info_queue *q = &ri->queues[i];
+        if (i)
+            rc = buf_append_u8(out, ',');
+        if (!rc)
+            rc = rmq_json_append_mq(out, q->topic, q->broker_name, q->queue_id);
+        if (!rc)
+            rc = buf_append_u8(out, ':');
+        if (!rc)
+            rc = append_pq_info(q, out);
+    }
+    return rc ? rc : buf_append_u8(out, '}');
+}
+
+static int append_props(const struct rmq_running_info_spec *ri, struct buf *out)
+{
+    int rc = buf_append_str(out, "\"properties\":{");
+    for (size_t i = 0; !rc && i < ri->nprops; i++) {
+        if (i)
+            rc = buf_append_u8(out, ',');
+        if (!rc)
+            rc = rmq_json_append_string(out, ri->props[i].key);
+        if (!rc)
+            rc = buf_append_u8(out, ':');
+        if (!rc)
+            rc = rmq_json_append_string(out, ri->props[i].value);
+    }
+    return rc ? rc : buf_append_u8(out, '}');
+}
+
+/* statusTable (TreeMap topic -> ConsumeStatus) and subscriptionSet. */
+static int append_subs(const struct rmq_running_info_spec *ri, struct buf *out)
+{
+    int rc = buf_append_str(out, "\"statusTable\":{");
+    for (size_t i = 0; !rc && i < ri->nsubs; i++) {
+        if (i)
+            rc = buf_append_u8(out, ',');
+        if (!rc)
+            rc = rmq_json_append_string(out, ri->subs[i].topic);
+        if (!rc)
+            rc = buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
+                                     "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
+    }
+    if (!rc)
+        rc = buf_append_str(out, "},\"subscriptionSet\":[");
+    for (size_t i = 0; !rc && i < ri->nsubs; i++) {
+        if (i)
+            rc = buf_append_u8(out, ',');
+        if (!rc)
+            rc = rmq_subscription_encode(&ri->subs[i], out);
+    }
+    return rc ? rc : buf_append_u8(out, ']');
+}
+
+int rmq_running_info_encode(const struct rmq_running_info_spec *ri, struct buf *out)
+{
+    size_t mark = buf_live(out);
+    int rc = buf_append_u8(out, '{');
+    if (!rc)
+        rc = append_mq_table(ri, out);
+    if (!rc)
+        rc = buf_append_u8(out, ',');
+    if (!rc)
+        rc = append_props(ri, out);
+    if (!rc)
+        rc = buf_append_u8(out, ',');
+    if (!rc)
+        rc = append_subs(ri, out);
+    if (!rc)
+        rc = buf_append_u8(out, '}');
+    if (rc)
+        out->len = out->pos + mark;
+    return rc;
 }

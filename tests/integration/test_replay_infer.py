@@ -1,0 +1,128 @@
+"""Issue 18: a recorded mixed run — one client that ignores NOTIFY
+(`rmqcoord sim --no-notify`, like ali-ons) with a short timer, and clients
+that act on NOTIFY (`rmqcoord sim`) — replays with the double consumption
+found by default: replay infers from the recorded GET_CONSUMER_LIST_BY_GROUP
+queries who ignores NOTIFY and its timer period, reports the overlap with
+its interval and names the cause. No replay flag is needed; --client
+overrides still replace what was inferred."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rmqclient import Daemon  # noqa: E402
+
+BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
+SLOW_MS = 4000
+
+
+def replay(path, *flags):
+    p = subprocess.run([BIN, "replay", path] + list(flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    if p.returncode != 0:
+        raise AssertionError("replay failed (%d): %s" % (p.returncode, p.stderr.decode()))
+    return p.stdout.decode()
+
+
+class ReplayInferTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="rmqcoord-infer-")
+        cls.trace = os.path.join(cls.tmp, "trace.jsonl")
+        d = Daemon("--record", cls.trace, "--topic", "T:8", store=os.path.join(cls.tmp, "s.db"))
+        procs = []
+        try:
+            ns = "127.0.0.1:%d" % d.port
+            common = ["--namesrv", ns, "--group", "G", "--topic", "T", "--quiet", "--heartbeat-ms", "1000"]
+            # The slow one first: it holds every queue, ignores the NOTIFYs the
+            # later joins send and gives queues up only on its own timer.
+            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.2@slow-0", "--no-notify",
+                                                                     "--rebalance-ms", str(SLOW_MS)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(1.5)
+            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-prefix", "10.0.0.3@fast", "--clients",
+                                                                     "2"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            # A later join: a membership change the fast clients react to
+            # (their own joins' NOTIFYs tell nothing) and the slow one ignores.
+            time.sleep(3.5)
+            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.4@late-0"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(5.5)
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(10)
+            time.sleep(0.3)
+            d.stop()
+
+    def records(self, *flags):
+        return [json.loads(line) for line in replay(self.trace, "--format", "json", *flags).splitlines()]
+
+    def test_trace_has_queries(self):
+        codes = set()
+        with open(self.trace) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("event") == "request":
+                    codes.add(r["code"])
+        self.assertIn(38, codes, "GET_CONSUMER_LIST_BY_GROUP was not recorded")
+
+    def test_behaviour_inferred(self):
+        beh = {r["client"]: r for r in self.records() if r["type"] == "behaviour"}
+        slow = beh["10.0.0.2@slow-0"]
+        self.assertFalse(slow["notify"], slow)
+        self.assertEqual(slow["notifySource"], "inferred")
+        self.assertEqual(slow["rebalanceMs"], SLOW_MS, slow)
+        self.assertEqual(slow["periodSource"], "inferred")
+        fast = [r for c, r in beh.items() if c.startswith("10.0.0.3@fast")]
+        # re-queried right after the late join's NOTIFY
+        self.assertGreaterEqual(fast[0]["reacted"], 1, fast)
+        self.assertEqual(len(fast), 2, beh)
+        for r in fast:
+            self.assertTrue(r["notify"], r)
+            self.assertEqual(r["notifySource"], "inferred")
+
+    def test_default_replay_finds_the_overlap_and_its_cause(self):
+        recs = self.records()
+        ov = [r for r in recs if r["type"] == "overlap"]
+        self.assertTrue(ov, "no overlap found by default")
+        for r in ov:
+            self.assertIn("10.0.0.2@slow-0", r["owners"])
+            self.assertEqual(r["cause"]["client"], "10.0.0.2@slow-0")
+            # from a fast client's join to the slow client's next timer round: under one period
+            self.assertGreater(r["ms"], 0)
+            self.assertLessEqual(r["ms"], SLOW_MS + 500, r)
+        tot = [r for r in recs if r["type"] == "totals"][0]
+        self.assertEqual(tot["overlaps"], len(ov))
+        self.assertEqual(tot["inferredIgnoreNotify"], 1)
+        self.assertGreaterEqual(tot["consumerListQueries"], 3)
+        text = replay(self.trace)
+        self.assertIn("cause: 10.0.0.2@slow-0", text)
+        self.assertIn("== behaviour", text)
+
+    def test_override_replaces_inference(self):
+        recs = self.records("--client", "10.0.0.2@slow-0:notify=on")
+        self.assertEqual([r for r in recs if r["type"] == "overlap"], [])
+        beh = {r["client"]: r for r in recs if r["type"] == "behaviour"}
+        self.assertEqual(beh["10.0.0.2@slow-0"]["notifySource"], "override")
+        # --infer off: the old default (everyone reacts) finds nothing either
+        recs = self.records("--infer", "off")
+        self.assertEqual([r for r in recs if r["type"] == "overlap"], [])
+        # the old global flags still work and beat the inference
+        recs = self.records("--infer", "off", "--ignore-notify", "10.0.0.2@slow-0", "--client-rebalance-ms",
+                            str(SLOW_MS))
+        self.assertTrue([r for r in recs if r["type"] == "overlap"])
+
+    def test_unknown_explain_queue_warns(self):
+        out = replay(self.trace, "--explain", "T:no-such-broker:3")
+        self.assertIn("warning: no group of the trace consumes this queue", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
