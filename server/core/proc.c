@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 
 void proc_init(int log_level)
@@ -27,4 +28,17 @@ int proc_stop_signal_fd(void)
         return -errno;
     int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     return fd < 0 ? -errno : fd;
+}
+
+long proc_raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -1;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? -1 : (long)rl.rlim_cur;
 }

@@ -16,4 +16,9 @@ void proc_init(int log_level);
  * this covers pipes such as stdout. */
 int proc_stop_signal_fd(void);
 
+/* Raises the soft open-file limit to the hard one (thousands of clients or
+ * simulated clients need more than the usual 1,024); best effort. Returns
+ * the soft limit in force afterwards, or -1 when it is unlimited or unknown. */
+long proc_raise_fd_limit(void);
+
 #endif

@@ -35,7 +35,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -464,23 +463,15 @@ static int setup_http(struct broker *s)
     return RMQ_OK;
 }
 
-/* Raises the soft open-file limit to the hard one (a daemon with 10,000
- * clients needs more than the usual 1,024) and says at start when
- * --max-connections cannot be reached under it. */
+/* Thousands of clients need more than the usual 1,024 descriptors; say at
+ * start when --max-connections cannot be reached under the limit. */
 static void raise_fd_limit(const struct config *cfg)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return;
-    if (rl.rlim_cur < rl.rlim_max) {
-        struct rlimit want = {rl.rlim_max, rl.rlim_max};
-        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
-            rl = want;
-    }
+    long limit = proc_raise_fd_limit();
     /* Listeners, the store, the HTTP side and logs take a few dozen descriptors. */
-    if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < cfg->max_connections + 64)
-        log_warn("the open-file limit is %llu: accepting fails (and pauses) before --max-connections %lld",
-                 (unsigned long long)rl.rlim_cur, (long long)cfg->max_connections);
+    if (limit >= 0 && limit < cfg->max_connections + 64)
+        log_warn("the open-file limit is %ld: accepting fails (and pauses) before --max-connections %lld",
+                 limit, (long long)cfg->max_connections);
 }
 
 int server_init(struct broker *s, const struct config *cfg)

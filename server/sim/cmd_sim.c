@@ -24,7 +24,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -229,16 +228,6 @@ static void sim_teardown(struct sim *sim)
     loop_free(sim->loop);
 }
 
-/* Thousands of clients need thousands of sockets: lift the soft limit. */
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        (void)setrlimit(RLIMIT_NOFILE, &rl); /* best effort: the old limit still works for small runs */
-    }
-}
-
 static int sim_setup(struct sim *sim, const struct sim_config *cfg, int sfd)
 {
     memset(sim, 0, sizeof *sim);
@@ -271,7 +260,7 @@ int cmd_sim_main(int argc, char **argv)
     if (rc != 0)
         return 2;
     proc_init(cfg.log_level);
-    raise_fd_limit();
+    (void)proc_raise_fd_limit(); /* the old limit still works for small runs */
     int sfd = proc_stop_signal_fd();
     static struct sim sim;
     rc = sfd < 0 ? -1 : sim_setup(&sim, &cfg, sfd);
