@@ -62,8 +62,8 @@ int rmq_json_read_long(const struct json_t *obj, const char *key, const char *pa
 int rmq_json_read_enum(const struct json_t *obj, const char *key, const char *const *names, size_t n,
                        const char *path, int *out, const struct rmq_json_err *pe);
 /* *out is the borrowed array, or NULL when absent (an empty set). */
-int rmq_json_read_array(const struct json_t *obj, const char *key, const char *path, const struct json_t **out,
-                        const struct rmq_json_err *pe);
+int rmq_json_read_array(const struct json_t *obj, const char *key, const char *path,
+                        const struct json_t **out, const struct rmq_json_err *pe);
 /* Allocates a zeroed array of n elements for an array field (NULL for 0),
  * so a later failure can free the partly filled array with the usual _clear. */
 int rmq_json_alloc_elems(size_t n, size_t size, void **out, const struct rmq_json_err *pe);

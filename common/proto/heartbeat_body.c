@@ -253,7 +253,8 @@ int rmq_subscription_encode(const struct rmq_subscription *s, struct buf *out)
     if (!rc)
         rc = buf_append_str(out, "],");
     if (!rc)
-        rc = rmq_json_append_kv_str(out, "expressionType", s->expression_type ? s->expression_type : "TAG", ',');
+        rc = rmq_json_append_kv_str(out, "expressionType", s->expression_type ? s->expression_type : "TAG",
+                                    ',');
     if (!rc)
         rc = rmq_json_append_kv_str(out, "subString", s->sub_string ? s->sub_string : "*", ',');
     if (!rc)

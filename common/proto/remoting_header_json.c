@@ -9,10 +9,10 @@
  */
 #include "remoting_header.h"
 
+#include "body_json.h"
 #include "err.h"
 #include "mem.h"
 #include "remoting_header_json_fast.h"
-#include "body_json.h"
 
 #include <inttypes.h>
 #include <jansson.h>

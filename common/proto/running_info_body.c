@@ -3,9 +3,9 @@
  * without a full parser for fastjson's dialect. */
 #include "running_info_body.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -332,8 +332,9 @@ static int append_subs(const struct rmq_running_info_spec *ri, struct buf *out)
         if (!rc)
             rc = rmq_json_append_string(out, ri->subs[i].topic);
         if (!rc)
-            rc = buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
-                                     "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
+            rc =
+                buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
+                                    "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
     }
     if (!rc)
         rc = buf_append_str(out, "},\"subscriptionSet\":[");

@@ -15,12 +15,12 @@
 #include "clocks.h"
 #include "err.h"
 #include "mem.h"
+#include "parse_int.h"
 #include "replay.h"
 #include "replay_io.h"
 #include "replay_live.h"
-#include "trace_fmt.h"
-#include "parse_int.h"
 #include "request_codes.h"
+#include "trace_fmt.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -68,13 +68,17 @@ static void usage(FILE *f)
                                                                          "  --ignore-notify CLIENT     this "
                                                                          "client id rebalances only on its "
                                                                          "timer (repeatable)\n"
-                                                                         "  --client ID:notify=on|off,rebalance-ms=N"
-                                                                         "  one client's behaviour, replacing "
+                                                                         "  --client "
+                                                                         "ID:notify=on|off,rebalance-ms=N"
+                                                                         "  one client's behaviour, "
+                                                                         "replacing "
                                                                          "what was inferred and the flags "
                                                                          "above (repeatable)\n"
-                                                                         "  --infer on|off             use each "
+                                                                         "  --infer on|off             use "
+                                                                         "each "
                                                                          "client's behaviour as its recorded "
-                                                                         "consumer-list queries show it (on)\n"
+                                                                         "consumer-list queries show it "
+                                                                         "(on)\n"
                                                                          "  --from T --to T            "
                                                                          "report window: ms since the epoch, "
                                                                          "or +N ms after the trace start\n"
@@ -139,7 +143,8 @@ static int parse_client(struct cli *c, const char *arg)
     for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         if (!strcmp(kv, "notify=on") || !strcmp(kv, "notify=off"))
             o->notify = !strcmp(kv, "notify=on");
-        else if (strncmp(kv, "rebalance-ms=", 13) || rmq_parse_i64_range(kv + 13, 1, INT64_MAX, &o->rebalance_ms))
+        else if (strncmp(kv, "rebalance-ms=", 13) ||
+                 rmq_parse_i64_range(kv + 13, 1, INT64_MAX, &o->rebalance_ms))
             return RMQ_EINVAL;
     }
     r->n_overrides++;

@@ -7,6 +7,7 @@
  * scheduled. Allocation and ownership are in replay_own.c, output in
  * replay_out.c. One thread; no I/O.
  */
+#include "array.h"
 #include "client_defaults.h"
 #include "err.h"
 #include "mem.h"
@@ -14,7 +15,6 @@
 #include "replay_int.h"
 #include "request_codes.h"
 #include "topics.h"
-#include "array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,7 +199,8 @@ void rp_mark_stale(struct replay *rp, struct rp_client *c)
     /* The client's timer keeps its phase from its join (PROTOCOL: docs/protocol.md §10.1, a 20 s period); the
      * next tick strictly after now, so a tick that coincides with the change does not pre-empt the NOTIFY the
      * same change sends. */
-    int64_t p = c->rebalance_ms > 0 ? c->rebalance_ms : rp->opt.rebalance_ms, k = (rp->now - c->joined_ms) / p + 1;
+    int64_t p = c->rebalance_ms > 0 ? c->rebalance_ms : rp->opt.rebalance_ms,
+            k = (rp->now - c->joined_ms) / p + 1;
     c->tick_at = c->joined_ms + k * p;
     if (rp_push_action(rp, c->tick_at, RP_ACT_TIMER, c) != 0)
         c->tick_at = RP_NO_TIME;

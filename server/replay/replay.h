@@ -41,12 +41,12 @@ struct replay_client_override {
  * (replay_infer.c): whether it re-queried right after a NOTIFY, and how far
  * apart its own rounds are. */
 struct replay_behaviour {
-    int notify;          /* -1 unknown, 0 ignores NOTIFY, 1 reacts */
-    int64_t period_ms;   /* its timer period, 0 unknown */
-    uint32_t notifies;   /* NOTIFYs that tell (not at its start, window inside the trace) */
-    uint32_t reacted;    /* of those, followed by a query round within REPLAY_REACT_WINDOW_MS */
-    uint32_t rounds;     /* query rounds (queries closer than REPLAY_ROUND_GAP_MS are one) */
-    uint32_t gaps;       /* gaps the period was measured over */
+    int notify;        /* -1 unknown, 0 ignores NOTIFY, 1 reacts */
+    int64_t period_ms; /* its timer period, 0 unknown */
+    uint32_t notifies; /* NOTIFYs that tell (not at its start, window inside the trace) */
+    uint32_t reacted;  /* of those, followed by a query round within REPLAY_REACT_WINDOW_MS */
+    uint32_t rounds;   /* query rounds (queries closer than REPLAY_ROUND_GAP_MS are one) */
+    uint32_t gaps;     /* gaps the period was measured over */
 };
 #define REPLAY_REACT_WINDOW_MS 1000
 #define REPLAY_ROUND_GAP_MS 300

@@ -12,10 +12,10 @@
  * the result, below the per-client --client override and the global flags.
  * One thread; no I/O.
  */
+#include "array.h"
 #include "err.h"
 #include "mem.h"
 #include "replay_int.h"
-#include "array.h"
 
 #include <stdlib.h>
 #include <string.h>

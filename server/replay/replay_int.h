@@ -107,7 +107,7 @@ struct rp_queue {
     bool in_route;
     int state;
     int64_t since;
-    char *snapshot; /* owners when the current overlap began */
+    char *snapshot;               /* owners when the current overlap began */
     const struct rp_client *deaf; /* a deaf owner when it began */
     struct rp_interval *iv;
     size_t niv, iv_cap;
@@ -158,8 +158,8 @@ struct replay {
     struct rp_view **views;
     size_t nviews, views_cap;
     struct hashmap conns, clients, gviews, gts, routes, caches, notified;
-    struct hashmap obs;  /* (conn, group) -> struct rp_obs: recorded NOTIFYs and queries (replay_infer.c) */
-    int64_t obs_end;     /* the latest ts noted */
+    struct hashmap obs; /* (conn, group) -> struct rp_obs: recorded NOTIFYs and queries (replay_infer.c) */
+    int64_t obs_end;    /* the latest ts noted */
     /* In front of conns (whose entries live until replay_free): the last
      * connection seen in each slot, by id, so most events skip the hash. */
     struct rp_conn *conn_front[1024];

@@ -164,8 +164,7 @@ void rp_out_header(struct replay *rp)
                            " channel-expiry-ms=%" PRId64 " expiry-scan-ms=%" PRId64
                            " notify-on-expiry=%s notify-source=%s\n== timeline\n",
                 rp->start_ms, json(rp) ? "" : start_iso, allocate_strategy_name(o->alloc.strategy),
-                o->alloc.virtual_nodes,
-                o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
+                o->alloc.virtual_nodes, o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
                 o->notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
                 src[o->notify_source]);
 }
@@ -253,8 +252,8 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     size_t idx = 0;
     bool listed = res && allocate_result_find(res, c->client_id, &idx) == 0;
     put_iso(rp, o, rp->now);
-    buf_appendf(o, " +%lld %s C%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group, (unsigned long long)c->seq,
-                took ? "took" : "dropped", q->broker, (int)q->qid, reason);
+    buf_appendf(o, " +%lld %s C%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group,
+                (unsigned long long)c->seq, took ? "took" : "dropped", q->broker, (int)q->qid, reason);
     if (res) {
         buf_appendf(o, " view: %zu queue(s), consumers ", res->n_queues);
         put_list(o, res->consumers, res->n_consumers, false);
@@ -289,7 +288,7 @@ static void report_client(struct replay *rp, const struct rp_client *c)
 {
     struct buf *o = &rp->out;
     if (json(rp)) {
-        buf_append_str(o, "{\"type\":\"client\",\"group\":");
+        buf_appendf(o, "{\"type\":\"client\",\"label\":\"C%llu\",\"group\":", (unsigned long long)c->seq);
         rmq_json_append_string(o, c->group);
         buf_append_str(o, ",\"clientId\":");
         rmq_json_append_string(o, c->client_id);
@@ -307,8 +306,8 @@ static void report_client(struct replay *rp, const struct rp_client *c)
                     (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
                     (unsigned long long)c->n_changes);
     } else {
-        buf_appendf(o, "C%llu = %s %s conn=%llu%s%s joined=", (unsigned long long)c->seq, c->group, c->client_id,
-                    (unsigned long long)c->conn, c->view->name[0] ? " @" : "", c->view->name);
+        buf_appendf(o, "C%llu = %s %s conn=%llu%s%s joined=", (unsigned long long)c->seq, c->group,
+                    c->client_id, (unsigned long long)c->conn, c->view->name[0] ? " @" : "", c->view->name);
         put_when(rp, o, c->joined_ms);
         if (c->alive) {
             buf_append_str(o, " left=-");
@@ -317,7 +316,8 @@ static void report_client(struct replay *rp, const struct rp_client *c)
             put_when(rp, o, c->left_ms);
             buf_appendf(o, "(%s)", c->left_why);
         }
-        buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=", !c->deaf                                    ? "on"
+        buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=",
+                    !c->deaf                                       ? "on"
                     : !strcmp(c->notify_src, "no NOTIFY received") ? "missed"
                                                                    : "ignored",
                     (unsigned long long)c->n_start, (unsigned long long)c->n_notify,
@@ -346,7 +346,7 @@ static void report_behaviour(struct replay *rp, const struct rp_client *c)
     struct buf *o = &rp->out;
     const struct replay_behaviour *b = &c->seen;
     if (json(rp)) {
-        buf_append_str(o, "{\"type\":\"behaviour\",\"group\":");
+        buf_appendf(o, "{\"type\":\"behaviour\",\"label\":\"C%llu\",\"group\":", (unsigned long long)c->seq);
         rmq_json_append_string(o, c->group);
         buf_append_str(o, ",\"client\":");
         rmq_json_append_string(o, c->client_id);
@@ -359,7 +359,8 @@ static void report_behaviour(struct replay *rp, const struct rp_client *c)
                     (long long)b->period_ms, b->gaps);
         return;
     }
-    buf_appendf(o, "C%llu %s notify=%s (%s", (unsigned long long)c->seq, c->client_id, c->deaf ? "ignored" : "reacts", c->notify_src);
+    buf_appendf(o, "C%llu %s notify=%s (%s", (unsigned long long)c->seq, c->client_id,
+                c->deaf ? "ignored" : "reacts", c->notify_src);
     if (b->notifies)
         buf_appendf(o, "; re-queried after %u/%u NOTIFY", b->reacted, b->notifies);
     else if (b->rounds)
@@ -367,7 +368,10 @@ static void report_behaviour(struct replay *rp, const struct rp_client *c)
     buf_appendf(o, ") rebalance-ms=%lld (%s", (long long)c->rebalance_ms, c->period_src);
     if (b->period_ms)
         buf_appendf(o, "; measured %lld over %u gap(s)", (long long)b->period_ms, b->gaps);
-    buf_appendf(o, "; %u query round(s))\n", b->rounds);
+    if (b->rounds)
+        buf_appendf(o, "; %u query round(s))\n", b->rounds);
+    else
+        buf_append_str(o, "; no consumer-list queries recorded)\n");
 }
 
 static int report_clients(struct replay *rp)
@@ -448,7 +452,9 @@ static void report_interval(struct replay *rp, const struct ivref *r)
     if (r->iv->owners)
         buf_appendf(o, " owners=%s", r->iv->owners);
     if (r->iv->deaf)
-        buf_appendf(o, " cause: C%llu (%s) ignores NOTIFY (%s) and keeps its queues until its timer (%lld ms)",
+        buf_appendf(o,
+                    " cause: C%llu (%s) does not rebalance on NOTIFY (%s), so it kept its queues until its "
+                    "timer (every %lld ms)",
                     (unsigned long long)r->iv->deaf->seq, r->iv->deaf->client_id, r->iv->deaf->notify_src,
                     (long long)r->iv->deaf->rebalance_ms);
     buf_append_str(o, r->iv->open ? " (open at end)\n" : "\n");
@@ -529,8 +535,9 @@ static int report_intervals(struct replay *rp)
                 rmq_json_append_string(&rp->out, "--explain names a queue no group of the trace consumes");
                 buf_append_str(&rp->out, "}\n");
             } else {
-                buf_append_str(&rp->out, "warning: no group of the trace consumes this queue (check the topic, "
-                                         "the broker name and the queue id against the route)\n");
+                buf_append_str(&rp->out,
+                               "warning: no group of the trace consumes this queue (check the topic, "
+                               "the broker name and the queue id against the route)\n");
             }
         }
         for (const char *p = (const char *)buf_head(&rp->explain), *end = p + buf_live(&rp->explain);

@@ -11,11 +11,11 @@
  * two clients hold it and stalled when the group subscribes it and nobody
  * does; each such interval of non-zero length is kept for the report.
  */
+#include "array.h"
 #include "err.h"
 #include "mem.h"
 #include "replay_int.h"
 #include "topics.h"
-#include "array.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,10 +13,10 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "heartbeat_body.h"
 #include "mem.h"
 #include "remoting_frame.h"
 #include "remoting_header.h"
-#include "heartbeat_body.h"
 #include "test_support.h"
 
 #include <dirent.h>

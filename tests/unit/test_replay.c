@@ -44,7 +44,9 @@ static char *run_replay(const char *trace, const struct replay_options *opt, int
             struct trace_event ev;
             rc = trace_decode_line(&d, p, (size_t)(nl - p), ++lineno, &ev);
             if (rc == 0 && pass == 0 && ev.kind == TRACE_NOTIFY)
-                rc = replay_note_recorded_notify(rp, ev.conn);
+                rc = replay_note_notify(rp, ev.conn, ev.group, ev.ts);
+            else if (rc == 0 && pass == 0 && ev.kind == TRACE_REQUEST && ev.code == 38 && ev.next)
+                rc = replay_note_query(rp, ev.conn, ev.ext[0].val, ev.ts); /* the CLI's pre-pass */
             else if (rc == 0 && pass == 1)
                 rc = replay_feed(rp, &ev) < 0 ? RMQ_ENOMEM : 0;
         }
@@ -160,8 +162,11 @@ static void test_missed_notify(void **state)
     int rc;
     char *out = run_replay("traces/missed_notify.jsonl", &o, &rc);
     for (int q = 4; q < 8; q++) {
-        char want[128];
-        snprintf(want, sizeof want, "overlap G T broker-a:%d +5000..+20000 15000ms owners=cA[1],cB[2]\n", q);
+        char want[200];
+        snprintf(want, sizeof want,
+                 "overlap G T broker-a:%d 2023-11-14T22:13:25.000Z..2023-11-14T22:13:40.000Z (+5000..+20000) "
+                 "15000ms owners=C1,C2 cause: C1 (cA)",
+                 q);
         assert_non_null(strstr(out, want));
     }
     assert_null(strstr(out, "broker-a:3 +"));
@@ -184,7 +189,107 @@ static void test_missed_notify_model(void **state)
     o.ignore_notify = ignore;
     o.n_ignore = 1;
     out = run_replay("traces/join.jsonl", &o, &rc);
-    assert_non_null(strstr(out, "overlap G T broker-a:4 +5000..+20000 15000ms owners=cA[1],cB[2]"));
+    assert_non_null(strstr(out, "(+5000..+20000) 15000ms owners=C1,C2 cause: C1 (cA) does not rebalance on "
+                                "NOTIFY (flag)"));
+    free(out);
+}
+
+/* replay_infer_behaviour on its own: who reacts, who ignores, the period. */
+static void test_infer_behaviour(void **state)
+{
+    (void)state;
+    struct replay_behaviour b;
+    /* Reacts: re-queried 10 ms after the NOTIFY at 5000; its timer then runs 20 s from there. */
+    int64_t n1[] = {0, 5000}, q1[] = {10, 5010, 25013};
+    replay_infer_behaviour(n1, 2, q1, 3, 30000, &b);
+    assert_int_equal(b.notify, 1);
+    assert_int_equal(b.notifies, 1); /* the NOTIFY of its own join tells nothing */
+    assert_int_equal(b.reacted, 1);
+    assert_int_equal(b.period_ms, 20000); /* 25013 - 5010, rounded; the 10 -> 5010 gap is the NOTIFY's */
+    assert_int_equal(b.gaps, 1);
+    /* Ignores: every 8 s whatever the NOTIFYs; two topics a round (queries 2 ms apart are one round). */
+    int64_t n2[] = {12000, 0, 5000, 29500}, q2[] = {100, 102, 8103, 8104, 16100, 24102};
+    replay_infer_behaviour(n2, 4, q2, 6, 30000, &b);
+    assert_int_equal(b.notify, 0);
+    assert_int_equal(b.rounds, 4);
+    assert_int_equal(b.notifies, 2); /* 0: its start; 29500: its window runs past the end */
+    assert_int_equal(b.reacted, 0);
+    assert_int_equal(b.period_ms, 8000);
+    assert_int_equal(b.gaps, 3);
+    /* Nothing recorded (an old trace): unknown. */
+    replay_infer_behaviour(n1, 2, NULL, 0, 30000, &b);
+    assert_int_equal(b.notify, -1);
+    assert_int_equal(b.period_ms, 0);
+    /* Queries but no NOTIFY after the start: the period only. */
+    int64_t q3[] = {0, 3000, 6001};
+    replay_infer_behaviour(NULL, 0, q3, 3, 30000, &b);
+    assert_int_equal(b.notify, -1);
+    assert_int_equal(b.period_ms, 3000);
+    /* A majority decides: one coincidental query after a NOTIFY does not make a reacting client. */
+    int64_t n4[] = {4500, 12500, 20500}, q4[] = {0, 4000, 8000, 12000, 16000, 20000, 24000}, q4b[] = {5000};
+    (void)q4b;
+    n4[0] = 3500; /* the 4000 round follows it: 1 of 3 */
+    replay_infer_behaviour(n4, 3, q4, 7, 30000, &b);
+    assert_int_equal(b.reacted, 1);
+    assert_int_equal(b.notify, 0);
+}
+
+/* A trace with recorded consumer-list queries: cA ignores NOTIFY (inferred)
+ * and rebalances every 8 s, cB reacts; the overlaps are found with no flag,
+ * named after cA, and --client replaces what was inferred. */
+static void test_infer_trace(void **state)
+{
+    (void)state;
+    struct replay_options o = defaults();
+    check_golden("traces/infer.jsonl", "traces/infer.expected.txt", &o);
+    int rc;
+    char *out = run_replay("traces/infer.jsonl", &o, &rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out,
+                           "C1 cA notify=ignored (inferred; re-queried after 0/2 NOTIFY) rebalance-ms=8000 "
+                           "(inferred; measured 8000 over 3 gap(s); 4 query round(s))"));
+    assert_non_null(strstr(out, "C2 cB notify=reacts (inferred; re-queried after 1/1 NOTIFY)"));
+    assert_non_null(strstr(out,
+                           "(+4000..+8000) 4000ms owners=C1,C2 cause: C1 (cA) does not rebalance on NOTIFY "
+                           "(inferred), so it kept its queues until its timer (every 8000 ms)"));
+    free(out);
+    struct replay_client_override ov[] = {{"cA", 1, 0}};
+    o.overrides = ov;
+    o.n_overrides = 1;
+    out = run_replay("traces/infer.jsonl", &o, &rc);
+    assert_null(strstr(out, "overlap G"));
+    assert_non_null(strstr(out, "C1 cA notify=reacts (override"));
+    free(out);
+    /* --infer off: the old defaults, everyone reacts: nothing found */
+    o.n_overrides = 0;
+    o.infer = false;
+    out = run_replay("traces/infer.jsonl", &o, &rc);
+    assert_null(strstr(out, "overlap G"));
+    free(out);
+    /* An override of the period alone keeps the inferred deafness. */
+    o.infer = true;
+    struct replay_client_override ov2[] = {{"cA", -1, 2000}};
+    o.overrides = ov2;
+    o.n_overrides = 1;
+    out = run_replay("traces/infer.jsonl", &o, &rc);
+    assert_non_null(strstr(out,
+                           "C1 cA notify=ignored (inferred; re-queried after 0/2 NOTIFY) rebalance-ms=2000 "
+                           "(override"));
+    free(out);
+}
+
+/* --explain of a queue no group consumes says so instead of an empty section. */
+static void test_explain_unknown(void **state)
+{
+    (void)state;
+    struct replay_options o = defaults();
+    o.explain_topic = "T";
+    o.explain_broker = "broker-z";
+    o.explain_qid = 5;
+    int rc;
+    char *out = run_replay("traces/join.jsonl", &o, &rc);
+    assert_non_null(
+        strstr(out, "== explain T:broker-z:5\nwarning: no group of the trace consumes this queue"));
     free(out);
 }
 
@@ -243,6 +348,9 @@ int main(void)
         cmocka_unit_test(test_missed_notify),
         cmocka_unit_test(test_missed_notify_model),
         cmocka_unit_test(test_json_and_window),
+        cmocka_unit_test(test_infer_behaviour),
+        cmocka_unit_test(test_infer_trace),
+        cmocka_unit_test(test_explain_unknown),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_alloc_failures),
     };

@@ -1,9 +1,9 @@
-/* test_sim_body.c — the bodies `rmqcoord sim` writes and reads: the Java
- * HeartbeatData shape (exact bytes, and re-parsed by the daemon's parser),
- * TopicRouteData with quoted and fastjson bare keys (plus a malformed table,
- * truncation at every byte and failed allocations), the consumer list, the
- * GET_CONSUMER_RUNNING_INFO body with inline unquoted mqTable keys (exact
- * bytes), version and strategy names, and the holdings line. */
+/* test_sim_body.c — what `rmqcoord sim` puts into the bodies it sends: the
+ * Java HeartbeatData shape (exact bytes, and re-parsed by the daemon's
+ * parser), the GET_CONSUMER_RUNNING_INFO body with its properties and
+ * TreeMap order (exact bytes, failed allocations), version and strategy
+ * names, and the holdings line. The parsers of what it reads are tested
+ * with their bodies (test_route_body.c, test_consumer_list_body.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,143 +81,6 @@ static void test_heartbeat_broadcast_v5(void **state)
                       "\"unitMode\":false}],\"heartbeatFingerprint\":0,\"producerDataSet\":[{\"groupName\":"
                       "\"CLIENT_INNER_PRODUCER\"}],\"withoutSub\":false}");
     buf_free(&b);
-}
-
-static int parse_route(const char *text, struct sim_route *r)
-{
-    memset(r, 0, sizeof *r);
-    char err[160];
-    return sim_route_parse((const uint8_t *)text, strlen(text), r, err, sizeof err);
-}
-
-static const char route_bare[] =
-    "{\"brokerDatas\":[{\"brokerAddrs\":{1:\"10.0.0.2:10911\",0:\"127.0.0.1:10911\"},\"brokerName\":\"broker-"
-    "a\","
-    "\"cluster\":\"DefaultCluster\"},{\"brokerAddrs\":{ 2 : \"10.0.0.9:1\"},\"brokerName\":\"b,{1:\\\"x\","
-    "\"cluster\":\"C\"}],\"filterServerTable\":{},\"queueDatas\":[{\"brokerName\":\"broker-a\",\"perm\":6,"
-    "\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4},{\"brokerName\":\"b,{1:\\\"x\",\"perm\":2,"
-    "\"readQueueNums\":3,\"topicSysFlag\":0,\"writeQueueNums\":3}],\"codes\":[1,2,{3:[4,5]}]}";
-
-static void test_route_bare_keys(void **state)
-{
-    (void)state;
-    struct sim_route r;
-    assert_int_equal(parse_route(route_bare, &r), RMQ_OK);
-    assert_int_equal(r.nbrokers, 2);
-    assert_string_equal(r.brokers[0].name, "broker-a");
-    assert_string_equal(r.brokers[0].master, "127.0.0.1:10911");
-    assert_int_equal(r.brokers[0].naddrs, 2);
-    assert_string_equal(r.brokers[0].addrs[0], "127.0.0.1:10911"); /* ascending id */
-    assert_string_equal(r.brokers[0].addrs[1], "10.0.0.2:10911");
-    assert_string_equal(r.brokers[1].name, "b,{1:\"x"); /* digits after a brace inside a string */
-    assert_null(r.brokers[1].master);
-    assert_string_equal(sim_route_addr_of(&r, "b,{1:\"x"), "10.0.0.9:1"); /* no master: a slave */
-    assert_string_equal(sim_route_addr_of(&r, "broker-a"), "127.0.0.1:10911");
-    assert_null(sim_route_addr_of(&r, "nope"));
-    assert_int_equal(r.nqueues, 2);
-    assert_int_equal(r.queues[0].read_queue_nums, 4);
-    assert_int_equal(r.queues[1].perm, 2);
-
-    struct sim_route q;
-    assert_int_equal(
-        parse_route("{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\",\"1\":"
-                    "\"10.0.0.2:10911\"},\"brokerName\":\"broker-a\"},{\"brokerAddrs\":{\"2\":"
-                    "\"10.0.0.9:1\"},\"brokerName\":\"b,{1:\\\"x\"}],\"queueDatas\":[{\"brokerName\":"
-                    "\"broker-a\",\"perm\":6,\"readQueueNums\":4},{\"brokerName\":\"b,{1:\\\"x\","
-                    "\"perm\":2,\"readQueueNums\":3}]}",
-                    &q),
-        RMQ_OK);
-    assert_true(sim_route_equal(&r, &q)); /* quoted keys read the same */
-    q.queues[0].read_queue_nums = 8;
-    assert_false(sim_route_equal(&r, &q));
-    sim_route_clear(&q);
-    sim_route_clear(&r);
-}
-
-static void test_route_malformed(void **state)
-{
-    (void)state;
-    static const char *const bad[] = {
-        "",
-        "[]",
-        "{}",
-        "{\"brokerDatas\":{},\"queueDatas\":[]}",
-        "{\"brokerDatas\":[],\"queueDatas\":{}}",
-        "{\"brokerDatas\":[{\"brokerName\":\"a\"}],\"queueDatas\":[]}",
-        "{\"brokerDatas\":[{\"brokerName\":\"a\",\"brokerAddrs\":{0:5}}],\"queueDatas\":[]}",
-        "{\"brokerDatas\":[],\"queueDatas\":[{\"brokerName\":\"a\",\"perm\":6}]}",
-        "{\"brokerDatas\":[],\"queueDatas\":[{\"brokerName\":\"a\",\"perm\":6,\"readQueueNums\":-1}]}",
-        "{\"brokerDatas\":[],\"queueDatas\":[{\"brokerName\":\"a\",\"perm\":6,\"readQueueNums\":70000}]}",
-        "{\"brokerDatas\":[],\"queueDatas\":[{\"brokerName\":1,\"perm\":6,\"readQueueNums\":1}]}",
-        "{\"brokerDatas\":[{0:1}],\"queueDatas\":[]}",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct sim_route r;
-        assert_int_equal(parse_route(bad[i], &r), RMQ_EPROTO);
-        assert_int_equal(r.nbrokers + r.nqueues, 0);
-    }
-    /* Nesting deeper than the bound is refused, not recursed into. */
-    char deep[RMQ_ROUTE_MAX_DEPTH * 2 + 8];
-    memset(deep, '[', sizeof deep - 1);
-    deep[sizeof deep - 1] = '\0';
-    struct sim_route r;
-    assert_int_equal(parse_route(deep, &r), RMQ_EPROTO);
-}
-
-static void test_route_truncation_and_oom(void **state)
-{
-    (void)state;
-    size_t n = strlen(route_bare);
-    for (size_t cut = 0; cut < n; cut++) {
-        struct sim_route r = {0};
-        char err[160];
-        int rc = sim_route_parse((const uint8_t *)route_bare, cut, &r, err, sizeof err);
-        assert_int_equal(rc, RMQ_EPROTO);
-    }
-    for (long fail = 0;; fail++) {
-        struct sim_route r = {0};
-        char err[160];
-        rmq_mem_fail_after(fail);
-        int rc = sim_route_parse((const uint8_t *)route_bare, n, &r, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            sim_route_clear(&r);
-            break;
-        }
-        assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO); /* jansson reports OOM as a parse error */
-        assert_true(fail < 1000);
-    }
-}
-
-static void test_consumer_list(void **state)
-{
-    (void)state;
-    const char *text = "{\"consumerIdList\":[\"b\",\"a\",\"b\"]}\n";
-    char **ids = NULL;
-    size_t n = 0;
-    char err[160];
-    assert_int_equal(sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err),
-                     0);
-    assert_int_equal(n, 3);
-    assert_string_equal(ids[0], "b");
-    assert_string_equal(ids[2], "b"); /* duplicates kept, as the client keeps them */
-    sim_ids_free(ids, n);
-    static const char *const bad[] = {"{}", "{\"consumerIdList\":{}}", "{\"consumerIdList\":[1]}", "[", ""};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(
-            sim_consumer_list_parse((const uint8_t *)bad[i], strlen(bad[i]), &ids, &n, err, sizeof err),
-            RMQ_EPROTO);
-    for (long fail = 0;; fail++) {
-        rmq_mem_fail_after(fail);
-        int rc = sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            sim_ids_free(ids, n);
-            break;
-        }
-        assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO);
-        assert_true(fail < 1000);
-    }
 }
 
 #define PQ_INFO(commit, pull)                                                                                \
@@ -507,10 +370,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heartbeat_java_shape),
         cmocka_unit_test(test_heartbeat_broadcast_v5),
-        cmocka_unit_test(test_route_bare_keys),
-        cmocka_unit_test(test_route_malformed),
-        cmocka_unit_test(test_route_truncation_and_oom),
-        cmocka_unit_test(test_consumer_list),
         cmocka_unit_test(test_running_info_exact),
         cmocka_unit_test(test_running_info_oom),
         cmocka_unit_test(test_names),

@@ -21,7 +21,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import ALL_ENVS, CLIENTS, Env, Fail, Skip, pct  # noqa: E402
 from report import write_doc  # noqa: E402
-from scenarios import SCENARIOS, STEPS, UNSUPPORTED, Flavor, sc_mixed  # noqa: E402
+from scenarios import LONG_FIRST, SCENARIOS, STEPS, UNSUPPORTED, Flavor, sc_mixed  # noqa: E402
 
 
 def flavors(selected, notes):
@@ -197,6 +197,8 @@ def main():
         mix = [f for f in fls if f.name in ("java-4.9.8", "java-5.3.3", "go")]
         if len(mix) >= 2:
             jobs.append(("mixed", sum(f.weight for f in mix), sc_mixed, "mixed", mix))
+    rank = {k: i for i, k in enumerate(LONG_FIRST)}
+    jobs.sort(key=lambda j: rank.get((j[0], j[3]), len(rank)))  # stable: the rest keep SCENARIOS order
     threads = []
     for j in jobs:
         th = threading.Thread(target=run_job, args=(pool,) + j + (results,), daemon=True)

@@ -665,6 +665,10 @@ SCENARIOS = [
     ("hbv2", sc_hbv2, 2),
 ]
 
+# the longest jobs (seconds on a quiet machine; Go waits for its fixed 20 s rebalance and 30 s heartbeat
+# timers): started first so the run does not end on a long tail of one small job
+LONG_FIRST = [("orderly", "go"), ("subscribe", "go"), ("strategies", "java-5.3.3"), ("strategies", "java-4.9.8")]
+
 # options a flavor's probe does not have (the step is reported skipped with the reason)
 UNSUPPORTED = {
     ("java-4.9.8", "hbv2"): "heartbeat v2 exists from client 5.x (4.9.8 has no useHeartbeatV2)",

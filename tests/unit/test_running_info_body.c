@@ -1,4 +1,7 @@
-/* test_running_info.c — parsing the queues out of ConsumerRunningInfo bodies. */
+/* test_running_info_body.c — ConsumerRunningInfo: parsing the queues out of
+ * fastjson bodies (inline and string keys, malformed bodies, truncation,
+ * failed allocations), and the encoder (exact bytes, read back by the
+ * parser). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,13 +123,71 @@ static void test_out_of_memory(void **state)
     fail_msg("never succeeded");
 }
 
+static void test_encode_and_read_back(void **state)
+{
+    (void)state;
+    const struct rmq_running_info_prop props[] = {
+        {"PROP_CLIENT_VERSION", "V5_3_3"},
+        {"allocateMessageQueueStrategy", "S@1"},
+    };
+    const struct rmq_running_info_queue queues[] = {
+        {"T", "broker-a", 0, 5, 7},
+        {"T", "b\"x", 3, -1, 0},
+    };
+    struct rmq_subscription sub = {.topic = (char *)"T", .sub_version = 9};
+    const struct rmq_running_info_spec spec = {props, 2, queues, 2, &sub, 1};
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_running_info_encode(&spec, &b), RMQ_OK);
+    assert_int_equal(buf_terminate(&b), RMQ_OK);
+#define PQ(commit, pull)                                                                                     \
+    "{\"cachedMsgCount\":0,\"cachedMsgMaxOffset\":0,\"cachedMsgMinOffset\":0,\"cachedMsgSizeInMiB\":0,"      \
+    "\"commitOffset\":" commit ",\"droped\":false,\"lastConsumeTimestamp\":0,\"lastLockTimestamp\":0,"       \
+    "\"lastPullTimestamp\":" pull                                                                            \
+    ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0,"                             \
+    "\"transactionMsgMinOffset\":0,\"tryUnlockTimes\":0}"
+    assert_string_equal(
+        (const char *)buf_head(&b), "{\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":"
+                                    "\"T\"}:" PQ(
+                                        "5", "7") ",{\"brokerName\":\"b\\\"x\",\"queueId\":3,\"topic\":\"T\"}"
+                                                  ":" PQ("-1",
+                                                         "0") "},\"properties\":{\"PROP_CLIENT_VERSION\":"
+                                                              "\"V5_3_3\",\"allocateMessageQueueStrategy\":"
+                                                              "\"S@1\"},\"statusTable\":{\"T\":{"
+                                                              "\"consumeFailedMsgs\":0,\"consumeFailedTPS\":"
+                                                              "0.0,"
+                                                              "\"consumeOKTPS\":0.0,\"consumeRT\":0.0,"
+                                                              "\"pullRT\":0.0,\"pullTPS\":0.0}},"
+                                                              "\"subscriptionSet\":[{\"classFilterMode\":"
+                                                              "false,\"codeSet\":[],\"expressionType\":"
+                                                              "\"TAG\",\"subString\":\"*\",\"subVersion\":9,"
+                                                              "\"tagsSet\":[],\"topic\":\"T\"}]}");
+#undef PQ
+    struct rmq_running_info ri;
+    memset(&ri, 0, sizeof ri);
+    assert_int_equal(rmq_running_info_parse(buf_head(&b), buf_live(&b), &ri, NULL, 0), RMQ_OK);
+    assert_int_equal(ri.nmqs, 2);
+    assert_string_equal(ri.mqs[1].broker_name, "b\"x");
+    assert_int_equal(ri.mqs[1].queue_id, 3);
+    assert_string_equal(ri.strategy, "S@1");
+    assert_string_equal(ri.client_version, "V5_3_3");
+    rmq_running_info_clear(&ri);
+    buf_free(&b);
+    /* A full buffer is restored. */
+    buf_init(&b, 100);
+    assert_int_equal(buf_append_str(&b, "x"), RMQ_OK);
+    assert_int_not_equal(rmq_running_info_encode(&spec, &b), RMQ_OK);
+    assert_int_equal(buf_live(&b), 1);
+    buf_free(&b);
+}
+
 int main(void)
 {
     rmq_mem_install_jansson();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_fastjson_body), cmocka_unit_test(test_string_keys_and_empty_table),
         cmocka_unit_test(test_malformed_bodies),   cmocka_unit_test(test_every_truncation),
-        cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_out_of_memory),      cmocka_unit_test(test_encode_and_read_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
-/* test_body.c — JSON bodies: HeartbeatData from every client shape, the
- * malformed-heartbeat table, SubscriptionData encode/copy, route, consumer
- * list and lock encoders (exact bytes), the lock body parser, string
- * escaping, and fail-the-Nth-allocation loops over the parsers. */
+/* test_heartbeat_body.c — HeartbeatData from every client shape, the
+ * malformed-heartbeat table, SubscriptionData encode/copy, the HeartbeatData
+ * encoder (the Java bytes back from what was parsed), the enum names, and
+ * fail-the-Nth-allocation loops over the parser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +10,8 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "heartbeat_body.h"
 #include "mem.h"
-#include "rmq_body.h"
 
 #include <string.h>
 
@@ -341,172 +341,46 @@ static void test_subscription_copy(void **state)
     rmq_heartbeat_clear(&hb);
 }
 
-static void test_route_encode_exact(void **state)
+/* Encoding what was parsed gives the Java bytes back. */
+static void test_heartbeat_encode_round_trip(void **state)
 {
     (void)state;
-    const struct rmq_route_broker brokers[] = {
-        {"broker-a", "DefaultCluster", "127.0.0.1:10911"},
-        {"broker-b", "DefaultCluster", "127.0.0.1:10921"},
-    };
-    const struct rmq_route_queue queues[] = {
-        {"broker-a", 4, 4, 6, 0},
-        {"broker-b", 8, 2, 4, 1},
-    };
+    struct rmq_heartbeat hb;
+    assert_int_equal(parse_hb(java_498, &hb, NULL, 0), RMQ_OK);
     struct buf b;
     buf_init(&b, 0);
-    assert_int_equal(rmq_route_encode(brokers, 1, queues, 1, false, &b), RMQ_OK);
-    /* The body clients/java.md shows the 4.9.8 client accepting. */
-    assert_buf_str(
-        &b, "{\"brokerDatas\":[{\"brokerAddrs\":{0:\"127.0.0.1:10911\"},\"brokerName\":\"broker-a\","
-            "\"cluster\":\"DefaultCluster\"}],\"filterServerTable\":{},\"queueDatas\":[{\"brokerName\":"
-            "\"broker-a\",\"perm\":6,\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}");
+    assert_int_equal(rmq_heartbeat_encode(&hb, false, &b), RMQ_OK);
+    assert_buf_str(&b, java_498);
+    rmq_heartbeat_clear(&hb);
+
+    /* The 5.x fields, non-default values, enums by name, several producers. */
+    static const char v5[] =
+        "{\"clientID\":\"c\\\"1\",\"consumerDataSet\":[{\"consumeFromWhere\":\"CONSUME_FROM_TIMESTAMP\","
+        "\"consumeType\":\"CONSUME_ACTIVELY\",\"groupName\":\"G\",\"messageModel\":\"BROADCASTING\","
+        "\"subscriptionDataSet\":[],\"unitMode\":true},{\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\","
+        "\"consumeType\":\"CONSUME_PASSIVELY\",\"groupName\":\"H\",\"messageModel\":\"CLUSTERING\","
+        "\"subscriptionDataSet\":[" JAVA_SUB_TAGS "],\"unitMode\":false}],\"heartbeatFingerprint\":-7,"
+        "\"producerDataSet\":[{\"groupName\":\"P1\"},{\"groupName\":\"P2\"}],\"withoutSub\":true}";
+    assert_int_equal(parse_hb(v5, &hb, NULL, 0), RMQ_OK);
+    assert_int_equal(hb.fingerprint, -7);
     buf_reset(&b);
-    assert_int_equal(rmq_route_encode(brokers, 2, queues, 2, true, &b), RMQ_OK);
-    assert_buf_str(
-        &b, "{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\"},\"brokerName\":\"broker-a\","
-            "\"cluster\":\"DefaultCluster\"},{\"brokerAddrs\":{\"0\":\"127.0.0.1:10921\"},\"brokerName\":"
-            "\"broker-b\",\"cluster\":\"DefaultCluster\"}],\"filterServerTable\":{},\"queueDatas\":[{"
-            "\"brokerName\":\"broker-a\",\"perm\":6,\"readQueueNums\":4,\"topicSysFlag\":0,"
-            "\"writeQueueNums\":4},{\"brokerName\":\"broker-b\",\"perm\":4,\"readQueueNums\":8,"
-            "\"topicSysFlag\":1,\"writeQueueNums\":2}]}");
-    buf_reset(&b);
-    /* Both arrays are present even when empty (PROTOCOL: docs/protocol.md §3.4). */
-    assert_int_equal(rmq_route_encode(NULL, 0, NULL, 0, true, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"brokerDatas\":[],\"filterServerTable\":{},\"queueDatas\":[]}");
-    buf_free(&b);
+    assert_int_equal(rmq_heartbeat_encode(&hb, true, &b), RMQ_OK);
+    assert_buf_str(&b, v5);
+
     /* A full buffer is restored. */
-    buf_init(&b, 50);
-    assert_int_equal(buf_append_str(&b, "x"), RMQ_OK);
-    assert_int_equal(rmq_route_encode(brokers, 2, queues, 2, true, &b), RMQ_E2BIG);
-    assert_int_equal(buf_live(&b), 1);
-    buf_free(&b);
-}
+    struct buf small;
+    buf_init(&small, 64);
+    assert_int_equal(buf_append_str(&small, "x"), RMQ_OK);
+    assert_int_equal(rmq_heartbeat_encode(&hb, true, &small), RMQ_E2BIG);
+    assert_int_equal(buf_live(&small), 1);
+    buf_free(&small);
+    rmq_heartbeat_clear(&hb);
 
-static void test_consumer_list_and_lock_ok(void **state)
-{
-    (void)state;
-    const char *ids[] = {"127.0.0.1@c1", "127.0.0.1@c\"2"};
-    struct buf b;
-    buf_init(&b, 0);
-    assert_int_equal(rmq_consumer_list_encode(ids, 2, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"consumerIdList\":[\"127.0.0.1@c1\",\"127.0.0.1@c\\\"2\"]}");
+    /* Nothing at all: empty sets. */
+    struct rmq_heartbeat empty = {.client_id = (char *)"c"};
     buf_reset(&b);
-    assert_int_equal(rmq_consumer_list_encode(NULL, 0, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"consumerIdList\":[]}");
-    buf_reset(&b);
-    char t1[] = "T1", ba[] = "broker-a", bb[] = "broker-b";
-    struct rmq_mq mqs[] = {{t1, ba, 0}, {t1, bb, 3}};
-    assert_int_equal(rmq_lock_ok_encode(mqs, 2, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"lockOKMQSet\":[{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"T1\"},"
-                       "{\"brokerName\":\"broker-b\",\"queueId\":3,\"topic\":\"T1\"}]}");
-    buf_reset(&b);
-    assert_int_equal(rmq_lock_ok_encode(NULL, 0, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"lockOKMQSet\":[]}");
-    buf_free(&b);
-}
-
-/* 5.x LockBatchRequestBody (with onlyThisBroker), one queueId as a string. */
-static const char lock_body[] =
-    "{\"clientId\":\"127.0.0.1@c1\",\"consumerGroup\":\"G1\",\"mqSet\":[{\"brokerName\":\"broker-a\","
-    "\"queueId\":0,\"topic\":\"T1\"},{\"brokerName\":\"broker-b\",\"queueId\":\"7\",\"topic\":\"T1\"}],"
-    "\"onlyThisBroker\":false}\n";
-
-static void test_lock_body(void **state)
-{
-    (void)state;
-    const char *body = lock_body;
-    struct rmq_lock_body lb;
-    memset(&lb, 0, sizeof lb);
-    char err[160] = "";
-    assert_int_equal(rmq_lock_body_parse((const uint8_t *)body, strlen(body), &lb, err, sizeof err), RMQ_OK);
-    assert_string_equal(lb.client_id, "127.0.0.1@c1");
-    assert_string_equal(lb.consumer_group, "G1");
-    assert_int_equal(lb.nmqs, 2);
-    assert_string_equal(lb.mqs[1].broker_name, "broker-b");
-    assert_int_equal(lb.mqs[1].queue_id, 7);
-    /* The parsed set round-trips through the lock reply encoder. */
-    struct buf b;
-    buf_init(&b, 0);
-    assert_int_equal(rmq_lock_ok_encode(lb.mqs, lb.nmqs, &b), RMQ_OK);
-    assert_buf_str(&b, "{\"lockOKMQSet\":[{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"T1\"},"
-                       "{\"brokerName\":\"broker-b\",\"queueId\":7,\"topic\":\"T1\"}]}");
-    buf_free(&b);
-    rmq_lock_body_clear(&lb);
-    rmq_lock_body_clear(NULL);
-}
-
-static void test_lock_body_malformed(void **state)
-{
-    (void)state;
-    struct rmq_lock_body lb;
-    char err[160] = "";
-    static const struct {
-        const char *text, *reason;
-    } bad[] = {
-        {"{\"consumerGroup\":\"G\"}", "clientId: expected a non-empty string"},
-        {"{\"clientId\":\"c\"}", "consumerGroup: expected a non-empty string"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":{}}", "mqSet: expected an array"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[1]}", "mqSet[0]: expected an object"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"brokerName\":\"b\",\"queueId\":0}]}",
-         "mqSet[0].topic"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"queueId\":0}]}",
-         "mqSet[0].brokerName"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"brokerName\":\"b\"}]}",
-         "mqSet[0].queueId"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"brokerName\":\"b\","
-         "\"queueId\":-1}]}",
-         "mqSet[0].queueId"},
-        {"{\"clientId\":\"c\",\"consumerGroup\":\"G\",\"mqSet\":[{\"topic\":\"t\",\"brokerName\":\"b\","
-         "\"queueId\":true}]}",
-         "mqSet[0].queueId"},
-        {"nope", "lock body: invalid JSON"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        memset(&lb, 0, sizeof lb);
-        err[0] = 0;
-        int rc = rmq_lock_body_parse((const uint8_t *)bad[i].text, strlen(bad[i].text), &lb, err, sizeof err);
-        if (rc != RMQ_EPROTO || !strstr(err, bad[i].reason))
-            fail_msg("case %zu: rc %d err \"%s\", want \"%s\"", i, rc, err, bad[i].reason);
-        assert_null(lb.client_id);
-        assert_null(lb.mqs);
-    }
-}
-
-/* Allocation failures: RMQ_ENOMEM and nothing left, until success. */
-static void test_lock_body_allocation_failures(void **state)
-{
-    (void)state;
-    const char *body = lock_body;
-    struct rmq_lock_body lb;
-    for (long n = 0;; n++) {
-        memset(&lb, 0, sizeof lb);
-        rmq_mem_fail_after(n);
-        int rc = rmq_lock_body_parse((const uint8_t *)body, strlen(body), &lb, NULL, 0);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            assert_int_equal(lb.nmqs, 2);
-            rmq_lock_body_clear(&lb);
-            break;
-        }
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_null(lb.mqs);
-    }
-}
-
-static void test_json_string_escaping(void **state)
-{
-    (void)state;
-    struct buf b;
-    buf_init(&b, 0);
-    assert_int_equal(rmq_json_append_string(&b, ""), RMQ_OK);
-    assert_int_equal(rmq_json_append_string(&b, "a\"b\\c/d\n\r\t\b\f\x01\x1f\x7f\xe4\xb8\xad"), RMQ_OK);
-    assert_buf_str(&b,
-                   "\"\"\"a\\\"b\\\\c/d\\u000a\\u000d\\u0009\\u0008\\u000c\\u0001\\u001f\x7f\xe4\xb8\xad\"");
-    buf_free(&b);
-    buf_init(&b, 5);
-    assert_int_equal(rmq_json_append_string(&b, "abc"), RMQ_OK);
-    assert_int_equal(rmq_json_append_string(&b, "x"), RMQ_E2BIG);
-    assert_int_equal(buf_live(&b), 5);
+    assert_int_equal(rmq_heartbeat_encode(&empty, false, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"clientID\":\"c\",\"consumerDataSet\":[],\"producerDataSet\":[]}");
     buf_free(&b);
 }
 
@@ -536,12 +410,7 @@ int main(void)
         cmocka_unit_test(test_heartbeat_malformed_table),
         cmocka_unit_test(test_heartbeat_allocation_failures),
         cmocka_unit_test(test_subscription_copy),
-        cmocka_unit_test(test_route_encode_exact),
-        cmocka_unit_test(test_consumer_list_and_lock_ok),
-        cmocka_unit_test(test_lock_body),
-        cmocka_unit_test(test_lock_body_malformed),
-        cmocka_unit_test(test_lock_body_allocation_failures),
-        cmocka_unit_test(test_json_string_escaping),
+        cmocka_unit_test(test_heartbeat_encode_round_trip),
         cmocka_unit_test(test_enum_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,83 @@
+/* test_consumer_list_body.c — ConsumerListBody: the encoder (exact bytes),
+ * the client side's parser (duplicates kept, malformed bodies, failed
+ * allocations) and the one reading what the other wrote. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "consumer_list_body.h"
+#include "err.h"
+#include "mem.h"
+
+#include <string.h>
+
+static void assert_buf_str(struct buf *b, const char *want)
+{
+    assert_int_equal(buf_terminate(b), RMQ_OK);
+    assert_string_equal((const char *)buf_head(b), want);
+}
+
+static void test_consumer_list_encode(void **state)
+{
+    (void)state;
+    const char *ids[] = {"127.0.0.1@c1", "127.0.0.1@c\"2"};
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(rmq_consumer_list_encode(ids, 2, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"consumerIdList\":[\"127.0.0.1@c1\",\"127.0.0.1@c\\\"2\"]}");
+    /* ...and the client side reads the same ids back. */
+    char **back = NULL;
+    size_t n = 0;
+    assert_int_equal(sim_consumer_list_parse(buf_head(&b), buf_live(&b), &back, &n, NULL, 0), RMQ_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(back[1], ids[1]);
+    sim_ids_free(back, n);
+    buf_reset(&b);
+    assert_int_equal(rmq_consumer_list_encode(NULL, 0, &b), RMQ_OK);
+    assert_buf_str(&b, "{\"consumerIdList\":[]}");
+    buf_free(&b);
+}
+
+static void test_consumer_list(void **state)
+{
+    (void)state;
+    const char *text = "{\"consumerIdList\":[\"b\",\"a\",\"b\"]}\n";
+    char **ids = NULL;
+    size_t n = 0;
+    char err[160];
+    assert_int_equal(sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err),
+                     0);
+    assert_int_equal(n, 3);
+    assert_string_equal(ids[0], "b");
+    assert_string_equal(ids[2], "b"); /* duplicates kept, as the client keeps them */
+    sim_ids_free(ids, n);
+    static const char *const bad[] = {"{}", "{\"consumerIdList\":{}}", "{\"consumerIdList\":[1]}", "[", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(
+            sim_consumer_list_parse((const uint8_t *)bad[i], strlen(bad[i]), &ids, &n, err, sizeof err),
+            RMQ_EPROTO);
+    for (long fail = 0;; fail++) {
+        rmq_mem_fail_after(fail);
+        int rc = sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err);
+        rmq_mem_fail_after(-1);
+        if (rc == RMQ_OK) {
+            sim_ids_free(ids, n);
+            break;
+        }
+        assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO);
+        assert_true(fail < 1000);
+    }
+}
+
+int main(void)
+{
+    rmq_mem_install_jansson();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_consumer_list_encode),
+        cmocka_unit_test(test_consumer_list),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
