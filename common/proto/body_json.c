@@ -27,7 +27,10 @@ static bool out_of_memory(const json_error_t *jerr)
 int rmq_json_load_object(const uint8_t *p, size_t len, const char *what, json_t **out, char *err,
                          size_t errlen)
 {
+    /* Zeroed: when an allocation fails early jansson may not fill it in, and
+     * an empty text is then read as running out of memory. */
     json_error_t jerr;
+    memset(&jerr, 0, sizeof jerr);
     /* json_loadb allows trailing whitespace (C++ appends "\n"), nothing else. */
     json_t *root = json_loadb((const char *)p, len, 0, &jerr);
     *out = NULL;

@@ -4,8 +4,10 @@
  *
  * Offline, the file is read twice when the notify source is "auto": a
  * cheap first pass collects the connections the trace shows receiving a
- * NOTIFY (only lines mentioning "notify" are decoded), the second feeds
- * every event. A trace without notify lines is read once, with the same
+ * NOTIFY and every client's recorded GET_CONSUMER_LIST_BY_GROUP rounds,
+ * which the engine turns into each client's behaviour (replay_infer.c;
+ * only lines mentioning "notify" or "code":38 are decoded), the second
+ * feeds every event. A trace without notify lines is read once, with the same
  * result (run_offline says how). The report goes to stdout, byte-identical
  * for the same input and flags; the throughput measurement goes to stderr
  * because it is not.

@@ -52,7 +52,8 @@ void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size
     out->notify = -1;
     if (nq == 0)
         return; /* nothing recorded of its rounds: an old trace, or a client that never rebalanced */
-    qsort(notifies, nn, sizeof *notifies, cmp_i64);
+    if (nn)
+        qsort(notifies, nn, sizeof *notifies, cmp_i64); /* qsort(NULL, 0) is undefined */
     qsort(queries, nq, sizeof *queries, cmp_i64);
     /* Rounds: a query starts one unless it follows the round's first within REPLAY_ROUND_GAP_MS. */
     size_t nr = 0;

@@ -33,7 +33,9 @@ void trace_recorder_flush(struct trace_recorder *rec);
 void trace_record_route(struct trace_recorder *rec, int64_t now_ms, const char *topic,
                         const struct topic *tp);
 void trace_record_connect(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer);
-/* A request the membership logic consumes (HEART_BEAT, UNREGISTER_CLIENT). */
+/* A request the membership logic consumes (HEART_BEAT, UNREGISTER_CLIENT),
+ * or a client's rebalance round (GET_CONSUMER_LIST_BY_GROUP: replay infers
+ * from these whether it acts on NOTIFY and its timer period). */
 void trace_record_request(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer,
                           const struct rmq_cmd *cmd);
 /* A NOTIFY_CONSUMER_IDS_CHANGED sent to conn_id for group. */

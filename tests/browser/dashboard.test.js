@@ -1,8 +1,11 @@
 // The dashboard in a real browser (Debian's chromium, headless, driven by
 // playwright-core): a consumer heartbeats and its group appears; a second
 // one joins and the allocation matrix changes; the live timeline shows the
-// joins from the event stream. A screenshot is saved under
-// build/test-artifacts/ for a human to look at.
+// joins from the event stream; a fresh page shows the recent history without
+// any action; the six strategies with their inputs; the strategy the clients
+// report is the default; no page-level horizontal scrolling at 800 px.
+// Screenshots (dashboard.png, dashboard-1280.png, dashboard-800.png) are
+// saved under build/test-artifacts/ for a human to look at.
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -74,8 +77,8 @@ after(async () => {
   }
 });
 
-async function startConsumer(clientId) {
-  const c = new Consumer({ port: ports.remoting, clientId, group: GROUP, topics: [TOPIC] });
+async function startConsumer(clientId, group = GROUP, opts = {}) {
+  const c = new Consumer({ port: ports.remoting, clientId, group, topics: [TOPIC], ...opts });
   consumers.push(c);
   return c.start();
 }
@@ -85,6 +88,9 @@ test('the dashboard loads with no group yet', async () => {
   await page.waitForSelector('#groups-empty', { state: 'visible' });
   await page.waitForSelector('#stream-state.live', { timeout: 10000 });
   assert.equal(await page.locator('#groups tbody tr').count(), 0);
+  await page.waitForSelector('#timeline[data-loaded="true"]', { state: 'attached', timeout: 10000 });
+  await page.waitForSelector('#timeline-empty', { state: 'visible' });
+  assert.equal(await page.locator('#cluster-pane').isVisible(), false, 'no cluster view on --role both');
 });
 
 test('a group appears when a consumer heartbeats', async () => {
@@ -121,8 +127,97 @@ test('the matrix changes when a second consumer joins', async () => {
   console.log('# screenshot: ' + shot);
 });
 
+test('a fresh page shows the recent history without any action', async () => {
+  const p2 = await context.newPage();
+  try {
+    await p2.goto(`http://127.0.0.1:${ports.http}/`);
+    await p2.waitForSelector('#timeline[data-loaded="true"]', { state: 'attached', timeout: 10000 });
+    const rows = await p2.locator('#timeline li.history[data-kind="join"]').count();
+    assert.ok(rows >= 2, `history rows on load: ${rows}`);
+    assert.match(await p2.locator('#timeline-scope').textContent(), /all groups/);
+    // newest first
+    const ids = await p2.locator('#timeline li').evaluateAll((lis) => lis.map((li) => Number(li.dataset.id)));
+    assert.deepEqual(ids, [...ids].sort((a, b) => b - a));
+    // the selected group's history
+    await p2.goto(`http://127.0.0.1:${ports.http}/#/groups/${GROUP}`);
+    await p2.reload();
+    await p2.waitForSelector('#timeline[data-loaded="true"]', { state: 'attached', timeout: 10000 });
+    assert.match(await p2.locator('#timeline-scope').textContent(), new RegExp(GROUP));
+    const groups = await p2.locator('#timeline li.history').evaluateAll((lis) => lis.map((li) => li.dataset.group));
+    assert.ok(groups.length >= 2 && groups.every((g) => g === GROUP), JSON.stringify(groups));
+  } finally {
+    await p2.close();
+  }
+});
+
+test('the allocation view offers the six strategies with their inputs', async () => {
+  const opts = await page.locator('#alloc-strategy option').evaluateAll((os) => os.map((o) => o.value));
+  assert.deepEqual(opts, ['AVG', 'AVG_BY_CIRCLE', 'CONFIG', 'MACHINE_ROOM', 'MACHINE_ROOM_NEARBY', 'CONSISTENT_HASH']);
+  const visibleInputs = () => page.locator('.strategy-opts label:not([hidden])').evaluateAll((ls) => ls.map((l) => l.dataset.for));
+  const firstQueue = await page.locator('#matrix tbody tr').first().getAttribute('data-queue'); // broker/queueId
+  await page.selectOption('#alloc-strategy', 'CONFIG');
+  assert.deepEqual(await visibleInputs(), ['CONFIG']);
+  await page.fill('#opt-config', firstQueue.replace('/', ':'));
+  await page.locator('#opt-config').dispatchEvent('change');
+  // CONFIG gives every client the configured queue, and nobody the others
+  await page.waitForFunction(() => document.querySelectorAll('#matrix td.cell.own').length === 2
+    && document.querySelectorAll('#matrix tr.unassigned').length === 3, null, { timeout: 10000 });
+  await page.selectOption('#alloc-strategy', 'MACHINE_ROOM');
+  assert.deepEqual(await visibleInputs(), ['MACHINE_ROOM']);
+  await page.selectOption('#alloc-strategy', 'CONSISTENT_HASH');
+  assert.deepEqual(await visibleInputs(), ['CONSISTENT_HASH']);
+  await page.fill('#opt-vnodes', '50');
+  await page.locator('#opt-vnodes').dispatchEvent('change');
+  await page.waitForFunction(() => document.querySelectorAll('#matrix td.cell.own').length === 4, null, { timeout: 10000 });
+  await page.selectOption('#alloc-strategy', 'MACHINE_ROOM_NEARBY');
+  assert.deepEqual(await visibleInputs(), ['MACHINE_ROOM_NEARBY', 'MACHINE_ROOM_NEARBY', 'MACHINE_ROOM_NEARBY']);
+  await page.waitForFunction(() => document.querySelectorAll('#matrix td.cell.own').length === 4, null, { timeout: 10000 });
+  assert.equal(await page.locator('#alloc-strategy').getAttribute('data-source'), 'chosen');
+});
+
+test('usable at 1280 and 800 px wide', async () => {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  for (const width of [1280, 800]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.waitForTimeout(300);
+    const m = await page.evaluate(() => ({
+      scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth, client: document.documentElement.clientWidth,
+    }));
+    assert.ok(m.scroll <= width, `page scrollWidth ${m.scroll} > ${width}`);
+    assert.ok(m.body <= width, `body scrollWidth ${m.body} > ${width}`);
+    // every pane fits the viewport
+    const overflow = await page.evaluate((w) => [...document.querySelectorAll('header, main > *')]
+      .filter((e) => e.offsetParent !== null || e.tagName === 'HEADER')
+      .map((e) => ({ id: e.id || e.tagName, right: e.getBoundingClientRect().right }))
+      .filter((r) => r.right > w + 0.5), width);
+    assert.deepEqual(overflow, []);
+    const shot = path.join(ARTIFACTS, `dashboard-${width}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log('# screenshot: ' + shot);
+  }
+  await page.setViewportSize({ width: 1400, height: 900 });
+});
+
 test('a leaving consumer shows up in the timeline and the matrix', async () => {
   consumers[0].stop();
   await page.waitForSelector('#timeline li[data-kind="close"]', { timeout: 10000 });
   await page.waitForSelector('#matrix[data-consumers="1"]', { timeout: 10000 });
+});
+
+test('by default the allocation uses the strategy the clients report', async () => {
+  const G2 = 'GID_REPORTED';
+  await startConsumer('10.0.0.3@browser-c3', G2, { strategy: 'CONSISTENT_HASH' });
+  await page.goto(`http://127.0.0.1:${ports.http}/#/groups/${G2}`);
+  await page.waitForSelector('#alloc-strategy[data-source="clients"]', { timeout: 10000 });
+  assert.equal(await page.locator('#alloc-strategy').inputValue(), 'CONSISTENT_HASH');
+  assert.match(await page.locator('#strategy-source').textContent(), /CONSISTENT_HASH/);
+  assert.deepEqual(await page.locator('.strategy-opts label:not([hidden])').evaluateAll((ls) => ls.map((l) => l.dataset.for)),
+    ['CONSISTENT_HASH']);
+  await page.waitForSelector('#matrix[data-consumers="1"][data-queues="4"]', { timeout: 10000 });
+});
+
+test('a group whose clients report no strategy falls back to AVG', async () => {
+  await page.goto(`http://127.0.0.1:${ports.http}/#/groups/${GROUP}`);
+  await page.waitForSelector('#alloc-strategy[data-source="default"]', { timeout: 10000 });
+  assert.equal(await page.locator('#alloc-strategy').inputValue(), 'AVG');
 });

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The dashboard in a real headless browser (see dashboard.test.js).
+# The dashboard in a real headless browser: every *.test.js here (dashboard,
+# cluster view on a name server, cross-site requests).
 #
 #   tests/browser/run.sh
 #
 # env: RMQCOORD_BIN   daemon binary (default: <repo>/build/rmqcoord)
-#      ARTIFACTS_DIR  where the screenshot goes (default: <repo>/build/test-artifacts)
+#      ARTIFACTS_DIR  where the screenshots go (default: <repo>/build/test-artifacts)
 # Installs Debian's chromium if /usr/bin/chromium is missing, then `npm ci`
 # (playwright-core, pinned by package-lock.json; it downloads no browser).
 # Output: TAP; the closing "# pass N" / "# fail N" lines are what CI reads.
@@ -39,4 +40,4 @@ fi
 
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
-exec node --test --test-reporter=tap --test-concurrency=1 dashboard.test.js cross_site.test.js
+exec node --test --test-reporter=tap --test-concurrency=1 ./*.test.js

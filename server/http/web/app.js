@@ -8,7 +8,10 @@
 const state = {
   group: null,      // selected group name
   topic: null,      // selected allocation topic
-  strategy: 'AVG',
+  strategy: null,   // null: the one the clients report (else AVG), as the daemon decides
+  role: null,       // from /api/cluster: namesrv, broker or both
+  seen: new Set(),  // event ids in the timeline
+  historyKey: null, // the group whose history the timeline shows ('' = all)
   nowMs: 0,         // the daemon's clock (virtual or real)
   refreshTimer: null,
   stream: null,
@@ -189,6 +192,53 @@ function renderMatrix(a, held) {
   $('#alloc-summary').textContent = `${a.queues} queue(s) × ${a.consumers} consumer(s) · ${(a.unassigned || []).length} unassigned · ${(a.overlaps || []).length} overlapping`;
 }
 
+// The query for /allocation and /consistency: the chosen strategy with the
+// inputs it needs; without a choice, no strategy (the daemon uses the one the
+// clients report in their running info, else AVG).
+function allocQuery() {
+  const p = new URLSearchParams({ topic: state.topic });
+  const s = state.strategy;
+  if (!s) return p.toString(); // /allocation asks the clients (timeout_ms default 1000)
+  p.set('strategy', s);
+  const v = (id) => $(id).value.trim().replace(/\s+/g, '');
+  if (s === 'CONFIG' && v('#opt-config')) p.set('config', v('#opt-config'));
+  if (s === 'MACHINE_ROOM' && v('#opt-idcs')) p.set('consumerIdcs', v('#opt-idcs'));
+  if (s === 'MACHINE_ROOM_NEARBY') {
+    p.set('inner', $('#opt-inner').value);
+    if (v('#opt-broker-rooms')) p.set('brokerRooms', v('#opt-broker-rooms'));
+    if (v('#opt-consumer-rooms')) p.set('consumerRooms', v('#opt-consumer-rooms'));
+  }
+  if (s === 'CONSISTENT_HASH' && v('#opt-vnodes')) p.set('virtualNodes', v('#opt-vnodes'));
+  return p.toString();
+}
+
+// Shows the inputs of the selected strategy only.
+function showStrategyInputs() {
+  const s = $('#alloc-strategy').value;
+  for (const l of document.querySelectorAll('.strategy-opts [data-for]')) l.hidden = l.dataset.for !== s;
+}
+
+// Reflects the strategy the reply used (the clients' when none was chosen).
+function showStrategy(a) {
+  const sel = $('#alloc-strategy');
+  const used = a.strategy || state.strategy;
+  if (used && [...sel.options].some((o) => o.value === used)) sel.value = used;
+  const src = state.strategy ? 'chosen' : (a.strategySource || 'default');
+  sel.dataset.source = src;
+  const rep = a.reportedStrategies ? Object.entries(a.reportedStrategies) : [];
+  let t = src === 'clients' ? 'as the clients report it'
+    : src === 'default' ? 'default: no client reports a strategy' : 'chosen here';
+  if (rep.length) t += ' (' + rep.map(([c, s]) => c + ': ' + s).join(', ') + ')';
+  if (state.strategy) t += ' · ';
+  $('#strategy-source').replaceChildren(t);
+  if (state.strategy) {
+    const b = el('a', { href: '#', title: 'go back to the strategy the clients report' }, 'use the reported one');
+    b.addEventListener('click', (e) => { e.preventDefault(); state.strategy = null; loadAllocation(); });
+    $('#strategy-source').append(b);
+  }
+  showStrategyInputs();
+}
+
 // The expected allocation first (fast), then the clients' holdings, which
 // may take up to the consistency route's timeout while clients answer.
 async function loadAllocation() {
@@ -201,7 +251,7 @@ async function loadAllocation() {
     $('#alloc-summary').textContent = 'the group subscribes to no topic';
     return;
   }
-  const q = `?topic=${enc(state.topic)}&strategy=${enc(state.strategy)}`;
+  const q = '?' + allocQuery();
   const key = name + '\n' + q;
   state.allocKey = key;
   const r = await api('/api/groups/' + enc(name) + '/allocation' + q);
@@ -211,6 +261,7 @@ async function loadAllocation() {
     $('#alloc-summary').textContent = (r.body && r.body.detail) || ('HTTP ' + r.status);
     return;
   }
+  showStrategy(r.body);
   renderMatrix(r.body, state.held && state.heldKey === key ? state.held : null);
   if (state.holdingsBusy) return; // one consistency round at a time
   state.holdingsBusy = true;
@@ -220,7 +271,7 @@ async function loadAllocation() {
     const held = h.status === 200 ? holdingsFrom(h.body) : null;
     state.held = held;
     state.heldKey = key;
-    if (state.allocKey !== key) return;
+    if (state.allocKey !== key) { state.holdingsBusy = false; loadAllocation(); return; }
     $('#holdings-note').textContent = holdingsNote(h.status, h.body, held);
     renderMatrix(r.body, held);
   } finally {
@@ -230,15 +281,78 @@ async function loadAllocation() {
 
 // ---- live timeline ----
 
-function addEvent(ev) {
-  const li = el('li', { 'data-kind': ev.kind, 'data-group': ev.group },
+function addEvent(ev, fromHistory) {
+  if (ev.id != null) {
+    if (state.seen.has(ev.id)) return;
+    state.seen.add(ev.id);
+  }
+  if (state.historyKey && ev.group !== state.historyKey) return;
+  const after = ev.after == null ? '?' : ev.after.join(', ');
+  const li = el('li', { 'data-kind': ev.kind, 'data-group': ev.group, 'data-id': String(ev.id ?? ''), class: fromHistory ? 'history' : 'live' },
     el('span', { class: 'kind ' + ev.kind }, ev.kind), ' ',
     el('b', {}, ev.group), ' ', ev.clientId || '', el('br'),
     el('span', { class: 'when' }, fmtTime(ev.ts)), ' ',
-    el('span', { class: 'members' }, '→ [' + (ev.after || []).join(', ') + ']'));
+    el('span', { class: 'members' }, '→ [' + after + ']'));
   const list = $('#timeline');
-  list.prepend(li);
+  // newest first, by id (the history may arrive after live events)
+  let before = list.firstChild;
+  while (before && Number(before.dataset.id) > Number(ev.id)) before = before.nextSibling;
+  list.insertBefore(li, before);
   while (list.children.length > 200) list.lastChild.remove();
+  $('#timeline-empty').hidden = true;
+}
+
+const HISTORY = 50;
+
+// Whether any event has an id above `id` (all groups).
+async function eventsAfter(id) {
+  const r = await api('/api/events?limit=1&since=' + id);
+  return r.status === 200 && r.body && (r.body.events || []).length > 0;
+}
+
+// The last `n` events (of `group`, or of every group), oldest first. The
+// route lists oldest first from a position: a small store is read whole;
+// otherwise the newest id is found by searching on `since`, and a window
+// before it read, widened until it holds n events of the group.
+async function lastEvents(group, n) {
+  const g = group ? '&group=' + enc(group) : '';
+  const first = await api('/api/events?limit=1000' + g);
+  if (first.status !== 200 || !first.body) return [];
+  if (!first.body.next) return (first.body.events || []).slice(-n);
+  let lo = Math.max(1, first.body.lastId || 1);
+  let hi = lo * 2;
+  while (await eventsAfter(hi)) { lo = hi; hi *= 2; }
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await eventsAfter(mid)) lo = mid; else hi = mid;
+  }
+  const newest = hi;
+  let out = [];
+  for (let w = n * 2; ; w *= 8) {
+    const from = Math.max(0, newest - w);
+    out = await apiAll('/api/events?since=' + from + g, 'events');
+    if (out.length >= n || from === 0) break;
+  }
+  return out.slice(-n);
+}
+
+// Fills the timeline with the recent history of the selected group (or of
+// every group); live events from the stream keep coming on top.
+async function loadHistory() {
+  const key = state.group || '';
+  if (state.historyKey === key && state.historyLoaded) return;
+  state.historyKey = key;
+  state.historyLoaded = false;
+  state.seen = new Set();
+  $('#timeline').replaceChildren();
+  $('#timeline-scope').textContent = key ? '· ' + key : '· all groups';
+  const evs = await lastEvents(key, HISTORY);
+  if (state.historyKey !== key) return;
+  for (const ev of evs) addEvent(ev, true);
+  state.historyLoaded = true;
+  const list = $('#timeline');
+  list.dataset.loaded = 'true';
+  $('#timeline-empty').hidden = list.children.length > 0;
 }
 
 function openStream() {
@@ -251,7 +365,7 @@ function openStream() {
   es.addEventListener('membership', (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch (_) { return; }
-    addEvent(ev);
+    addEvent(ev, false);
     scheduleRefresh(ev.group === state.group);
   });
 }
@@ -269,19 +383,99 @@ function scheduleRefresh(groupToo) {
   }, 150);
 }
 
+// ---- name server: the cluster ----
+
+async function loadCluster() {
+  const r = await api('/api/cluster');
+  if (r.status !== 200 || !r.body) return;
+  const c = r.body;
+  state.role = c.role;
+  document.body.dataset.role = c.role || '';
+  if (c.role !== 'namesrv') { $('#cluster-pane').hidden = true; return; }
+  $('#cluster-pane').hidden = false;
+  $('#stream-state').textContent = 'name server: no consumer groups here';
+  $('#stream-state').className = 'badge';
+  loadClock();
+  $('#groups-pane').hidden = true;
+  $('#group-pane').hidden = true;
+  $('#cluster-name').textContent = '· ' + (c.cluster || '') + ' · name server ' + (c.advertise || '');
+  const brokers = c.brokers || [];
+  $('#cluster-meta').textContent = `${brokers.length} live broker(s). Consumers heartbeat to the brokers, so groups live there; pick a group to compare the brokers' member lists.`;
+  const tb = $('#brokers tbody');
+  tb.replaceChildren();
+  for (const b of brokers) {
+    const admin = b.httpAddr ? el('a', { href: 'http://' + b.httpAddr + '/', target: '_blank', rel: 'noopener' }, b.httpAddr) : '–';
+    tb.append(el('tr', { 'data-broker': b.brokerName },
+      el('td', {}, b.brokerName), el('td', {}, b.brokerAddr), el('td', {}, b.cluster || ''), el('td', {}, admin),
+      el('td', { class: 'count' }, b.registrations ?? ''),
+      el('td', { title: fmtTime(b.lastRegisteredMs) }, b.ageMs != null ? fmtAge(b.ageMs) + ' ago' : fmtTime(b.lastRegisteredMs)),
+      el('td', {}, b.expiresInMs != null ? fmtAge(b.expiresInMs) : '–'),
+      el('td', {}, b.dataVersion ? String(b.dataVersion.counter) : '–'),
+      el('td', { title: (b.topics || []).map((t) => `${t.topic} (${t.readQueueNums}/${t.writeQueueNums})`).join(', ') },
+        (b.topics || []).map((t) => t.topic).join(', '))));
+  }
+  $('#brokers-empty').hidden = brokers.length > 0;
+  await loadClusterGroup();
+}
+
+async function loadClusterGroup() {
+  const g = state.clusterGroup;
+  const tb = $('#cluster-members tbody');
+  if (!g) { tb.replaceChildren(); $('#cluster-agree').textContent = ''; return; }
+  const r = await api('/api/cluster?group=' + enc(g));
+  if (g !== state.clusterGroup) return;
+  tb.replaceChildren();
+  if (r.status !== 200 || !r.body) { $('#cluster-agree').textContent = (r.body && r.body.detail) || ('HTTP ' + r.status); return; }
+  for (const b of r.body.brokers || []) {
+    const members = b.fetchError ? el('span', { class: 'bad' }, 'unreachable: ' + b.fetchError)
+      : ((b.members || []).join(', ') || '(none)');
+    const missing = (b.missing || []).length ? el('span', { class: 'bad' }, b.missing.join(', ')) : '–';
+    tb.append(el('tr', { 'data-broker': b.brokerName, 'data-members': String((b.members || []).length) },
+      el('td', {}, b.brokerName), el('td', { class: 'wrap' }, members), el('td', { class: 'wrap' }, missing)));
+  }
+  const agree = $('#cluster-agree');
+  agree.textContent = `${(r.body.allMembers || []).length} member(s) in all · ` + (r.body.agree ? 'the brokers agree' : 'the brokers DISAGREE');
+  agree.className = r.body.agree ? 'muted' : 'bad';
+  agree.dataset.agree = String(!!r.body.agree);
+}
+
 // ---- routing ----
 
 function route() {
+  const c = location.hash.match(/^#\/cluster\/(.+)$/);
+  if (c) {
+    state.clusterGroup = decodeURIComponent(c[1]);
+    $('#cluster-group').value = state.clusterGroup;
+  }
+  if (state.role === 'namesrv') { loadCluster(); return; }
   const m = location.hash.match(/^#\/groups\/(.+)$/);
+  const prev = state.group;
   state.group = m ? decodeURIComponent(m[1]) : null;
+  if (prev !== state.group) state.strategy = null;
   $('#group-pane').hidden = !state.group;
   loadGroups();
+  loadHistory();
   if (state.group) loadGroup();
 }
 
 $('#alloc-topic').addEventListener('change', (e) => { state.topic = e.target.value; loadAllocation(); });
-$('#alloc-strategy').addEventListener('change', (e) => { state.strategy = e.target.value; loadAllocation(); });
+$('#alloc-strategy').addEventListener('change', (e) => { state.strategy = e.target.value; showStrategyInputs(); loadAllocation(); });
+for (const id of ['#opt-config', '#opt-idcs', '#opt-inner', '#opt-broker-rooms', '#opt-consumer-rooms', '#opt-vnodes']) {
+  $(id).addEventListener('change', () => { if (state.strategy) loadAllocation(); });
+}
+$('#cluster-group-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const g = $('#cluster-group').value.trim();
+  location.hash = g ? '#/cluster/' + enc(g) : '#/';
+});
 window.addEventListener('hashchange', route);
-setInterval(() => { loadGroups(); if (state.group) loadGroup(); }, 5000);
-openStream();
-route();
+
+(async () => {
+  await loadCluster();
+  setInterval(() => {
+    if (state.role === 'namesrv') { loadCluster(); return; }
+    loadGroups(); if (state.group) loadGroup();
+  }, 5000);
+  if (state.role !== 'namesrv') openStream();
+  route();
+})();
