@@ -221,3 +221,35 @@ test('a group whose clients report no strategy falls back to AVG', async () => {
   await page.waitForSelector('#alloc-strategy[data-source="default"]', { timeout: 10000 });
   assert.equal(await page.locator('#alloc-strategy').inputValue(), 'AVG');
 });
+
+test('with a long history, the timeline shows the newest events', async () => {
+  // 1100+ events: more than one page of /api/events (1000), so the page has
+  // to find the newest ones rather than read the oldest.
+  const G3 = 'GID_BULK';
+  for (let i = 0; i < 560; i++) {
+    const c = new Consumer({ port: ports.remoting, clientId: `10.0.1.${i % 250}@bulk-${i}`, group: G3, topics: [TOPIC] });
+    await c.start();
+    await new Promise((r) => { const t = setInterval(() => { if (c.frames > 0) { clearInterval(t); r(); } }, 2); });
+    c.stop();
+  }
+  let newest = 0;
+  for (const end = Date.now() + 10000; Date.now() < end;) {
+    const all = await httpJson('GET', `/api/events?group=${G3}&limit=1000&since=${newest}`);
+    if (all.body.events.length) newest = all.body.events[all.body.events.length - 1].id;
+    const closes = all.body.events.filter((e) => e.kind === 'close').length;
+    if (!all.body.next && closes && all.body.events[all.body.events.length - 1].kind === 'close') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(newest > 1100, `newest event id ${newest}`);
+  const p2 = await context.newPage();
+  try {
+    await p2.goto(`http://127.0.0.1:${ports.http}/`);
+    await p2.waitForSelector('#timeline[data-loaded="true"]', { state: 'attached', timeout: 15000 });
+    const ids = await p2.locator('#timeline li.history').evaluateAll((lis) => lis.map((li) => Number(li.dataset.id)));
+    assert.equal(ids.length, 50);
+    assert.equal(ids[0], newest, 'the newest event on top');
+    assert.equal(ids[49], newest - 49, 'the 50 newest, in order');
+  } finally {
+    await p2.close();
+  }
+});

@@ -404,7 +404,7 @@ async function loadCluster() {
   const tb = $('#brokers tbody');
   tb.replaceChildren();
   for (const b of brokers) {
-    const admin = b.httpAddr ? el('a', { href: 'http://' + b.httpAddr + '/', target: '_blank', rel: 'noopener' }, b.httpAddr) : '–';
+    const admin = b.httpAddr ? el('a', { href: location.protocol + '//' + b.httpAddr + '/', target: '_blank', rel: 'noopener' }, b.httpAddr) : '–';
     tb.append(el('tr', { 'data-broker': b.brokerName },
       el('td', {}, b.brokerName), el('td', {}, b.brokerAddr), el('td', {}, b.cluster || ''), el('td', {}, admin),
       el('td', { class: 'count' }, b.registrations ?? ''),
@@ -461,7 +461,8 @@ function route() {
 $('#alloc-topic').addEventListener('change', (e) => { state.topic = e.target.value; loadAllocation(); });
 $('#alloc-strategy').addEventListener('change', (e) => { state.strategy = e.target.value; showStrategyInputs(); loadAllocation(); });
 for (const id of ['#opt-config', '#opt-idcs', '#opt-inner', '#opt-broker-rooms', '#opt-consumer-rooms', '#opt-vnodes']) {
-  $(id).addEventListener('change', () => { if (state.strategy) loadAllocation(); });
+  // an input of the strategy shown (the clients' one too) makes it the choice
+  $(id).addEventListener('change', () => { state.strategy = $('#alloc-strategy').value; loadAllocation(); });
 }
 $('#cluster-group-form').addEventListener('submit', (e) => {
   e.preventDefault();
