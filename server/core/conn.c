@@ -116,6 +116,17 @@ void conn_close_async(struct conn *c, const char *reason)
     c->set->close_head = c;
 }
 
+/* After bytes were appended to c->out: counts them against the budget
+ * (closing c if it is one of the big holders past it) or queues the flush. */
+static int queued(struct conn *c)
+{
+    account(c);
+    if (over_budget(c))
+        return RMQ_E2BIG;
+    queue_flush(c);
+    return RMQ_OK;
+}
+
 int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n)
 {
     if (c->closing)
@@ -125,11 +136,7 @@ int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n)
         conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "out of memory");
         return rc;
     }
-    account(c);
-    if (over_budget(c))
-        return RMQ_E2BIG;
-    queue_flush(c);
-    return RMQ_OK;
+    return queued(c);
 }
 
 int conn_send(struct conn *c, const struct rmq_cmd *cmd)
@@ -144,11 +151,7 @@ int conn_send(struct conn *c, const struct rmq_cmd *cmd)
         conn_close_async(c, rc == RMQ_E2BIG ? "output limit reached (client not reading)" : "encode failed");
         return rc;
     }
-    account(c);
-    if (over_budget(c))
-        return RMQ_E2BIG;
-    queue_flush(c);
-    return RMQ_OK;
+    return queued(c);
 }
 
 /* Decodes and dispatches every complete frame; closes on a framing error. */
