@@ -49,6 +49,13 @@ static void usage(FILE *f)
 {
     fputs(
         "usage: rmqcoord replay FILE [options]\n"
+        "\n"
+        "Replays a heartbeat trace (recorded by `rmqcoord serve --record FILE`, or made by\n"
+        "`rmqcoord trace-gen`; docs/trace-format.md) to explain a rebalance incident: which\n"
+        "client held which queue when, where two held the same queue (overlap) or none did\n"
+        "(stall), and why. Each client's NOTIFY behaviour and timer are inferred from the\n"
+        "trace unless given below. With --target it sends the trace to a live daemon instead.\n"
+        "\n"
         "  --strategy NAME            AVG (default), AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM, "
         "MACHINE_ROOM_NEARBY\n"
         "  --virtual-nodes N          consistent-hash virtual nodes (10)\n"
@@ -92,6 +99,8 @@ static void usage(FILE *f)
                                                                          "[--max-conns N]  live replay "
                                                                          "against a running daemon\n",
         f);
+    fputs("\nExit status: 0; 1 when the trace cannot be read or the live replay fails; 2 for bad options.\n",
+          f);
 }
 
 static int parse_time(const char *s, bool *rel, int64_t *out)
@@ -266,7 +275,11 @@ static int parse_args(struct cli *c, int argc, char **argv)
             return 1;
         }
         if (o == '?' || apply_opt(c, o, optarg) != 0) {
-            fprintf(stderr, "rmqcoord replay: bad or unknown option %s\n", argv[optind - 1]);
+            fprintf(stderr,
+                    "rmqcoord replay: bad or unknown option %s (see rmqcoord replay --help for each option's "
+                    "valid values; strategies: AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, MACHINE_ROOM, "
+                    "MACHINE_ROOM_NEARBY)\n",
+                    argv[optind - 1]);
             return RMQ_EINVAL;
         }
     }
