@@ -8,40 +8,22 @@
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
-const { chromium } = require('playwright-core');
+const { startDaemon, stopDaemon, launchBrowser, screenshot } = require('./lib/browser');
 const { Consumer } = require('./lib/remoting');
 
-const root = path.resolve(__dirname, '..', '..');
-const BIN = process.env.RMQCOORD_BIN || path.join(root, 'build', 'rmqcoord');
-const ARTIFACTS = process.env.ARTIFACTS_DIR || path.join(root, 'build', 'test-artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const GROUP = 'GID_CLUSTER';
 const TOPIC = 'TopicCluster';
 
 const daemons = [];
 let tmp, ns, broker, consumer, context, page;
 
-function start(name, extra) {
-  const log = fs.openSync(path.join(tmp, name + '.log'), 'a');
-  const d = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--store', path.join(tmp, name + '.db'), ...extra],
-    { stdio: ['ignore', 'pipe', log] });
-  daemons.push(d);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(name + ' did not print READY')), 10000);
-    const rl = readline.createInterface({ input: d.stdout });
-    rl.once('line', (line) => {
-      clearTimeout(timer);
-      const m = line.match(/^READY remoting=127\.0\.0\.1:(\d+)\S* http=127\.0\.0\.1:(\d+)/);
-      if (!m) return reject(new Error('unexpected first line: ' + line));
-      resolve({ remoting: Number(m[1]), http: Number(m[2]) });
-    });
-    d.once('exit', (code) => reject(new Error(name + ' exited with ' + code)));
-  });
+async function start(name, extra) {
+  const d = await startDaemon(tmp, name, extra);
+  daemons.push(d.proc);
+  return d;
 }
 
 async function getJson(port, p) {
@@ -59,7 +41,6 @@ async function until(what, fn, ms = 10000) {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(BIN), `daemon binary ${BIN} (build it or set RMQCOORD_BIN)`);
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-browser-ns-'));
   ns = await start('namesrv', ['--role', 'namesrv']);
   broker = await start('broker-a', ['--role', 'broker', '--namesrv', `127.0.0.1:${ns.remoting}`,
@@ -68,25 +49,13 @@ before(async () => {
   consumer = new Consumer({ port: broker.remoting, clientId: '10.0.0.9@ns-c1', group: GROUP, topics: [TOPIC] });
   await consumer.start();
   await until('the member on broker-a', async () => (await getJson(broker.http, `/api/groups/${GROUP}`)).status === 200);
-  context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-chromium-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 800 },
-  });
-  page = context.pages()[0] || await context.newPage();
-  page.on('pageerror', (e) => { console.log('# page error: ' + e.message); });
+  ({ context, page } = await launchBrowser({ viewport: { width: 1280, height: 800 } }));
 });
 
 after(async () => {
   if (consumer) consumer.stop();
   if (context) await context.close();
-  for (const d of daemons.reverse()) {
-    if (d.exitCode !== null) continue;
-    d.kill('SIGTERM');
-    await new Promise((r) => { if (d.exitCode !== null) r(); else d.once('exit', r); });
-  }
+  for (const d of daemons.reverse()) await stopDaemon(d);
 });
 
 test('a name server shows the cluster, not "No consumer group yet"', async () => {
@@ -110,10 +79,7 @@ test('per group, each broker\'s members', async () => {
   assert.match(await page.locator('#cluster-members tr[data-broker="broker-a"]').textContent(), /10\.0\.0\.9@ns-c1/);
   await page.waitForSelector('#cluster-agree[data-agree="true"]');
   assert.equal(new URL(page.url()).hash, `#/cluster/${GROUP}`);
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const shot = path.join(ARTIFACTS, 'namesrv.png');
-  await page.screenshot({ path: shot, fullPage: true });
-  console.log('# screenshot: ' + shot);
+  await screenshot(page, 'namesrv.png');
 });
 
 test('the cluster view at 800 px, and a reload keeps the group', async () => {
@@ -122,7 +88,5 @@ test('the cluster view at 800 px, and a reload keeps the group', async () => {
   await page.waitForSelector('#cluster-members tr[data-broker="broker-a"][data-members="1"]', { timeout: 10000 });
   const w = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(w <= 800, `page scrollWidth ${w} > 800`);
-  const shot = path.join(ARTIFACTS, 'namesrv-800.png');
-  await page.screenshot({ path: shot, fullPage: true });
-  console.log('# screenshot: ' + shot);
+  await screenshot(page, 'namesrv-800.png');
 });

@@ -10,41 +10,18 @@
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
-const { chromium } = require('playwright-core');
+const { startDaemon, stopDaemon, launchBrowser } = require('./lib/browser');
 const { frame } = require('./lib/remoting');
 
-const root = path.resolve(__dirname, '..', '..');
-const BIN = process.env.RMQCOORD_BIN || path.join(root, 'build', 'rmqcoord');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const QUERY_OFFSET = 14;
 const UPDATE_OFFSET = 15;
 
-let daemon, ports, attacker, attackerPort, context, page;
-
-function startDaemon() {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-xsite-'));
-  const log = fs.openSync(path.join(tmp, 'daemon.log'), 'a');
-  daemon = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--store', path.join(tmp, 'store.db')],
-    { stdio: ['ignore', 'pipe', log] });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('daemon did not print READY')), 10000);
-    const rl = readline.createInterface({ input: daemon.stdout });
-    rl.once('line', (line) => {
-      clearTimeout(timer);
-      const m = line.match(/^READY remoting=127\.0\.0\.1:(\d+)\S* http=127\.0\.0\.1:(\d+)/);
-      if (!m) return reject(new Error('unexpected first line: ' + line));
-      resolve({ remoting: Number(m[1]), http: Number(m[2]) });
-    });
-    daemon.once('exit', (code) => reject(new Error('daemon exited with ' + code)));
-  });
-}
+let ports, attacker, attackerPort, context, page;
 
 // One remoting request (JSON header) and its reply's extFields; 5 s at most.
 function remoting(code, extFields) {
@@ -111,8 +88,7 @@ async function metricsSample(name) {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(BIN), `daemon binary ${BIN} (build it or set RMQCOORD_BIN)`);
-  ports = await startDaemon();
+  ports = await startDaemon(fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-xsite-')), 'daemon');
   const target = `http://127.0.0.1:${ports.http}`;
   attacker = http.createServer((req, res) => {
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
@@ -120,23 +96,13 @@ before(async () => {
   });
   await new Promise((resolve) => attacker.listen(0, '127.0.0.1', resolve));
   attackerPort = attacker.address().port;
-  context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-chromium-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  page = context.pages()[0] || await context.newPage();
-  page.on('pageerror', (e) => { console.log('# page error: ' + e.message); });
+  ({ context, page } = await launchBrowser());
 });
 
 after(async () => {
   if (context) await context.close();
   if (attacker) attacker.close();
-  if (daemon) {
-    daemon.kill('SIGTERM');
-    await new Promise((r) => { if (daemon.exitCode !== null) r(); else daemon.once('exit', r); });
-  }
+  if (ports) await stopDaemon(ports.proc);
 });
 
 test('a page of another origin cannot reset the daemon', async () => {

@@ -9,41 +9,17 @@
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
-const { chromium } = require('playwright-core');
+const { startDaemon, stopDaemon, launchBrowser, screenshot } = require('./lib/browser');
 const { Consumer } = require('./lib/remoting');
 
-const root = path.resolve(__dirname, '..', '..');
-const BIN = process.env.RMQCOORD_BIN || path.join(root, 'build', 'rmqcoord');
-const ARTIFACTS = process.env.ARTIFACTS_DIR || path.join(root, 'build', 'test-artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const GROUP = 'GID_DASHBOARD';
 const TOPIC = 'TopicTest';
 
-let daemon, tmp, ports, context, page;
+let ports, context, page;
 const consumers = [];
-
-function startDaemon() {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-browser-'));
-  const log = fs.openSync(path.join(tmp, 'daemon.log'), 'a');
-  daemon = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--store', path.join(tmp, 'store.db')],
-    { stdio: ['ignore', 'pipe', log] });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('daemon did not print READY')), 10000);
-    const rl = readline.createInterface({ input: daemon.stdout });
-    rl.once('line', (line) => {
-      clearTimeout(timer);
-      const m = line.match(/^READY remoting=127\.0\.0\.1:(\d+)\S* http=127\.0\.0\.1:(\d+)/);
-      if (!m) return reject(new Error('unexpected first line: ' + line));
-      resolve({ remoting: Number(m[1]), http: Number(m[2]) });
-    });
-    daemon.once('exit', (code) => reject(new Error('daemon exited with ' + code)));
-  });
-}
 
 async function httpJson(method, p, body) {
   const r = await fetch(`http://127.0.0.1:${ports.http}${p}`, {
@@ -53,28 +29,16 @@ async function httpJson(method, p, body) {
 }
 
 before(async () => {
-  assert.ok(fs.existsSync(BIN), `daemon binary ${BIN} (build it or set RMQCOORD_BIN)`);
-  ports = await startDaemon();
+  ports = await startDaemon(fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-browser-')), 'daemon');
   const put = await httpJson('PUT', `/api/topics/${TOPIC}`, { readQueueNums: 4, writeQueueNums: 4 });
   assert.equal(put.status, 200, JSON.stringify(put.body));
-  context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), 'rmqcoord-chromium-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1400, height: 900 },
-  });
-  page = context.pages()[0] || await context.newPage();
-  page.on('pageerror', (e) => { console.log('# page error: ' + e.message); });
+  ({ context, page } = await launchBrowser({ viewport: { width: 1400, height: 900 } }));
 });
 
 after(async () => {
   for (const c of consumers) c.stop();
   if (context) await context.close();
-  if (daemon) {
-    daemon.kill('SIGTERM');
-    await new Promise((r) => { if (daemon.exitCode !== null) r(); else daemon.once('exit', r); });
-  }
+  if (ports) await stopDaemon(ports.proc);
 });
 
 async function startConsumer(clientId, group = GROUP, opts = {}) {
@@ -121,10 +85,7 @@ test('the matrix changes when a second consumer joins', async () => {
     const cells = [...document.querySelectorAll('#matrix tbody tr')].map((tr) => tr.querySelector('td.own')?.dataset.owner);
     return cells.length === 4 && cells[0] !== cells[1];
   }, null, { timeout: 10000 });
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const shot = path.join(ARTIFACTS, 'dashboard.png');
-  await page.screenshot({ path: shot, fullPage: true });
-  console.log('# screenshot: ' + shot);
+  await screenshot(page, 'dashboard.png');
 });
 
 test('a fresh page shows the recent history without any action', async () => {
@@ -176,7 +137,6 @@ test('the allocation view offers the six strategies with their inputs', async ()
 });
 
 test('usable at 1280 and 800 px wide', async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
   for (const width of [1280, 800]) {
     await page.setViewportSize({ width, height: 900 });
     await page.waitForTimeout(300);
@@ -191,9 +151,7 @@ test('usable at 1280 and 800 px wide', async () => {
       .map((e) => ({ id: e.id || e.tagName, right: e.getBoundingClientRect().right }))
       .filter((r) => r.right > w + 0.5), width);
     assert.deepEqual(overflow, []);
-    const shot = path.join(ARTIFACTS, `dashboard-${width}.png`);
-    await page.screenshot({ path: shot, fullPage: true });
-    console.log('# screenshot: ' + shot);
+    await screenshot(page, `dashboard-${width}.png`);
   }
   await page.setViewportSize({ width: 1400, height: 900 });
 });

@@ -94,6 +94,19 @@ EOF
 
 now_ms() { date +%s%3N; }
 
+# launch PROC MAIN_CLASS PORT WHAT: one JVM of start() (its v, dir, home, flags, common and cp)
+# with $dir/PROC.conf, output in $dir/PROC.out, pid in $dir/PROC.pid; returns once it listens on PORT.
+launch() {
+    local proc="$1" main="$2" port="$3" what="$4" t
+    t="$(now_ms)"
+    # shellcheck disable=SC2086
+    ROCKETMQ_HOME="$home" nohup "$JAVA" $flags $common -cp "$cp" -Drmq.proc="$proc" "$main" \
+        -c "$dir/$proc.conf" >"$dir/$proc.out" 2>&1 &
+    echo $! >"$dir/$proc.pid"
+    wait_listen "127.0.0.1:$port" $((t + START_TIMEOUT_S * 1000)) "$(cat "$dir/$proc.pid")" \
+        || { tail -30 "$dir/$proc.out" >&2; stop "$v" "$dir"; die "$v $what did not listen within ${START_TIMEOUT_S}s"; }
+}
+
 start() {
     local v="$1" dir="$2"; shift 2
     fetch "$v"
@@ -152,20 +165,10 @@ EOF
     echo "real-rocketmq: $v JVM flags: $flags" >&2
     local common="-Drocketmq.home.dir=$home -Duser.home=$dir -Dlogback.configurationFile=$HERE/logback-quiet.xml -Drocketmq.client.logRoot=$dir/logs -Dlog.home=$dir/logs"
     local t0; t0="$(now_ms)"
-    # shellcheck disable=SC2086
-    ROCKETMQ_HOME="$home" nohup "$JAVA" $flags $common -cp "$cp" -Drmq.proc=namesrv org.apache.rocketmq.namesrv.NamesrvStartup \
-        -c "$dir/namesrv.conf" >"$dir/namesrv.out" 2>&1 &
-    echo $! >"$dir/namesrv.pid"
     # the broker registers with the name server at start: start it once the name server listens
-    wait_listen "127.0.0.1:$NSPORT" $((t0 + START_TIMEOUT_S * 1000)) "$(cat "$dir/namesrv.pid")" \
-        || { tail -30 "$dir/namesrv.out" >&2; stop "$v" "$dir"; die "$v name server did not listen within ${START_TIMEOUT_S}s"; }
+    launch namesrv org.apache.rocketmq.namesrv.NamesrvStartup "$NSPORT" "name server"
     local t1; t1="$(now_ms)"
-    # shellcheck disable=SC2086
-    ROCKETMQ_HOME="$home" nohup "$JAVA" $flags $common -cp "$cp" -Drmq.proc=broker org.apache.rocketmq.broker.BrokerStartup \
-        -c "$dir/broker.conf" >"$dir/broker.out" 2>&1 &
-    echo $! >"$dir/broker.pid"
-    wait_listen "127.0.0.1:$BPORT" $((t1 + START_TIMEOUT_S * 1000)) "$(cat "$dir/broker.pid")" \
-        || { tail -30 "$dir/broker.out" >&2; stop "$v" "$dir"; die "$v broker did not listen within ${START_TIMEOUT_S}s"; }
+    launch broker org.apache.rocketmq.broker.BrokerStartup "$BPORT" broker
     local t2; t2="$(now_ms)"
     {
         echo "NAMESRV=127.0.0.1:$NSPORT"

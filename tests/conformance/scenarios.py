@@ -68,27 +68,60 @@ def pull_ext(t, group, topic, qid, offset=0, sysflag=0, suspend=1000, commit=0, 
     return e
 
 
+def two_members(t, subs=("TopicA",), **kw):
+    """Connections c1 and c2, and the group g both join with the subscriptions subs."""
+    c1, c2 = t.conn("c1"), t.conn("c2")
+    g = t.g()
+    t.hb(c1, t.cid("c1"), {g: list(subs)}, **kw)
+    t.hb(c2, t.cid("c2"), {g: list(subs)}, **kw)
+    return c1, c2, g
+
+
+def subscription_change(doc, subs, changes):
+    """A scenario: two members join with subs, then each (member, subscriptions, label) in changes
+    heartbeats and c2 asks for the group's connection list (203)."""
+    def run(t):
+        c1, c2, g = two_members(t, subs)
+        conns = {"c1": c1, "c2": c2}
+        for who, new_subs, label in changes:
+            t.hb(conns[who], t.cid(who), {g: new_subs}, label=label)
+            t.br(c2, 203, {"consumerGroup": g})
+    run.__doc__ = doc
+    return run
+
+
+def ns_request(doc, *args, **kw):
+    """A scenario of one name-server request on c1: t.ns(c1, *args, **kw)."""
+    def run(t):
+        t.ns(t.conn("c1"), *args, **kw)
+    run.__doc__ = doc
+    return run
+
+
+def retry_route(t):
+    c = t.conn("c1")
+    g = t.g()
+    t.ns(c, 105, {"topic": "%RETRY%" + g}, label="retry route before heartbeat")
+    t.hb(c, t.cid("c1"), {g: ["TopicA"]})
+    t.wait(1.0, "let the broker register the retry topic")
+    t.ns(c, 105, {"topic": "%RETRY%" + g}, label="retry route after heartbeat")
+
+
 # --------------------------------------------------------------------------- name server: routes
 
-@scenario("route/json-v409")
-def _(t):
-    """GET_ROUTEINFO_BY_TOPIC (105), JSON header, client version 409 (>= 401: quoted brokerAddrs keys)."""
-    c = t.conn("c1")
-    t.ns(c, 105, {"topic": "TopicA"}, version=409)
+scenario("route/json-v409")(ns_request(
+    "GET_ROUTEINFO_BY_TOPIC (105), JSON header, client version 409 (>= 401: quoted brokerAddrs keys).",
+    105, {"topic": "TopicA"}, version=409))
 
 
-@scenario("route/json-v317")
-def _(t):
-    """105 from a version-317 client (Go's version, < 401): bare brokerAddrs keys."""
-    c = t.conn("c1")
-    t.ns(c, 105, {"topic": "TopicA"}, version=317, language="GO")
+scenario("route/json-v317")(ns_request(
+    "105 from a version-317 client (Go's version, < 401): bare brokerAddrs keys.",
+    105, {"topic": "TopicA"}, version=317, language="GO"))
 
 
-@scenario("route/json-v479")
-def _(t):
-    """105 from a 5.3.3 client (version 479)."""
-    c = t.conn("c1")
-    t.ns(c, 105, {"topic": "TopicB"}, version=479)
+scenario("route/json-v479")(ns_request(
+    "105 from a 5.3.3 client (version 479).",
+    105, {"topic": "TopicB"}, version=479))
 
 
 @scenario("route/json-v121-acceptStandardJsonOnly")
@@ -125,26 +158,17 @@ def _(t):
 @scenario("route/retry-topic")
 def _(t):
     """%RETRY%<group> route before and after the group's first heartbeat."""
-    c = t.conn("c1")
-    g = t.g()
-    t.ns(c, 105, {"topic": "%RETRY%" + g}, label="retry route before heartbeat")
-    t.hb(c, t.cid("c1"), {g: ["TopicA"]})
-    t.wait(1.0, "let the broker register the retry topic")
-    t.ns(c, 105, {"topic": "%RETRY%" + g}, label="retry route after heartbeat")
+    retry_route(t)
 
 
-@scenario("route/default-topic-TBW102")
-def _(t):
-    """Route of TBW102, the default topic a broker with autoCreateTopicEnable registers (producers use it)."""
-    c = t.conn("c1")
-    t.ns(c, 105, {"topic": "TBW102"})
+scenario("route/default-topic-TBW102")(ns_request(
+    "Route of TBW102, the default topic a broker with autoCreateTopicEnable registers (producers use it).",
+    105, {"topic": "TBW102"}))
 
 
-@scenario("route/cluster-info")
-def _(t):
-    """GET_BROKER_CLUSTER_INFO (106) on the name server."""
-    c = t.conn("c1")
-    t.ns(c, 106)
+scenario("route/cluster-info")(ns_request(
+    "GET_BROKER_CLUSTER_INFO (106) on the name server.",
+    106))
 
 
 # --------------------------------------------------------------------------- broker codes, both encodings
@@ -228,63 +252,28 @@ def _(t):
     t.br(c3, 203, {"consumerGroup": g}, label="c3 connection list of the empty group")
 
 
-@scenario("member/subscription-new-topic")
-def _(t):
-    """A member adds a topic to the group's subscriptions."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]})
-    t.hb(c1, t.cid("c1"), {g: ["TopicA", "TopicB"]}, label="c1 adds TopicB")
-    t.br(c2, 203, {"consumerGroup": g})
-
-
-@scenario("member/subscription-removed-topic")
-def _(t):
-    """A member drops a topic from the group's subscriptions."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA", "TopicB"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA", "TopicB"]})
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]}, label="c1 drops TopicB")
-    t.br(c2, 203, {"consumerGroup": g})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA", "TopicB"]}, label="c2 still lists TopicB (flapping)")
-    t.br(c2, 203, {"consumerGroup": g})
-
-
-@scenario("member/subscription-newer-subversion")
-def _(t):
-    """Same topic with a newer subVersion, then an older one."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: [("TopicA", "*", 1700000000000)]})
-    t.hb(c2, t.cid("c2"), {g: [("TopicA", "*", 1700000000000)]})
-    t.hb(c1, t.cid("c1"), {g: [("TopicA", "*", 1700000005000)]}, label="newer subVersion")
-    t.br(c2, 203, {"consumerGroup": g})
-    t.hb(c2, t.cid("c2"), {g: [("TopicA", "*", 1600000000000)]}, label="older subVersion")
-    t.br(c2, 203, {"consumerGroup": g})
-
-
-@scenario("member/subscription-changed-expression")
-def _(t):
-    """Expression changed with the same subVersion, then with a newer one."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: [("TopicA", "*", 1700000000000)]})
-    t.hb(c2, t.cid("c2"), {g: [("TopicA", "*", 1700000000000)]})
-    t.hb(c1, t.cid("c1"), {g: [("TopicA", "TagA || TagB", 1700000000000)]}, label="new expression, same subVersion")
-    t.br(c2, 203, {"consumerGroup": g})
-    t.hb(c1, t.cid("c1"), {g: [("TopicA", "TagA || TagB", 1700000009000)]}, label="new expression, newer subVersion")
-    t.br(c2, 203, {"consumerGroup": g})
+scenario("member/subscription-new-topic")(subscription_change(
+    "A member adds a topic to the group's subscriptions.",
+    ["TopicA"], [("c1", ["TopicA", "TopicB"], "c1 adds TopicB")]))
+scenario("member/subscription-removed-topic")(subscription_change(
+    "A member drops a topic from the group's subscriptions.",
+    ["TopicA", "TopicB"], [("c1", ["TopicA"], "c1 drops TopicB"),
+                           ("c2", ["TopicA", "TopicB"], "c2 still lists TopicB (flapping)")]))
+scenario("member/subscription-newer-subversion")(subscription_change(
+    "Same topic with a newer subVersion, then an older one.",
+    [("TopicA", "*", 1700000000000)], [("c1", [("TopicA", "*", 1700000005000)], "newer subVersion"),
+                                       ("c2", [("TopicA", "*", 1600000000000)], "older subVersion")]))
+scenario("member/subscription-changed-expression")(subscription_change(
+    "Expression changed with the same subVersion, then with a newer one.",
+    [("TopicA", "*", 1700000000000)],
+    [("c1", [("TopicA", "TagA || TagB", 1700000000000)], "new expression, same subVersion"),
+     ("c1", [("TopicA", "TagA || TagB", 1700000009000)], "new expression, newer subVersion")]))
 
 
 @scenario("member/broadcast")
 def _(t):
     """Two BROADCASTING members join and one leaves."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]}, model="BROADCASTING")
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]}, model="BROADCASTING")
+    c1, c2, g = two_members(t, model="BROADCASTING")
     t.br(c1, 38, {"consumerGroup": g})
     t.close(c2)
 
@@ -329,10 +318,7 @@ def _(t):
 @scenario("member/client-id-changes-on-channel")
 def _(t):
     """The same channel heartbeats with a different client id."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]})
+    c1, c2, g = two_members(t)
     t.hb(c1, t.cid("c1new"), {g: ["TopicA"]}, label="c1 heartbeats as another id")
     t.br(c2, 38, {"consumerGroup": g})
 
@@ -387,10 +373,7 @@ def _(t):
 @scenario("member/unregister-then-rejoin")
 def _(t):
     """UNREGISTER with the socket open, then a heartbeat on the same socket: a new join."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]})
+    c1, c2, g = two_members(t)
     t.br(c2, 35, {"clientID": t.cid("c2"), "consumerGroup": g}, label="c2 unregisters")
     t.hb(c2, t.cid("c2"), {g: ["TopicA"]}, label="c2 heartbeats again on the same socket")
     t.br(c1, 38, {"consumerGroup": g})
@@ -410,24 +393,15 @@ def _(t):
     t.br(c2, 203, {"consumerGroup": g2})
 
 
-@scenario("member/empty-subscription-v1")
-def _(t):
-    """A v1 heartbeat (no fingerprint) with an empty subscription set: the group's topics are removed."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]})
-    t.hb(c1, t.cid("c1"), {g: []}, label="c1 heartbeats with no subscriptions")
-    t.br(c2, 203, {"consumerGroup": g})
+scenario("member/empty-subscription-v1")(subscription_change(
+    "A v1 heartbeat (no fingerprint) with an empty subscription set: the group's topics are removed.",
+    ["TopicA"], [("c1", [], "c1 heartbeats with no subscriptions")]))
 
 
 # --------------------------------------------------------------------------- expiry (5.x: channelExpiredTimeout is settable)
 
 def _expiry(t):
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]})
+    c1, c2, g = two_members(t)
     # c1 heartbeats 13 times, about every 1.3 s (≈17 s: longer than expiry 3 s + the broker's 10 s scan),
     # c2 stays silent; one summarized step. Count-bounded so both sides send the same number; 40 s cap.
     t.begin_summary()
@@ -539,10 +513,8 @@ def _(t):
 @scenario("locks/lock-relock-unlock-expiry")
 def _(t):
     """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ: lock, relock by another client, unlock, oneway unlock, lease expiry (4 s both sides)."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g, a, b = t.g(), t.cid("c1"), t.cid("c2")
-    t.hb(c1, a, {g: ["TopicA"]})
-    t.hb(c2, b, {g: ["TopicA"]})
+    c1, c2, g = two_members(t)
+    a, b = t.cid("c1"), t.cid("c2")
     t.br(c1, 41, None, lock_body(t, a, g, [mq("TopicA", 0), mq("TopicA", 1)]), label="c1 locks q0 q1")
     t.br(c1, 41, None, lock_body(t, a, g, [mq("TopicA", 0)]), label="c1 relocks q0")
     t.br(c2, 41, None, lock_body(t, b, g, [mq("TopicA", 1), mq("TopicA", 2)]), label="c2 locks q1 q2")
@@ -640,6 +612,13 @@ def _hdr(code, ext, style):
             % (code, _j.dumps(ext, separators=(",", ":"))))
 
 
+def keyed_heartbeat(t, g, sub):
+    """c1's heartbeat body in the key order ali-ons and Go clients write, with one subscription sub."""
+    return {"clientID": t.cid("c1"), "producerDataSet": [], "consumerDataSet": [
+        {"groupName": g, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+         "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False, "subscriptionDataSet": [sub]}]}
+
+
 @scenario("clients/cpp-shapes")
 def _(t):
     """C++ 2.x shapes: numeric enums, string subVersion, no tagsSet/codeSet, ACL keys, trailing newline."""
@@ -661,11 +640,8 @@ def _(t):
     """ali-ons shapes: numbers in extFields, version 121, commit of -1."""
     c1 = t.conn("c1")
     g = t.g()
-    body = {"clientID": t.cid("c1"), "producerDataSet": [], "consumerDataSet": [
-        {"groupName": g, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
-         "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False,
-         "subscriptionDataSet": [{"topic": "TopicA", "subString": "*", "classFilterMode": False, "tagsSet": [],
-                                  "codeSet": [], "subVersion": 1700000000000}]}]}
+    body = keyed_heartbeat(t, g, {"topic": "TopicA", "subString": "*", "classFilterMode": False, "tagsSet": [],
+                                  "codeSet": [], "subVersion": 1700000000000})
     t.br(c1, 34, raw_header=_hdr(34, {}, "ons"), body=body, label="ali-ons heartbeat")
     t.br(c1, 38, raw_header=_hdr(38, {"consumerGroup": g}, "ons"), label="ali-ons consumer list")
     t.br(c1, 15, raw_header=_hdr(15, {"consumerGroup": g, "topic": "TopicA", "queueId": 2, "commitOffset": 11}, "ons"),
@@ -681,11 +657,8 @@ def _(t):
     """Go shapes: struct key order, GO language, nanosecond subVersion, upper-case model."""
     c1 = t.conn("c1")
     g = t.g()
-    body = {"clientID": t.cid("c1"), "producerDataSet": [], "consumerDataSet": [
-        {"groupName": g, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
-         "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False,
-         "subscriptionDataSet": [{"classFilterMode": False, "topic": "TopicA", "subString": "*", "tagsSet": [],
-                                  "codeSet": [], "subVersion": 1700000000000000000, "expressionType": "TAG"}]}]}
+    body = keyed_heartbeat(t, g, {"classFilterMode": False, "topic": "TopicA", "subString": "*", "tagsSet": [],
+                                  "codeSet": [], "subVersion": 1700000000000000000, "expressionType": "TAG"})
     t.br(c1, 34, raw_header=_hdr(34, {}, "go"), body=body, label="Go heartbeat")
     t.br(c1, 38, raw_header=_hdr(38, {"consumerGroup": g}, "go"), label="Go consumer list")
     t.br(c1, 203, {"consumerGroup": g}, label="connection list")
@@ -697,10 +670,7 @@ def _(t):
 @scenario("member/close-with-held-pull")
 def _(t):
     """A member closes while its pull is held; the other member is notified."""
-    c1, c2 = t.conn("c1"), t.conn("c2")
-    g = t.g()
-    t.hb(c1, t.cid("c1"), {g: ["TopicA"]})
-    t.hb(c2, t.cid("c2"), {g: ["TopicA"]})
+    c1, c2, g = two_members(t)
     t.send_async("broker", c2, 11, pull_ext(t, g, "TopicA", 1, sysflag=2, suspend=3000), label="c2 pull, suspend 3 s")
     t.close(c2, "c2 closes with its pull held")
     t.br(c1, 38, {"consumerGroup": g})
@@ -709,12 +679,7 @@ def _(t):
 @scenario("route/retry-topic-noauto", coord="noauto")
 def _(t):
     """%RETRY%<group> route before and after the first heartbeat, rmqcoord --auto-create-queues 0."""
-    c = t.conn("c1")
-    g = t.g()
-    t.ns(c, 105, {"topic": "%RETRY%" + g}, label="retry route before heartbeat")
-    t.hb(c, t.cid("c1"), {g: ["TopicA"]})
-    t.wait(1.0, "let the broker register the retry topic")
-    t.ns(c, 105, {"topic": "%RETRY%" + g}, label="retry route after heartbeat")
+    retry_route(t)
 
 
 # --------------------------------------------------------------------------- auto-create off (runs last: it flips the real broker's config)

@@ -11,25 +11,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/tests/node-env.sh"
 
-export RMQCOORD_BIN="${RMQCOORD_BIN:-$root/build/rmqcoord}"
-case "$RMQCOORD_BIN" in
-  /*) ;;
-  *) RMQCOORD_BIN="$root/$RMQCOORD_BIN" ;;
-esac
-if [ ! -x "$RMQCOORD_BIN" ]; then
-  echo "run.sh: daemon binary not found or not executable: $RMQCOORD_BIN (build it, or set RMQCOORD_BIN)" >&2
-  exit 2
-fi
-
-# Node.js + npm: install Debian's packages only when missing.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "run.sh: node/npm not found; installing Debian nodejs + npm" >&2
-  sudo_cmd=""
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
-  $sudo_cmd apt-get update
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y --no-install-recommends nodejs npm
-fi
+need_daemon_bin "$root"
+need_node
 
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 if [ "$node_major" -lt 20 ]; then

@@ -1,93 +1,40 @@
 """A minimal RocketMQ remoting client for rmqcoord's integration tests.
 
 Standard library only. Speaks both header encodings (JSON type 0 and the
-ROCKETMQ binary type 1), keeps server-initiated requests (NOTIFY) in an
-inbox, and starts/stops a real rmqcoord daemon on free loopback ports.
+ROCKETMQ binary type 1, coded by tests/pylib/remoting.py), keeps
+server-initiated requests (NOTIFY) in an inbox, and starts/stops a real
+rmqcoord daemon on free loopback ports.
 """
+import base64
+import contextlib
+import hashlib
+import hmac
 import json
 import os
+import signal
 import select
-import socket
-import struct
 import subprocess
 import tempfile
 import sys
+import threading
 import time
 import unittest
 import urllib.error
 import urllib.request
 
-LANGS = {"JAVA": 0, "CPP": 1, "GO": 9}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from remoting import (Frame, connect, decode_header, encode_frame, encode_header_json,  # noqa: E402,F401
+                      encode_header_rmq, frame, next_frame, request_header)
+from procs import stop as stop_process  # noqa: E402
 
-
-def encode_header_json(h):
-    return json.dumps(h, separators=(",", ":")).encode()
-
-
-def encode_header_rmq(h):
-    remark = (h.get("remark") or "").encode()
-    ext = b""
-    for k, v in (h.get("extFields") or {}).items():
-        kb, vb = k.encode(), str(v).encode()
-        ext += struct.pack(">h", len(kb)) + kb + struct.pack(">i", len(vb)) + vb
-    return (struct.pack(">hBhii", h["code"], LANGS.get(h.get("language", "JAVA"), 0), h.get("version", 409),
-                        h["opaque"], h.get("flag", 0))
-            + struct.pack(">i", len(remark)) + remark + struct.pack(">i", len(ext)) + ext)
-
-
-def decode_header_rmq(b):
-    code, lang, version, opaque, flag = struct.unpack(">hBhii", b[:13])
-    pos = 13
-    (rlen,) = struct.unpack(">i", b[pos:pos + 4])
-    pos += 4
-    remark = b[pos:pos + rlen].decode() if rlen else None
-    pos += rlen
-    (elen,) = struct.unpack(">i", b[pos:pos + 4])
-    pos += 4
-    end = pos + elen
-    ext = {}
-    while pos < end:
-        (kl,) = struct.unpack(">h", b[pos:pos + 2])
-        pos += 2
-        k = b[pos:pos + kl].decode()
-        pos += kl
-        (vl,) = struct.unpack(">i", b[pos:pos + 4])
-        pos += 4
-        ext[k] = b[pos:pos + vl].decode()
-        pos += vl
-    h = {"code": code, "language": lang, "version": version, "opaque": opaque, "flag": flag, "extFields": ext}
-    if remark is not None:
-        h["remark"] = remark
-    return h
-
-
-def frame(header_bytes, body=b"", serialize=0):
-    return struct.pack(">ii", 4 + len(header_bytes) + len(body), (serialize << 24) | len(header_bytes)) + header_bytes + body
-
-
-class Frame:
-    def __init__(self, header, body, serialize):
-        self.header, self.body, self.serialize = header, body, serialize
-        self.code = header.get("code")
-        self.flag = header.get("flag", 0)
-        self.opaque = header.get("opaque")
-        self.ext = header.get("extFields") or {}
-        self.remark = header.get("remark")
-
-    def json(self):
-        return json.loads(self.body)
-
-    def __repr__(self):
-        return "Frame(code=%r flag=%r opaque=%r ext=%r remark=%r body=%r)" % (
-            self.code, self.flag, self.opaque, self.ext, self.remark, self.body[:200])
+BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 
 
 class Conn:
     """One TCP connection to the daemon."""
 
     def __init__(self, port, host="127.0.0.1"):
-        self.sock = socket.create_connection((host, port), timeout=5)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = connect("%s:%d" % (host, port))
         self.rbuf = b""
         self.next_opaque = 1
         self.inbox = []  # server-initiated requests (e.g. NOTIFY)
@@ -106,15 +53,10 @@ class Conn:
     def send(self, code, ext=None, body=b"", flag=0, serialize=0, version=409, language="JAVA", raw_ext=None):
         opaque = self.next_opaque
         self.next_opaque += 1
-        h = {"code": code, "flag": flag, "language": language, "opaque": opaque, "version": version}
+        h = request_header(code, opaque, ext, flag, serialize, version, language)
         if raw_ext is not None:
             h["extFields"] = raw_ext
-        elif ext is not None:
-            h["extFields"] = {k: str(v) for k, v in ext.items()}
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body, separators=(",", ":")).encode()
-        hb = encode_header_json(h) if serialize == 0 else encode_header_rmq(h)
-        self.send_raw(frame(hb, body, serialize))
+        self.send_raw(encode_frame(h, body, serialize))
         return opaque
 
     def _fill(self, deadline):
@@ -137,15 +79,11 @@ class Conn:
         """Next frame, or None on timeout / close."""
         deadline = time.monotonic() + timeout
         while True:
-            if len(self.rbuf) >= 8:
-                total, word = struct.unpack(">ii", self.rbuf[:8])
-                if len(self.rbuf) >= 4 + total:
-                    st, hl = (word >> 24) & 0xFF, word & 0xFFFFFF
-                    hb = self.rbuf[8:8 + hl]
-                    body = self.rbuf[8 + hl:4 + total]
-                    self.rbuf = self.rbuf[4 + total:]
-                    header = json.loads(hb) if st == 0 else decode_header_rmq(hb)
-                    return Frame(header, body, st)
+            got = next_frame(self.rbuf)
+            if got is not None:
+                st, hb, body, n = got
+                self.rbuf = self.rbuf[n:]
+                return Frame(decode_header(st, hb, errors="strict"), body, st)
             if not self._fill(deadline):
                 return None
 
@@ -222,12 +160,54 @@ def heartbeat_body(client_id, groups, model="CLUSTERING", sub_version=1, produce
     return body
 
 
+def probe_latencies(d, stop, out, period=0.02, limit=2000):
+    """Asks for a consumer list (38) every period seconds on its own
+    connection until stop is set (at most limit times); appends each round
+    trip (s), or None for a request not answered within 5 s, which ends it."""
+    c = d.connect()
+    try:
+        for _ in range(limit):
+            if stop.is_set():
+                break
+            t0 = time.monotonic()
+            try:
+                r = c.request(38, {"consumerGroup": "probe"}, timeout=5.0)
+            except Exception:  # noqa: BLE001 - a missing answer is what we count
+                r = None
+            out.append(time.monotonic() - t0 if r is not None else None)
+            if r is None:
+                break
+            time.sleep(period)
+    finally:
+        c.close()
+
+
+@contextlib.contextmanager
+def probing(d, **kw):
+    """probe_latencies on its own thread for the with block; yields the list it fills."""
+    stop, lat = threading.Event(), []
+    t = threading.Thread(target=probe_latencies, args=(d, stop, lat), kwargs=kw)
+    t.start()
+    try:
+        yield lat
+    finally:
+        stop.set()
+        t.join(15)
+
+
+def signed(ext, body, access, secret):
+    """ext with AccessKey and Signature, as a RocketMQ client signs a request."""
+    ext = dict(ext, AccessKey=access)
+    content = "".join(str(ext[k]) for k in sorted(ext)).encode() + body
+    ext["Signature"] = base64.b64encode(hmac.new(secret.encode(), content, hashlib.sha1).digest()).decode()
+    return ext
+
+
 class Daemon:
     """A real rmqcoord process on free loopback ports with its own store."""
 
     def __init__(self, *extra, store=None, binary=None):
-        self.binary = binary or os.environ.get("RMQCOORD_BIN") or os.path.join(
-            os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
+        self.binary = binary or BIN
         self.tmp = None
         if store is None:
             self.tmp = tempfile.mkdtemp(prefix="rmqcoord-it-")
@@ -264,17 +244,7 @@ class Daemon:
         return self.proc.poll() is None
 
     def stop(self, sig=None):
-        if self.proc and self.proc.poll() is None:
-            if sig is None:
-                self.proc.terminate()
-            else:
-                self.proc.send_signal(sig)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        rc = self.proc.returncode if self.proc else None
+        rc = stop_process(self.proc, sig or signal.SIGTERM) if self.proc else None
         if self.proc and self.proc.stdout:
             self.proc.stdout.close()
         self.log.close()

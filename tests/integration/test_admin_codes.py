@@ -5,9 +5,9 @@ subscription-group configs kept across a restart (200/201/207), topic codes
 (17, 28, 202, 206, 215, 351), consume stats (208), and
 GET /api/groups/{g}/offsets with the rmqcoord_consumer_offset metric.
 Standard library only; loopback only."""
+import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -16,7 +16,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, DaemonCase, heartbeat_body  # noqa: E402
+from rmqclient import Daemon, DaemonCase, heartbeat_body, stop_process  # noqa: E402
 
 GROUP = "GA"
 TOPIC = "TA"
@@ -76,13 +76,7 @@ class Sim:
             return True
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        stop_process(self.proc)
         self.proc.stdout.close()
 
 
@@ -343,11 +337,20 @@ class NameServerRoleTest(unittest.TestCase):
 
 
 class SubscriptionGroupStoreTest(unittest.TestCase):
-    def test_configs_survive_restart(self):
-        d = Daemon()
-        store = d.store
+    @contextlib.contextmanager
+    def running(self, store=None):
+        """A daemon on store (a new one: None) and a connection to it; the daemon must stop cleanly."""
+        d = Daemon(store=store)
         try:
             c = d.connect()
+            yield d, c
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_configs_survive_restart(self):
+        with self.running() as (d, c):
+            store = d.store
             cfg = {"groupName": "GNew", "consumeBroadcastEnable": False, "retryMaxTimes": 3, "x5": {"a": 1}}
             self.assertEqual(c.request(200, body=cfg).code, 0)
             c.request(34, body=heartbeat_body("cid", {"GLive": ["T"]}))
@@ -356,12 +359,7 @@ class SubscriptionGroupStoreTest(unittest.TestCase):
             self.assertEqual(table["GNew"], cfg)  # kept whole, unknown fields too
             self.assertTrue(table["GLive"]["consumeEnable"])  # the default for a heartbeat-only group
             commit(c, "GNew", "T", [4])
-            c.close()
-        finally:
-            self.assertEqual(d.stop(), 0)
-        d = Daemon(store=store)
-        try:
-            c = d.connect()
+        with self.running(store) as (_, c):
             table = json.loads(c.request(201).body)["subscriptionGroupTable"]
             self.assertEqual(table["GNew"]["retryMaxTimes"], 3)
             self.assertEqual(c.request(207, {"groupName": "GNew", "cleanOffset": "true"}).code, 0)
@@ -370,17 +368,9 @@ class SubscriptionGroupStoreTest(unittest.TestCase):
             self.assertEqual((f.code, f.remark), (1, "No subscription group in this broker"))
             self.assertEqual(c.request(14, {"consumerGroup": "GNew", "topic": "T", "queueId": 0,
                                             "setZeroIfNotFound": "false"}).code, 22)
-            c.close()
-        finally:
-            self.assertEqual(d.stop(), 0)
-        d = Daemon(store=store)
-        try:
-            c = d.connect()
+        with self.running(store) as (_, c):
             f = c.request(201)
             self.assertTrue(f.code == 1 or "GNew" not in json.loads(f.body)["subscriptionGroupTable"])
-            c.close()
-        finally:
-            self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":

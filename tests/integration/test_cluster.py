@@ -251,16 +251,23 @@ class ClusterTest(unittest.TestCase):
             self.assertEqual([(k, m) for k, _, m in t], events[name], name)
 
 
+def fake_registration(name, **more):
+    """extFields and body of REGISTER_BROKER (103) from a broker `name` at
+    127.0.0.1:1 with topic T (2 queues), extFields `more` added."""
+    body = {"filterServerList": [], "topicConfigSerializeWrapper": {
+        "dataVersion": {"counter": 1, "timestamp": 1},
+        "topicConfigTable": {"T": {"topicName": "T", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}}}}
+    ext = {"brokerName": name, "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster",
+           "haServerAddr": "127.0.0.1:1", "brokerId": 0, "compressed": "false", "bodyCrc32": 0, **more}
+    return ext, body
+
+
 class ExpiryTest(unittest.TestCase):
     def test_broker_that_stops_registering_expires(self):
         ns = Daemon("--role", "namesrv", "--broker-expiry-ms", "1500")
         try:
             c = Conn(ns.port)
-            body = {"filterServerList": [], "topicConfigSerializeWrapper": {
-                "dataVersion": {"counter": 1, "timestamp": 1},
-                "topicConfigTable": {"T": {"topicName": "T", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}}}}
-            ext = {"brokerName": "fake", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster",
-                   "haServerAddr": "127.0.0.1:1", "brokerId": 0, "compressed": "false", "bodyCrc32": 0}
+            ext, body = fake_registration("fake")
             f = c.request(103, ext, body=body)
             self.assertEqual(f.code, 0, f)
             self.assertEqual(list(route_brokers(ns.port)), ["fake"])
@@ -290,12 +297,7 @@ class SlowBrokerView(unittest.TestCase):
         ns = Daemon("--role", "namesrv")
         try:
             c = Conn(ns.port)
-            body = {"filterServerList": [], "topicConfigSerializeWrapper": {
-                "dataVersion": {"counter": 1, "timestamp": 1},
-                "topicConfigTable": {"T": {"topicName": "T", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}}}}
-            ext = {"brokerName": "slow", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster",
-                   "haServerAddr": "127.0.0.1:1", "brokerId": 0, "compressed": "false", "bodyCrc32": 0,
-                   "rmqcoordHttp": "127.0.0.1:%d" % blackhole.getsockname()[1]}
+            ext, body = fake_registration("slow", rmqcoordHttp="127.0.0.1:%d" % blackhole.getsockname()[1])
             self.assertEqual(c.request(103, ext, body=body).code, 0)
             views = []
             t = threading.Thread(target=lambda: views.append(ns.http("GET", "/api/cluster?group=G")))

@@ -5,7 +5,6 @@ answers GET_CONSUMER_RUNNING_INFO with its holdings and strategy) and raw
 remoting connections that never answer. Standard library only; loopback only."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,9 +13,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, heartbeat_body, run_tests  # noqa: E402
-
-BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
+from rmqclient import BIN, Daemon, heartbeat_body, run_tests, stop_process  # noqa: E402
 HEART_BEAT = 34
 FAST = ("--heartbeat-ms", "1000", "--rebalance-ms", "1000", "--route-ms", "1000")
 
@@ -40,13 +37,7 @@ class Sim:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        stop_process(self.proc)
 
 
 class Case(unittest.TestCase):

@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from rmqclient import (Conn, Daemon, DaemonCase, encode_header_json, frame, heartbeat_body,  # noqa: E402,F401
-                       run_tests)
+                       run_tests, signed)
 
 HB, UNREG, LIST, ROUTE, NOTIFY = 34, 35, 38, 105, 40
 QUERY_OFF, UPDATE_OFF, MAX_OFF, PULL, LOCK, UNLOCK = 14, 15, 30, 11, 41, 42
@@ -136,12 +136,19 @@ class Membership(DaemonTest):
         self.assertEqual(r.ext.get("IS_SUB_CHANGE"), "true", "a new fingerprint asks for the full heartbeat")
 
 
+def member_and_silent_member(case):
+    """Connections a and c of cA and cC, both joined to G (a's notices so far
+    drained); c stays silent from here on."""
+    a, c = case.conn(), case.conn()
+    case.join(a, "cA", {"G": ["T"]})
+    case.join(c, "cC", {"G": ["T"]})
+    a.drain(0.1)
+    return a, c
+
+
 class Expiry(DaemonTest):
     def test_silent_member_expires_is_closed_and_others_notified(self):
-        a, c = self.conn(), self.conn()
-        self.join(a, "cA", {"G": ["T"]})
-        self.join(c, "cC", {"G": ["T"]})
-        a.drain(0.1)
+        a, c = member_and_silent_member(self)
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline:  # keep A alive, let C go silent
             self.join(a, "cA", {"G": ["T"]})
@@ -159,10 +166,7 @@ class ExpirySilent(DaemonTest):
     extra = DaemonTest.extra + ("--notify-on-expiry", "off")
 
     def test_broker_behaviour_switch(self):
-        a, c = self.conn(), self.conn()
-        self.join(a, "cA", {"G": ["T"]})
-        self.join(c, "cC", {"G": ["T"]})
-        a.drain(0.1)
+        a, c = member_and_silent_member(self)
         deadline = time.monotonic() + 4
         notes = []
         while time.monotonic() < deadline and consumer_list(a, "G") != ["cA"]:
@@ -376,16 +380,6 @@ class Limits(DaemonTest):
         r = c.request(HB, body=heartbeat_body("x" * 17, {"G1": ["T"]}))
         self.assertIn("--max-client-id-bytes", r.remark)
         self.assertEqual(c.request(LIST, {"consumerGroup": "G1"}).code, 1, "nothing was registered")
-
-
-def signed(ext, body, access, secret):
-    import base64
-    import hashlib
-    import hmac
-    ext = dict(ext, AccessKey=access)
-    content = "".join(str(ext[k]) for k in sorted(ext)).encode() + body
-    ext["Signature"] = base64.b64encode(hmac.new(secret.encode(), content, hashlib.sha1).digest()).decode()
-    return ext
 
 
 class Acl(unittest.TestCase):

@@ -10,13 +10,12 @@ import sqlite3
 import subprocess
 import struct
 import sys
-import threading
 import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, DaemonCase, encode_header_json, frame, heartbeat_body  # noqa: E402
+from rmqclient import Daemon, DaemonCase, encode_header_json, frame, heartbeat_body, probing, signed  # noqa: E402
 
 GET_CONSUMER_LIST = 38
 # Under ASan/UBSan (meson sets RMQ_SANITIZE) the daemon is several times
@@ -25,27 +24,6 @@ GET_CONSUMER_LIST = 38
 SANITIZED = os.environ.get("RMQ_SANITIZE", "none") not in ("", "none")
 TIME_SCALE = 4.0 if SANITIZED else 1.0
 MEM_SCALE = 3.0 if SANITIZED else 1.0
-
-
-def probe_latencies(d, stop, out, period=0.02, limit=2000):
-    """Asks for a consumer list every period seconds on its own connection
-    until stop is set (at most limit times); appends each round trip (s), or
-    None for a request not answered within 5 s."""
-    c = d.connect()
-    try:
-        for _ in range(limit):
-            if stop.is_set():
-                break
-            t0 = time.monotonic()
-            try:
-                c.request(GET_CONSUMER_LIST, {"consumerGroup": "probe"}, timeout=5.0)
-                out.append(time.monotonic() - t0)
-            except Exception:  # noqa: BLE001 - a missing answer is what we count
-                out.append(None)
-                break
-            time.sleep(period)
-    finally:
-        c.close()
 
 
 def ext_header(nkeys, serialize):
@@ -73,10 +51,7 @@ class ManyExtFieldKeys(DaemonCase):
     def check(self, serialize, nkeys, answered):
         hb = ext_header(nkeys, serialize)
         self.assertLess(len(hb) + 8, 16 << 20, "the frame must fit the default frame limit")
-        stop, lat = threading.Event(), []
-        t = threading.Thread(target=probe_latencies, args=(self.d, stop, lat))
-        t.start()
-        try:
+        with probing(self.d) as lat:
             time.sleep(0.2)
             big = self.d.connect()
             self.conns.append(big)
@@ -91,9 +66,6 @@ class ManyExtFieldKeys(DaemonCase):
             else:
                 self.assertTrue(big.is_closed_by_peer(timeout=5.0), "an oversized header must close its connection")
             time.sleep(0.3)
-        finally:
-            stop.set()
-            t.join(15)
         self.assertTrue(lat and all(x is not None for x in lat), "a probe request went unanswered")
         self.assertLess(max(lat), 0.5 * TIME_SCALE, "the loop stalled %.3f s on one frame" % max(lat))
 
@@ -281,17 +253,6 @@ class PartialFrames(DaemonCase):
                 sk.close()
 
 
-def signed(ext, body, access, secret):
-    """ext with AccessKey and Signature, as a RocketMQ client signs a request."""
-    import base64
-    import hashlib
-    import hmac
-    ext = dict(ext, AccessKey=access)
-    content = "".join(str(ext[k]) for k in sorted(ext)).encode() + body
-    ext["Signature"] = base64.b64encode(hmac.new(secret.encode(), content, hashlib.sha1).digest()).decode()
-    return ext
-
-
 class AclSecrets(unittest.TestCase):
     """Secrets are read as YAML reads them: a '#' inside a plain value is
     part of it (only " #" starts a comment), quotes keep everything."""
@@ -400,18 +361,12 @@ class BigHeartbeat(DaemonCase):
         groups = {"G%03d" % g: ["T%03d-%03d" % (g, k) for k in range(256)] for g in range(256)}
         body = json.dumps(heartbeat_body("10.0.0.8@big", groups)).encode()
         self.assertGreater(len(body), 4 << 20)
-        stop, lat = threading.Event(), []
-        t = threading.Thread(target=probe_latencies, args=(self.d, stop, lat))
-        t.start()
-        try:
+        with probing(self.d) as lat:
             time.sleep(0.2)
             c = self.d.connect()
             self.conns.append(c)
             r = c.request(HEART_BEAT, body=body, timeout=10.0)
             time.sleep(0.3)
-        finally:
-            stop.set()
-            t.join(15)
         self.assertEqual(r.code, 1)
         self.assertIn("--max-heartbeat-bytes", r.remark)
         self.assertTrue(lat and all(x is not None for x in lat))

@@ -9,12 +9,11 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, DaemonCase, heartbeat_body  # noqa: E402
+from rmqclient import Daemon, DaemonCase, heartbeat_body, probing  # noqa: E402
 
 QUERY_OFF, UPDATE_OFF, HEART_BEAT, GET_CONSUMER_LIST = 14, 15, 34, 38
 
@@ -229,23 +228,6 @@ class ManyQueryParameters(DaemonCase):
         self.assertEqual(st, 200, b)
 
 
-def probe(d, stop, out, limit=3000):
-    """GET_CONSUMER_LIST round trips (s) on its own connection until stop."""
-    c = d.connect()
-    try:
-        for _ in range(limit):
-            if stop.is_set():
-                break
-            t0 = time.monotonic()
-            r = c.request(GET_CONSUMER_LIST, {"consumerGroup": "probe"}, timeout=5.0)
-            out.append(time.monotonic() - t0 if r is not None else None)
-            if r is None:
-                break
-            time.sleep(0.002)
-    finally:
-        c.close()
-
-
 class GroupPagesDoNotStall(DaemonCase):
     """GET /api/groups?limit=1 used to build the whole sorted list on the
     loop thread: 215 ms at 100,000 groups, every remoting client waiting.
@@ -280,20 +262,14 @@ class GroupPagesDoNotStall(DaemonCase):
                 break
         self.assertEqual(names, ["GID_%05d" % i for i in range(self.GROUPS)])
         time.sleep(1.5)  # let the joins' store writes settle
-        stop, lat = threading.Event(), []
-        t = threading.Thread(target=probe, args=(self.d, stop, lat))
-        t.start()
         pages = []
-        try:
+        with probing(self.d, period=0.002, limit=3000) as lat:
             time.sleep(0.2)
             for _ in range(40):
                 t0 = time.monotonic()
                 st, _ = self.d.http("GET", "/api/groups?limit=1")
                 pages.append(time.monotonic() - t0)
                 self.assertEqual(st, 200)
-        finally:
-            stop.set()
-            t.join(15)
         self.assertTrue(lat and all(x is not None for x in lat), "a probe went unanswered")
         print("# page p50 %.1f ms max %.1f ms; probe max %.1f ms over %d"
               % (sorted(pages)[len(pages) // 2] * 1e3, max(pages) * 1e3, max(lat) * 1e3, len(lat)),

@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Conn, Daemon, encode_header_json, frame, heartbeat_body, run_tests  # noqa: E402
+from rmqclient import Conn, Daemon, DaemonCase, encode_header_json, frame, heartbeat_body, run_tests  # noqa: E402
 
 BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 GROUP = "G"
@@ -114,23 +114,21 @@ def matches(expected, topic):
     return lambda held: all(held.get((cid, topic)) == qs for cid, qs in expected.items())
 
 
-class SimDaemonTest(unittest.TestCase):
-    daemon_args = ("--topic", "T:8")
+class SimDaemonTest(DaemonCase):
+    extra = ("--topic", "T:8")
 
     def setUp(self):
-        self.d = Daemon(*self.daemon_args)
+        super().setUp()
         self.sims = []
 
     def tearDown(self):
         for s in self.sims:
             s.stop()
-        alive = self.d.alive()
-        rc = self.d.stop()
-        if not alive or rc not in (0, None):
-            print(self.d.logtext(), file=sys.stderr)
-        if self.d.tmp:
-            shutil.rmtree(self.d.tmp, ignore_errors=True)
-        self.assertTrue(alive, "daemon died during the test")
+        try:
+            super().tearDown()
+        finally:
+            if self.d.tmp:
+                shutil.rmtree(self.d.tmp, ignore_errors=True)
 
     def sim(self, *extra, **kw):
         s = Sim(self.d.port, *extra, **kw)
@@ -257,7 +255,7 @@ class Strategies(SimDaemonTest):
 
 
 class MachineRoomStrategies(SimDaemonTest):
-    daemon_args = ("--topic", "T:8", "--broker-name", "hz@broker-a")
+    extra = ("--topic", "T:8", "--broker-name", "hz@broker-a")
 
     def test_machine_room(self):
         Strategies.check(self, "MACHINE_ROOM", ["--consumer-idcs", "hz"], {"consumerIdcs": ["hz"]},
@@ -269,7 +267,7 @@ class MachineRoomStrategies(SimDaemonTest):
 
 
 class NearbyByRule(SimDaemonTest):
-    daemon_args = ("--topic", "T:8", "--broker-name", "broker-a-0")
+    extra = ("--topic", "T:8", "--broker-name", "broker-a-0")
 
     def test_machine_room_nearby_rule(self):
         # The rule takes the text after the last '-': client s-<i> sits in room i,

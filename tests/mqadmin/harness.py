@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import procs  # noqa: E402
 import wire  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -195,16 +196,8 @@ class Env:
         while time.monotonic() < deadline:
             g = self.group(GROUP)
             if g and len(g.get("consumers", [])) == CLIENTS:
-                with open(self.simout.name) as f:
-                    held = {}
-                    for line in f:
-                        try:
-                            rec = json.loads(line)
-                        except ValueError:
-                            continue
-                        if rec.get("topic") == TOPIC and "clientId" in rec:
-                            held[rec["clientId"]] = len(rec.get("queues", []))
-                if len(held) == CLIENTS and sum(held.values()) == 4:
+                held = self.holdings()
+                if len(held) == CLIENTS and sum(len(qs) for qs in held.values()) == 4:
                     return
             time.sleep(0.2)
         raise RuntimeError("simulated consumers did not settle (see %s)" % self.simerr.name)
@@ -223,20 +216,9 @@ class Env:
         return held
 
     def close(self):
-        if self.sim and self.sim.poll() is None:
-            self.sim.send_signal(signal.SIGTERM)
-            try:
-                self.sim.wait(10)
-            except subprocess.TimeoutExpired:
-                self.sim.kill()
-                self.sim.wait()
-        if self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                self.daemon.wait(10)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                self.daemon.wait()
+        if self.sim:
+            procs.stop(self.sim)
+        procs.stop(self.daemon)
         self.proxy.close()
         self.errlog.close()
 
@@ -264,6 +246,17 @@ def failed_text(res):
 def want(cond, msg, problems):
     if not cond:
         problems.append(msg)
+
+
+def check_success(env, res, ctx):
+    """updateSubGroup, deleteSubGroup: the tool says it worked."""
+    p = []
+    want("success" in res["out"], "no 'success' printed", p)
+    return p
+
+
+def printed_group_config(out, group):
+    return re.search(r"^groupName\s+=\s+%s\s*$" % re.escape(group), out, re.M)
 
 
 def check_topicList(env, res, ctx):
@@ -301,8 +294,7 @@ def check_topicStatus(env, res, ctx):
 
 
 def check_updateTopic(env, res, ctx):
-    p = []
-    want("success" in res["out"], "no 'success' printed", p)
+    p = check_success(env, res, ctx)
     t = env.topic(TOPIC_NEW)
     want(t is not None, "topic %s not created in the daemon" % TOPIC_NEW, p)
     if t:
@@ -407,16 +399,9 @@ def check_allocateMQ(env, res, ctx):
     return p
 
 
-def check_updateSubGroup(env, res, ctx):
-    p = []
-    want("success" in res["out"], "no 'success' printed", p)
-    return p
-
-
 def check_getConsumerConfig(env, res, ctx):
     p = []
-    want(re.search(r"^groupName\s+=\s+%s\s*$" % re.escape(SUB_NEW), res["out"], re.M),
-         "no 'groupName = %s' printed" % SUB_NEW, p)
+    want(printed_group_config(res["out"], SUB_NEW), "no 'groupName = %s' printed" % SUB_NEW, p)
     # updateSubGroup sent consumeBroadcastEnable=false and consumeFromMinEnable=false (the tool's defaults)
     want(re.search(r"^consumeBroadcastEnable\s+=\s+false\s*$", res["out"], re.M),
          "the stored config does not keep consumeBroadcastEnable=false as sent by updateSubGroup", p)
@@ -426,8 +411,7 @@ def check_getConsumerConfig(env, res, ctx):
 def check_getConsumerConfigLive(env, res, ctx):
     """A group that only ever heartbeated has the config a broker creates for it."""
     p = []
-    want(re.search(r"^groupName\s+=\s+%s\s*$" % re.escape(GROUP), res["out"], re.M),
-         "no 'groupName = %s' printed for the live group" % GROUP, p)
+    want(printed_group_config(res["out"], GROUP), "no 'groupName = %s' printed for the live group" % GROUP, p)
     return p
 
 
@@ -435,12 +419,6 @@ def check_getConsumerConfigDeleted(env, res, ctx):
     """After deleteSubGroup the broker has no config for the group: nothing is printed."""
     p = []
     want(res["out"].strip() == "", "config still printed after deleteSubGroup: %r" % res["out"][:200], p)
-    return p
-
-
-def check_deleteSubGroup(env, res, ctx):
-    p = []
-    want("success" in res["out"], "no 'success' printed", p)
     return p
 
 
@@ -489,10 +467,10 @@ def commands(ns, env):
         ("consumerStatus", ["consumerStatus", "-g", GROUP] + n, check_consumerStatus),
         ("consumerStatus-i", ["consumerStatus", "-g", GROUP, "-i", cid] + n, check_consumerStatusOne),
         ("allocateMQ", ["allocateMQ", "-t", TOPIC, "-i", "10.0.0.1,10.0.0.2"] + n, check_allocateMQ),
-        ("updateSubGroup", ["updateSubGroup", "-c", CLUSTER, "-g", SUB_NEW] + n, check_updateSubGroup),
+        ("updateSubGroup", ["updateSubGroup", "-c", CLUSTER, "-g", SUB_NEW] + n, check_success),
         ("getConsumerConfig", ["getConsumerConfig", "-g", SUB_NEW] + n, check_getConsumerConfig),
         ("getConsumerConfig-live", ["getConsumerConfig", "-g", GROUP] + n, check_getConsumerConfigLive),
-        ("deleteSubGroup", ["deleteSubGroup", "-c", CLUSTER, "-g", SUB_NEW] + n, check_deleteSubGroup),
+        ("deleteSubGroup", ["deleteSubGroup", "-c", CLUSTER, "-g", SUB_NEW] + n, check_success),
         ("getConsumerConfig-deleted", ["getConsumerConfig", "-g", SUB_NEW] + n, check_getConsumerConfigDeleted),
         ("cloneGroupOffset", ["cloneGroupOffset", "-s", GROUP, "-d", CLONE_DST, "-t", TOPIC] + n,
          check_cloneGroupOffset),

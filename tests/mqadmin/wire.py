@@ -6,41 +6,18 @@ byte = serialize type, 0 JSON / 1 ROCKETMQ, low 24 bits = header length),
 header, body. Standard library only.
 """
 import json
+import os
 import socket
 import struct
+import sys
 import threading
 import time
 
-LANG_BY_BYTE = {0: "JAVA", 1: "CPP", 2: "DOTNET", 3: "PYTHON", 7: "OTHER", 9: "GO", 12: "RUST", 13: "NODE_JS"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import remoting  # noqa: E402
+from remoting import decode_header  # noqa: E402
 
-
-def decode_header(serialize, raw):
-    if serialize == 0:
-        return json.loads(raw.decode("utf-8"))
-    code, lang, version, opaque, flag = struct.unpack(">hBhii", raw[:13])
-    pos = 13
-    (rlen,) = struct.unpack(">i", raw[pos:pos + 4])
-    pos += 4
-    remark = raw[pos:pos + rlen].decode("utf-8", "replace") if rlen > 0 else None
-    pos += max(rlen, 0)
-    (elen,) = struct.unpack(">i", raw[pos:pos + 4])
-    pos += 4
-    end = pos + elen
-    ext = {}
-    while pos < end:
-        (kl,) = struct.unpack(">h", raw[pos:pos + 2])
-        pos += 2
-        k = raw[pos:pos + kl].decode("utf-8", "replace")
-        pos += kl
-        (vl,) = struct.unpack(">i", raw[pos:pos + 4])
-        pos += 4
-        ext[k] = raw[pos:pos + vl].decode("utf-8", "replace")
-        pos += vl
-    h = {"code": code, "language": LANG_BY_BYTE.get(lang, lang), "version": version,
-         "opaque": opaque, "flag": flag, "extFields": ext}
-    if remark is not None:
-        h["remark"] = remark
-    return h
+MAX_FRAME = 64 * 1024 * 1024
 
 
 def split_frames(buf, raw=False):
@@ -48,37 +25,27 @@ def split_frames(buf, raw=False):
     (with raw=True, a fourth item: the frame's bytes)."""
     frames = []
     pos = 0
-    while len(buf) - pos >= 8:
-        (total,) = struct.unpack(">i", buf[pos:pos + 4])
-        if total < 4 or total > 64 * 1024 * 1024:
-            raise ValueError("bad frame length %d" % total)
-        if len(buf) - pos - 4 < total:
+    while True:
+        got = remoting.next_frame(buf, pos, MAX_FRAME)
+        if got is None:
             break
-        (word,) = struct.unpack(">I", buf[pos + 4:pos + 8])
-        serialize, hlen = word >> 24, word & 0xFFFFFF
-        raw_h = buf[pos + 8:pos + 8 + hlen]
-        body = buf[pos + 8 + hlen:pos + 4 + total]
+        serialize, raw_h, body, n = got
         item = (serialize, decode_header(serialize, raw_h), body)
-        frames.append(item + (buf[pos:pos + 4 + total],) if raw else item)
-        pos += 4 + total
+        frames.append(item + (buf[pos:pos + n],) if raw else item)
+        pos += n
     return frames, buf[pos:]
 
 
 def encode_request(code, ext, opaque, body=b"", flag=0, remark=None):
-    h = {"code": code, "extFields": {k: str(v) for k, v in (ext or {}).items()}, "flag": flag,
-         "language": "JAVA", "opaque": opaque, "serializeTypeCurrentRPC": "JSON", "version": 409}
-    if remark is not None:
-        h["remark"] = remark
-    hb = json.dumps(h, separators=(",", ":")).encode()
-    return struct.pack(">ii", 4 + len(hb) + len(body), len(hb)) + hb + body
+    h = remoting.request_header(code, opaque, {k: str(v) for k, v in (ext or {}).items()}, flag, remark=remark)
+    return remoting.encode_frame(h, body)
 
 
 class Client:
     """A blocking request/response client (JSON headers)."""
 
     def __init__(self, addr, timeout=5.0):
-        host, port = addr.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = remoting.connect(addr, timeout)
         self.buf = b""
         self.opaque = 0
 
