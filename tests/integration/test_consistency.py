@@ -1,5 +1,5 @@
 """Integration tests of the consistency check (GET /api/groups/{g}/consistency,
-/converged, /allocation, /diagnostics; issue 17 "No false alarms"): the
+/converged, /allocation, /diagnostics; no false alarms): the
 daemon's verdict against clients that really run a strategy (`rmqcoord sim`
 answers GET_CONSUMER_RUNNING_INFO with its holdings and strategy) and raw
 remoting connections that never answer. Standard library only; loopback only."""

@@ -1,5 +1,5 @@
-"""What a new user meets in the first minutes (issue 17, "first-minute
-stumbles"), each against the real binary: sim says why when it cannot reach
+"""What a new user meets in the first minutes (the first-minute
+stumbles), each against the real binary: sim says why when it cannot reach
 the name server, sim ids are unique per process, host names and
 NAMESRV_ADDR work, --version and the value forms of options behave."""
 import json

@@ -1,5 +1,5 @@
-"""Hostile peers against the admin HTTP API (issue 19, "Hostile peers and bad
-days", the HTTP side): each test reproduces one attack on the real daemon
+"""Hostile peers against the admin HTTP API (hostile peers and bad
+days, the HTTP side): each test reproduces one attack on the real daemon
 and asserts its bound. Loopback only; every loop bounded in count and time.
 Run against another binary with RMQCOORD_BIN=/path/to/rmqcoord."""
 import http.client

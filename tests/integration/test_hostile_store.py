@@ -1,4 +1,4 @@
-"""Hostile peers and bad days on the store side (issue 19): connection churn
+"""Hostile peers and bad days on the store side: connection churn
 must not grow the WAL or the channels table without bound, one daemon owns
 a store, an outside lock or a full disk must neither freeze the loop nor
 lose membership facts, and a history row removed by hand gives null lists,
