@@ -10,6 +10,10 @@
 #      CLIENTS_JVMS      client processes at once, by JVM weight (default 3)
 #      CLIENTS_KEEP=1    keep every scenario's temp dir (failed ones are always kept)
 #      CLIENTS_DOC       report path (default <repo>/docs/clients.md; "" = none)
+#      CLIENTS_TIMEOUT_S deadline of the matrix run (default 900): the harness then kills every
+#                        client and daemon, reports the unfinished scenarios as failed, exits 1
+#      CLIENTS_SCENARIO_TIMEOUT_S  one scenario's time (default 200; a few longer ones in run_matrix.py)
+#      CLIENTS_BUILD_TIMEOUT_S     one probe build's time (default 1800: a fresh machine downloads)
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,13 +30,14 @@ notes=""
 note() { echo "run.sh: $*" >&2; notes="${notes}$*"$'\n'; }
 
 # Java probe (Maven; both pinned client versions)
-if ! "$here/java/build.sh"; then
+build_limit="${CLIENTS_BUILD_TIMEOUT_S:-1800}"
+if ! timeout -k 10 "$build_limit" "$here/java/build.sh"; then
   note "java: tests/clients/java/build.sh failed: Java flavors skipped"
 fi
 
 # Go probe: built by its own script when present (another folder's owner)
 if [ -f "$here/go/build.sh" ]; then
-  if ! bash "$here/go/build.sh" >&2; then
+  if ! timeout -k 10 "$build_limit" bash "$here/go/build.sh" >&2; then
     note "go: tests/clients/go/build.sh failed: go flavor skipped"
     export CLIENTS_GO_BROKEN=1
   fi
@@ -50,4 +55,26 @@ doc="${CLIENTS_DOC-$root/docs/clients.md}"
 args=()
 [ -n "$doc" ] && args+=(--doc "$doc")
 export CLIENTS_NOTES="$notes"
-exec python3 "$here/harness/run_matrix.py" "${args[@]}" "$@"
+
+# The harness enforces its own deadline (CLIENTS_TIMEOUT_S). The net under it, so nothing can stall
+# CI: SIGTERM a minute after that deadline (the harness reports and exits), SIGKILL 10 s later; then
+# the process groups the harness started (listed in CLIENTS_PGID_FILE) are killed here.
+budget="${CLIENTS_TIMEOUT_S:-900}"
+case "$budget" in ''|*[!0-9.]*) echo "run.sh: CLIENTS_TIMEOUT_S must be a number of seconds" >&2; exit 2 ;; esac
+export CLIENTS_TIMEOUT_S="$budget"
+net=$(( ${budget%.*} + 60 ))
+pgids="$(mktemp)"
+export CLIENTS_PGID_FILE="$pgids"
+timeout --preserve-status -k 10 "$net" python3 "$here/harness/run_matrix.py" "${args[@]}" "$@"
+rc=$?
+if [ "$rc" -ge 124 ]; then
+  # each child was started as a session leader (sid = pgid = its pid): only such sessions are killed
+  sids=" $(ps -eo sid= | sort -u | tr -s ' \n' ' ') "
+  while read -r g; do
+    case "$sids" in *" $g "*) kill -CONT -- "-$g" 2>/dev/null; kill -KILL -- "-$g" 2>/dev/null ;; esac
+  done < "$pgids"
+  echo "# the harness did not end by itself within ${net} s (exit $rc): killed, with every client and daemon it started"
+  echo "# fail 1"
+fi
+rm -f "$pgids"
+exit "$rc"

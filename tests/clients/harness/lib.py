@@ -70,16 +70,21 @@ class Daemon:
         args = [BIN, "serve", "--listen", listen, "--http", http, "--store", self.store] + self.extra
         self.logfile = os.path.join(self.env.dir, "%s.%d.log" % (self.name, self.gen))
         log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-        log.close()
-        self.env.procs.append(self.proc)
+        try:
+            self.proc = self.env.popen(args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        finally:
+            log.close()
         line = b""
-        t = threading.Timer(10, lambda: self.proc.kill())
+        proc = self.proc
+        t = threading.Timer(10, lambda: kill_group(proc))
+        t.daemon = True
         t.start()
         try:
             line = self.proc.stdout.readline()
         finally:
             t.cancel()
+        # whatever the daemon prints after READY goes to its log, so a full pipe never stalls it
+        threading.Thread(target=_drain, args=(self.proc.stdout, self.logfile), daemon=True).start()
         line = line.decode(errors="replace")
         if not line.startswith("READY "):
             raise Fail("daemon %s did not start: %r; log: %s" % (self.name, line, self.logtail()))
@@ -105,8 +110,8 @@ class Daemon:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+                kill_group(self.proc)
+                reap(self.proc, 5)
                 return "forced"
         return self.proc.returncode if self.proc else None
 
@@ -194,10 +199,11 @@ class Probe:
         penv.update(flavor.env)
         penv.update(extra_env or {})
         err = open(self.errlog, "ab")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=penv,
-                                     cwd=env.dir)
-        err.close()
-        env.procs.append(self.proc)
+        try:
+            self.proc = env.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=penv,
+                                  cwd=env.dir)
+        finally:
+            err.close()
         env.probes.append(self)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -305,25 +311,61 @@ class Probe:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+            kill_group(self.proc)
+            reap(self.proc, 5)
             raise Fail("probe %s did not stop within %ss after 'stop'" % (self.name, timeout))
         self.reader.join(5)
         return rc
 
     def signal(self, sig):
+        """sig to the probe process itself (not its group): SIGSTOP must freeze just the client."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
 
     def kill9(self):
         self.signal(signal.SIGKILL)
+        reap(self.proc, 10)
+
+
+def kill_group(proc):
+    """SIGCONT then SIGKILL to the process group of proc (each child leads its own group): a
+    SIGSTOPped child dies too, and so does anything it started. Never blocks. A child already
+    reaped is left alone: its pid may belong to someone else by now."""
+    if proc.poll() is not None:
+        return
+    for sig in (signal.SIGCONT, signal.SIGKILL):
         try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, sig)
+        except OSError:  # gone already
             pass
 
 
+def reap(proc, timeout):
+    """Bounded wait for proc (Popen.wait with a timeout polls; it never sleeps in waitpid)."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _drain(stream, path):
+    try:
+        with open(path, "ab", buffering=0) as f:
+            for line in stream:
+                f.write(line)
+    except (OSError, ValueError):
+        pass
+
+
+class Abandoned(Exception):
+    """The scenario was ended from outside (its timeout or the run's deadline): it must stop."""
+
+
 ALL_ENVS = []
+# one line per child process group, so tests/clients/run.sh can kill what is left if this
+# process itself is killed (its own deadline handling never ran)
+PGID_FILE = os.environ.get("CLIENTS_PGID_FILE", "")
+_PGID_LOCK = threading.Lock()
 
 
 class Env:
@@ -333,6 +375,40 @@ class Env:
         self.dir = tempfile.mkdtemp(prefix="rmqclients-%s-" % label.replace("/", "_"))
         self.procs = []
         self.probes = []
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def popen(self, args, **kw):
+        """Start a child in its own process group, owned by this Env. Once the Env is closed
+        (the scenario was abandoned) nothing new may run: the child is killed at once."""
+        p = subprocess.Popen(args, start_new_session=True, **kw)
+        with self.lock:
+            self.procs.append(p)
+            closed = self.closed
+        if PGID_FILE:
+            with _PGID_LOCK:
+                try:
+                    with open(PGID_FILE, "a") as f:
+                        f.write("%d\n" % p.pid)
+                except OSError:
+                    pass
+        if closed:
+            kill_group(p)
+            raise Abandoned("scenario %s was ended from outside" % self.label)
+        return p
+
+    def kill_all(self, reap_until=None):
+        """From any thread, without blocking for long: every child group SIGCONT + SIGKILL, then a
+        reap bounded by reap_until (monotonic; default 3 s from now, 0 = no reap). Marks the Env
+        closed so the scenario cannot start anything after."""
+        with self.lock:
+            self.closed = True
+            procs = list(self.procs)
+        for p in procs:
+            kill_group(p)
+        until = time.monotonic() + 3 if reap_until is None else reap_until
+        for p in procs:
+            reap(p, max(0.0, until - time.monotonic()))
 
     def daemon(self, name="d", extra=(), channel_expiry_ms=None, start=True):
         ex = list(extra)
@@ -342,14 +418,12 @@ class Env:
         return d.start() if start else d
 
     def cleanup(self, keep=False):
-        for p in self.procs:
+        with self.lock:
+            procs = list(self.procs)
+        for p in procs:
             if p.poll() is None:
-                try:
-                    p.send_signal(signal.SIGCONT)
-                    p.kill()
-                    p.wait(5)
-                except Exception:
-                    pass
+                kill_group(p)
+                reap(p, 5)
         if not keep and not os.environ.get("CLIENTS_KEEP"):
             import shutil
             shutil.rmtree(self.dir, ignore_errors=True)

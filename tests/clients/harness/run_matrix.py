@@ -19,7 +19,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import ALL_ENVS, CLIENTS, Env, Fail, Skip, pct  # noqa: E402
+from lib import ALL_ENVS, CLIENTS, Abandoned, Env, Fail, Skip, pct  # noqa: E402
 from report import write_doc  # noqa: E402
 from scenarios import LONG_FIRST, SCENARIOS, STEPS, UNSUPPORTED, Flavor, sc_mixed  # noqa: E402
 
@@ -66,6 +66,7 @@ class Rec:
         self.rows = []
         self.cur = STEPS.get(scenario, [scenario])[0]
         self.conv = []  # join/leave -> converged, ms (NOTIFY-driven)
+        self.quiet = False  # set once the main thread gave up on the scenario: its late rows are not shown
 
     def step(self, name):
         self.cur = name
@@ -73,25 +74,34 @@ class Rec:
     def ok(self, figure="", detail=""):
         self.rows.append({"flavor": self.flavor, "scenario": self.cur, "status": "pass", "figure": figure,
                           "detail": detail})
-        log("PASS  %-12s %-34s %s %s" % (self.flavor, self.cur, figure, detail))
+        self.quiet or log("PASS  %-12s %-34s %s %s" % (self.flavor, self.cur, figure, detail))
 
     def skip(self, reason, name=None):
         self.rows.append({"flavor": self.flavor, "scenario": name or self.cur, "status": "skip", "figure": "",
                           "detail": reason})
-        log("SKIP  %-12s %-34s %s" % (self.flavor, name or self.cur, reason))
+        self.quiet or log("SKIP  %-12s %-34s %s" % (self.flavor, name or self.cur, reason))
 
     def fail(self, msg, name=None):
         self.rows.append({"flavor": self.flavor, "scenario": name or self.cur, "status": "fail", "figure": "",
                           "detail": msg})
-        log("FAIL  %-12s %-34s %s" % (self.flavor, name or self.cur, msg))
+        self.quiet or log("FAIL  %-12s %-34s %s" % (self.flavor, name or self.cur, msg))
 
 
 LOG_LOCK = threading.Lock()
+LOG_STUCK = []
 
 
 def log(s):
-    with LOG_LOCK:
-        print(s, flush=True)
+    """One line on stdout. Never waits long for the lock: the main thread uses this too and must
+    not hang behind a worker."""
+    if not LOG_STUCK and LOG_LOCK.acquire(timeout=2):
+        try:
+            print(s, flush=True)
+        finally:
+            LOG_LOCK.release()
+    else:
+        LOG_STUCK.append(True)  # a thread holds it for good: raw writes from now on
+        os.write(1, (s + "\n").encode())
 
 
 def finish_steps(rec):
@@ -109,57 +119,146 @@ def finish_steps(rec):
             rec.skip("not run", name=st)
 
 
+# JVM weights are counted in tenths, as integers: with float weights (0.4 per Go/Node client) the
+# running sum drifted (1.2 + 0.8 - 1.2 - 0.8 != 0), so after the small jobs a residue kept the pool
+# "not quite empty" forever and every job of full weight (3) waited until the deadline
+UNITS = 10
+
+
+class Job:
+    """One scenario x flavor. Its state moves under Pool.cv: queued -> running -> done, or to
+    abandoned when the main thread gives up on it (timeout, deadline, signal)."""
+
+    def __init__(self, label, weight, fn, flavor_name, arg, timeout_s):
+        self.label, self.fn, self.flavor_name, self.arg = label, fn, flavor_name, arg
+        self.units = max(1, int(round(weight * UNITS)))
+        self.timeout_s = timeout_s
+        self.state = "queued"
+        self.held = 0
+        self.started = None
+        self.rec = None
+        self.env = None
+        self.result = None
+        self.why = ""
+
+
 class Pool:
-    """Runs jobs on threads while the JVM weight in use stays <= capacity."""
+    """Admits jobs while the JVM weight in use stays <= capacity; the main thread can abandon a
+    job (its weight is given back at once, whatever its thread is doing)."""
 
     def __init__(self, capacity):
-        self.capacity, self.used = capacity, 0
+        self.capacity = capacity * UNITS
+        self.used = 0
+        self.closed = False
         self.cv = threading.Condition()
 
-    def acquire(self, w):
-        w = min(w, self.capacity)
+    def close(self):
+        """No job is admitted any more (the run is ending): weight given back by abandoned jobs
+        must not let queued ones start."""
         with self.cv:
-            while self.used + w > self.capacity:
-                self.cv.wait(1)
-            self.used += w
-        return w
-
-    def release(self, w):
-        with self.cv:
-            self.used -= w
+            self.closed = True
             self.cv.notify_all()
 
+    def acquire(self, job):
+        w = min(job.units, self.capacity)
+        with self.cv:
+            while job.state == "queued" and not self.closed and self.used + w > self.capacity:
+                self.cv.wait(0.5)
+            if job.state != "queued" or self.closed:
+                return False  # abandoned while it waited, or the run is ending
+            self.used += w
+            job.held, job.state, job.started = w, "running", time.monotonic()
+            return True
 
-def run_job(pool, label, weight, fn, flavor_name, arg, results):
-    w = pool.acquire(weight)
-    log("START %-12s %s" % (flavor_name, label))
-    rec = Rec(flavor_name, label)
-    env = Env("%s-%s" % (flavor_name, label))
-    t0 = time.monotonic()
+    def finish(self, job, rec):
+        """Called by the job's thread; False when the main thread has already abandoned it."""
+        with self.cv:
+            if job.state != "running":
+                return False
+            self.used -= job.held
+            job.state, job.result = "done", rec
+            self.cv.notify_all()
+            return True
+
+    def abandon(self, job, why):
+        with self.cv:
+            if job.state not in ("queued", "running"):
+                return None
+            if job.rec is not None:
+                job.rec.quiet = True
+            prev = job.state
+            if prev == "running":
+                self.used -= job.held
+            job.state, job.why = "abandoned", why
+            self.cv.notify_all()
+            return prev
+
+
+def run_job(pool, job):
+    if not pool.acquire(job):
+        return
+    log("START %-12s %s" % (job.flavor_name, job.label))
+    rec = Rec(job.flavor_name, job.label)
+    job.rec = rec
+    env = None
     failed = False
     try:
-        fn(env, arg, rec)
+        env = job.env = Env("%s-%s" % (job.flavor_name, job.label))
+        if job.state != "running":
+            rec.quiet = True
+            raise Abandoned("ended before it began")
+        job.fn(env, job.arg, rec)
     except Skip as e:
         rec.skip(str(e))
     except Fail as e:
         failed = True
-        rec.fail(str(e).replace("\n", " ")[:800] + " [files: %s]" % env.dir)
+        rec.fail(str(e).replace("\n", " ")[:800] + " [files: %s]" % (env.dir if env else "-"))
     except Exception as e:  # a harness error is a failure too
         failed = True
-        rec.fail("%s: %s [files: %s]" % (type(e).__name__, e, env.dir))
-        traceback.print_exc()
+        if job.state == "running":
+            rec.fail("%s: %s [files: %s]" % (type(e).__name__, e, env.dir if env else "-"))
+            traceback.print_exc()
     finally:
-        env.cleanup(keep=failed or any(r["status"] == "fail" and not r["detail"].startswith("FINDING")
-                                       for r in rec.rows))
-        pool.release(w)
+        if env is not None:
+            env.cleanup(keep=failed or job.state != "running" or any(
+                r["status"] == "fail" and not r["detail"].startswith("FINDING") for r in rec.rows))
     finish_steps(rec)
-    rec.seconds = time.monotonic() - t0
-    results.append(rec)
+    rec.seconds = time.monotonic() - job.started
+    pool.finish(job, rec)
+
+
+def abandoned_rec(job):
+    """The rows of a job the main thread gave up on: what it recorded so far (a snapshot: its
+    thread may still run), a failure for the step it was in, the rest not run."""
+    rec = Rec(job.flavor_name, job.label)
+    src = job.rec
+    if src is not None:
+        rec.rows = [dict(r) for r in list(src.rows)]
+        rec.conv = list(src.conv)
+        rec.cur = src.cur
+    rec.fail(job.why)
+    finish_steps(rec)
+    rec.seconds = time.monotonic() - job.started if job.started else 0.0
+    return rec
+
+
+STOP_SIGNAL = []
+
 
 def on_signal(signum, frame):
-    for env in list(ALL_ENVS):
-        env.cleanup(keep=True)
-    os._exit(128 + signum)
+    if STOP_SIGNAL:  # a second signal: no more reporting
+        for env in list(ALL_ENVS):
+            env.kill_all()
+        os._exit(128 + signum)
+    STOP_SIGNAL.append(signum)
+
+
+out = log  # the main thread's name for it
+
+
+# seconds one scenario may run (pool wait not counted) before it is ended as failed; the
+# slowest take ~50 s on a quiet machine
+SCENARIO_TIMEOUT_S = {"hundred": 300, "orderly": 240, "subscribe": 240}
 
 
 def main():
@@ -172,6 +271,11 @@ def main():
     ap.add_argument("--doc", default="")
     ap.add_argument("--json", default="")
     ap.add_argument("--no-mixed", action="store_true")
+    ap.add_argument("--timeout", type=float, default=float(os.environ.get("CLIENTS_TIMEOUT_S", "900")),
+                    help="deadline of the whole run, s: unfinished scenarios fail, their processes are killed")
+    ap.add_argument("--scenario-timeout", type=float,
+                    default=float(os.environ.get("CLIENTS_SCENARIO_TIMEOUT_S", "200")),
+                    help="default time one scenario may run, s (longer ones: SCENARIO_TIMEOUT_S)")
     a = ap.parse_args()
     notes = [n for n in os.environ.get("CLIENTS_NOTES", "").split("\n") if n.strip()]
     fls = flavors(a.flavors, notes)
@@ -192,55 +296,81 @@ def main():
                     rec.skip(reason, name=st)
                 results.append(rec)
                 continue
-            jobs.append(("%s" % name, w * f.weight, fn, f.name, f))
+            jobs.append(Job(name, w * f.weight, fn, f.name, f, SCENARIO_TIMEOUT_S.get(name, a.scenario_timeout)))
     if not a.no_mixed and (not a.only or re.search(a.only, "mixed")):
         mix = [f for f in fls if f.name in ("java-4.9.8", "java-5.3.3", "go")]
         if len(mix) >= 2:
-            jobs.append(("mixed", sum(f.weight for f in mix), sc_mixed, "mixed", mix))
+            jobs.append(Job("mixed", sum(f.weight for f in mix), sc_mixed, "mixed", mix, a.scenario_timeout))
     rank = {k: i for i, k in enumerate(LONG_FIRST)}
-    jobs.sort(key=lambda j: rank.get((j[0], j[3]), len(rank)))  # stable: the rest keep SCENARIOS order
-    threads = []
+    jobs.sort(key=lambda j: rank.get((j.label, j.flavor_name), len(rank)))  # stable: the rest keep SCENARIOS order
+    deadline = time.monotonic() + a.timeout
+    # start in order; the pool admits them as weight allows. Daemon threads: a worker that never
+    # returns cannot keep the process alive, the main thread alone decides when the run ends
     for j in jobs:
-        th = threading.Thread(target=run_job, args=(pool,) + j + (results,), daemon=True)
-        threads.append(th)
-    # start in order; the pool admits them as weight allows
-    for th in threads:
-        th.start()
+        threading.Thread(target=run_job, args=(pool, j), daemon=True).start()
         time.sleep(0.05)
-    deadline = time.monotonic() + float(os.environ.get("CLIENTS_TIMEOUT_S", "900"))
-    for th in threads:
-        th.join(max(0.1, deadline - time.monotonic()))
-    hung = [j for j, th in zip(jobs, threads) if th.is_alive()]
-    for j in hung:
-        rec = Rec(j[3], j[0])
-        rec.fail("scenario still running at the harness deadline")
-        results.append(rec)
-    for env in list(ALL_ENVS):  # processes of scenarios still running at the deadline
-        env.cleanup(keep=True)
+    # the main thread only watches: it never joins a worker or waits on anything a worker holds
+    ended = ""
+    while True:
+        with pool.cv:
+            running = [j for j in jobs if j.state == "running"]
+            left = [j for j in jobs if j.state in ("queued", "running")]
+        if not left:
+            break
+        now = time.monotonic()
+        if STOP_SIGNAL or now >= deadline:
+            ended = ("stopped by signal %d" % STOP_SIGNAL[0]) if STOP_SIGNAL else \
+                "harness deadline (%.0f s) reached" % a.timeout
+            pool.close()
+            for j in left:
+                prev = pool.abandon(j, "not finished: %s (%s)" % (ended, "was running" if j.state == "running"
+                                                                  else "never started: no JVM slot"))
+                if prev == "running" and j.env is not None:
+                    j.env.kill_all(reap_until=0)
+            break
+        for j in running:
+            if now - j.started > j.timeout_s:
+                if pool.abandon(j, "scenario timed out after %d s (its processes killed)" % j.timeout_s):
+                    if j.env is not None:
+                        j.env.kill_all()
+        time.sleep(0.2)
+    reap_until = time.monotonic() + 5
+    for env in list(ALL_ENVS):  # and anything a thread started after its job was given up
+        env.kill_all(reap_until=reap_until)
+    unfinished = [j for j in jobs if j.state == "abandoned"]
+    for j in jobs:
+        results.append(j.result if j.state == "done" else abandoned_rec(j))
     elapsed = time.monotonic() - t0
     rows = [r for rec in results for r in rec.rows]
-    if a.doc:
-        write_doc(a.doc, results, fls, notes, started, elapsed)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"rows": rows, "conv": {rec.flavor + "/" + rec.scenario: rec.conv for rec in results},
-                       "seconds": {rec.flavor + "/" + rec.scenario: round(getattr(rec, "seconds", 0), 1)
-                                   for rec in results}}, f, indent=1)
+    try:
+        if a.doc:
+            write_doc(a.doc, results, fls, notes, started, elapsed)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"rows": rows, "conv": {rec.flavor + "/" + rec.scenario: rec.conv for rec in results},
+                           "seconds": {rec.flavor + "/" + rec.scenario: round(getattr(rec, "seconds", 0), 1)
+                                       for rec in results}}, f, indent=1)
+    except Exception as e:  # the summary below must still be printed
+        out("# report not written: %s: %s" % (type(e).__name__, e))
+        rows.append({"status": "fail"})
     for f in sorted({rec.flavor for rec in results}):
         v = [x for rec in results if rec.flavor == f for x in rec.conv]
         if v:
-            log("# %s join/leave->converged: n=%d p50=%d ms p99=%d ms" % (f, len(v), pct(v, 50), pct(v, 99)))
+            out("# %s join/leave->converged: n=%d p50=%d ms p99=%d ms" % (f, len(v), pct(v, 50), pct(v, 99)))
     slow = sorted(results, key=lambda r: -getattr(r, "seconds", 0))[:5]
-    log("# slowest: " + ", ".join("%s/%s %.0fs" % (r.flavor, r.scenario, getattr(r, "seconds", 0)) for r in slow))
-    log("# elapsed %.0f s" % elapsed)
+    out("# slowest: " + ", ".join("%s/%s %.0fs" % (r.flavor, r.scenario, getattr(r, "seconds", 0)) for r in slow))
+    out("# elapsed %.0f s" % elapsed)
+    if ended:
+        out("# ended early: " + ended)
+    if unfinished:
+        out("# unfinished %d (failed): %s" % (len(unfinished), ", ".join(
+            "%s/%s" % (j.flavor_name, j.label) for j in unfinished)))
     npass = sum(1 for r in rows if r["status"] == "pass")
     nfail = sum(1 for r in rows if r["status"] == "fail")
-    log("# skip %d" % sum(1 for r in rows if r["status"] == "skip"))
-    log("# pass %d" % npass)
-    log("# fail %d" % nfail)
-    sys.stdout.flush()
-    os._exit(0 if nfail == 0 else 1)
-
+    out("# skip %d" % sum(1 for r in rows if r["status"] == "skip"))
+    out("# pass %d" % npass)
+    out("# fail %d" % nfail)
+    os._exit(0 if nfail == 0 and not unfinished else 1)
 
 if __name__ == "__main__":
     main()

@@ -104,10 +104,13 @@ def _any_leave(d, g, cid, after):
 
 
 def sc_sigstop(env, fl, rec):
-    expiry = 3000
+    # Go's heartbeat period is fixed at 30 s: its channel expiry must be longer, so its run is slower
+    fixed = getattr(fl, "fixed_timers", False)
+    hb = 30000 if fixed else 1000
+    expiry = 40000 if fixed else 3000
     d = env.daemon(extra=["--topic", "T:8"], channel_expiry_ms=expiry)
     g, t = "G_stop", "T"
-    args = base_args(d, g, t) + ["--heartbeat-ms", "1000"]
+    args = base_args(d, g, t) + ([] if fixed else ["--heartbeat-ms", str(hb)])
     a = Probe(env, fl, "a", args)
     b = Probe(env, fl, "b", args)
     a.wait_started()
@@ -121,7 +124,8 @@ def sc_sigstop(env, fl, rec):
     b.signal(signal.SIGSTOP)
     ts, _ = event_ts(d, g, "expire", bid, after_id=after, timeout=expiry / 1000 + 8)
     lag = ts - stopped_at
-    check(lag >= expiry - 1100, "expired %d ms after SIGSTOP, before --channel-expiry-ms %d (heartbeat 1 s)" % (lag, expiry))
+    check(lag >= expiry - hb - 100, "expired %d ms after SIGSTOP, before --channel-expiry-ms %d less one heartbeat "
+          "period (%d ms)" % (lag, expiry, hb))
     r = wait_converged(d, g, t, [(a, "a")], timeout=15, since_ms=ts)
     check(r["ms"] < fl.bound_ms, "takeover %d ms after expiry, over %d" % (r["ms"], fl.bound_ms))
     rec.conv.append(r["ms"])
@@ -130,10 +134,60 @@ def sc_sigstop(env, fl, rec):
     rec.step("SIGCONT -> rejoins")
     after = last_event_id(d, g)
     b.signal(signal.SIGCONT)
-    ts, _ = event_ts(d, g, "join", bid, after_id=after, timeout=15)
+    ts, _ = event_ts(d, g, "join", bid, after_id=after, timeout=hb / 1000 + 15)
     converge_step(rec, fl, d, g, t, [(a, "a"), (b, "b")], ts)
     a.stop()
     b.stop()
+
+
+def sc_restart(env, fl, rec):
+    """A new process with the instance name (so the client id) of one that is gone: killed, or still
+    connected but frozen. Once settled the group has no stale member and no overlap."""
+    fixed = getattr(fl, "fixed_timers", False)
+    hb = 30000 if fixed else 1000  # Go: heartbeats fixed at 30 s, so a longer channel expiry
+    expiry = 40000 if fixed else 3000
+    d = env.daemon(extra=["--topic", "T:8"], channel_expiry_ms=expiry)
+    g, t = "G_restart", "T"
+    args = base_args(d, g, t) + ([] if fixed else ["--heartbeat-ms", str(hb)])
+    a = Probe(env, fl, "a", args)
+    b = Probe(env, fl, "b", args)
+    a.wait_started()
+    b.wait_started()
+    bid = b.client_id("b")
+    wait_converged(d, g, t, [(a, "a"), (b, "b")], timeout=20)
+    rec.step("SIGKILL, restart same instance name")
+    after = last_event_id(d, g)
+    b.kill9()
+    b2 = Probe(env, fl, "b", args)
+    b2.wait_started()
+    check(b2.client_id("b") == bid, "same instance name, new client id %s (was %s)" % (b2.client_id("b"), bid))
+    ts, _ = event_ts(d, g, "join", bid, after_id=after, timeout=20)
+    converge_step(rec, fl, d, g, t, [(a, "a"), (b2, "b")], ts)
+    rec.step("frozen old + restart same name, then old killed")
+    after = last_event_id(d, g)
+    b2.signal(signal.SIGSTOP)
+    frozen_ms = now_ms()
+    b3 = Probe(env, fl, "b", args)
+    b3.wait_started()
+    check(b3.client_id("b") == bid, "same instance name, new client id %s (was %s)" % (b3.client_id("b"), bid))
+    twice = d.members(g).count(bid) > 1  # both channels carry the id until the frozen one expires
+    # settled once the frozen channel has expired: the id once, the new process holds its share,
+    # the survivor lost nothing to a ghost
+    ms = [(a, "a"), (b3, "b")]
+    r = wait_converged(d, g, t, ms, timeout=expiry / 1000.0 + 25)
+    exp = [e for e in d.events(g) if e["id"] > after and e["kind"] == "expire"]
+    check(exp, "no expire event for the frozen channel %.0f s after SIGSTOP" % ((now_ms() - frozen_ms) / 1000.0))
+    # its end (expiry, then SIGKILL) must not take the live client id out of the group
+    time.sleep(1.5)
+    b2.kill9()
+    wait_converged(d, g, t, ms, timeout=15)
+    kinds = [e["kind"] for e in d.events(g) if e["id"] > after]
+    cons_check(d, g, t, ms)
+    rec.ok("settled %d ms after SIGSTOP" % max(0, r["at"] - frozen_ms),
+           "%smembership events: %s" % ("the id counted twice until the frozen channel expired (%d ms); " % (
+               exp[0]["ts"] - frozen_ms) if twice else "", ", ".join(kinds)))
+    a.stop()
+    b3.stop()
 
 
 def sc_subscribe(env, fl, rec):
@@ -632,6 +686,7 @@ def start_with_fallback(env, fl, name, args, optional, **kw):
 STEPS = {
     "lifecycle": ["1 consumer holds all", "2nd joins", "3rd joins", "clean shutdown -> takeover", "SIGKILL -> takeover"],
     "sigstop": ["SIGSTOP -> expired, takeover", "SIGCONT -> rejoins"],
+    "restart": ["SIGKILL, restart same instance name", "frozen old + restart same name, then old killed"],
     "subscribe": ["subscription change -> others notified", "subscriber holds its share of T2"],
     "broadcast": ["broadcast: every member holds all"],
     "offsets": ["offsets: first client", "offsets resume after client restart", "offsets resume after daemon restart"],
@@ -645,7 +700,7 @@ STEPS = {
     "hbv2": ["heartbeat v2: join", "heartbeat v2: withoutSub beats keep the group", "heartbeat v2: leave"],
     "mixed": ["mixed group, AVG: join", "mixed group: first leaves"],
 }
-ORDER = [x for k in ("lifecycle", "sigstop", "subscribe", "broadcast", "offsets", "strategies", "orderly", "cluster",
+ORDER = [x for k in ("lifecycle", "sigstop", "restart", "subscribe", "broadcast", "offsets", "strategies", "orderly", "cluster",
                      "hundred", "serialize", "litepull", "hbv2", "mixed") for x in STEPS[k]]
 
 
@@ -654,6 +709,7 @@ SCENARIOS = [
     ("hundred", sc_hundred, 3),
     ("lifecycle", sc_lifecycle, 3),
     ("sigstop", sc_sigstop, 2),
+    ("restart", sc_restart, 2),
     ("subscribe", sc_subscribe, 2),
     ("strategies", sc_strategies, 1),
     ("orderly", sc_orderly, 3),
@@ -666,8 +722,9 @@ SCENARIOS = [
 ]
 
 # the longest jobs (seconds on a quiet machine; Go waits for its fixed 20 s rebalance and 30 s heartbeat
-# timers): started first so the run does not end on a long tail of one small job
-LONG_FIRST = [("orderly", "go"), ("subscribe", "go"), ("strategies", "java-5.3.3"), ("strategies", "java-4.9.8")]
+# timers, and for a 40 s channel expiry): started first so the run does not end on a long tail of one small job
+LONG_FIRST = [("orderly", "go"), ("subscribe", "go"), ("sigstop", "go"), ("restart", "go"), ("strategies", "java-5.3.3"),
+              ("strategies", "java-4.9.8")]
 
 # options a flavor's probe does not have (the step is reported skipped with the reason)
 UNSUPPORTED = {
