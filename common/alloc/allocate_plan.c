@@ -6,10 +6,10 @@
  */
 #include "allocate_internal.h"
 
+#include "array.h"
 #include "err.h"
 #include "hash_ring.h"
 #include "mem.h"
-#include "array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,33 +72,21 @@ static size_t bucket_fill(const size_t *key, size_t n, size_t n_keys, size_t *st
 
 /* ---- consumer first occurrences -------------------------------------- */
 
-struct cid_rec {
-    const char *s;
-    size_t i;
-};
-
-static int cid_rec_cmp(const void *a, const void *b)
-{
-    const struct cid_rec *x = a, *y = b;
-    int c = strcmp(x->s, y->s);
-    return c ? c : (x->i > y->i) - (x->i < y->i);
-}
-
 /* first[j] = index of the first consumer with the same string as j (Java
  * List.indexOf). Sorting keeps it O(c log c) for unsorted lists. */
 static int first_occurrence(const char *const *cids, size_t n, size_t *first)
 {
-    struct cid_rec *r = rmq_malloc(n * sizeof *r);
+    struct rmq_str_pos *r = rmq_malloc(n * sizeof *r);
     if (!r)
         return RMQ_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        r[i] = (struct cid_rec){cids[i], i};
-    qsort(r, n, sizeof *r, cid_rec_cmp);
+        r[i] = (struct rmq_str_pos){cids[i], i};
+    qsort(r, n, sizeof *r, rmq_str_pos_cmp);
     size_t head = 0;
     for (size_t k = 0; k < n; k++) {
         if (k && strcmp(r[k].s, r[k - 1].s))
             head = k;
-        first[r[k].i] = r[head].i;
+        first[r[k].pos] = r[head].pos;
     }
     rmq_free(r);
     return 0;

@@ -34,3 +34,10 @@ int rmq_strp_cmp(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
+
+int rmq_str_pos_cmp(const void *a, const void *b)
+{
+    const struct rmq_str_pos *x = a, *y = b;
+    int d = strcmp(x->s, y->s);
+    return d ? d : (x->pos > y->pos) - (x->pos < y->pos);
+}

@@ -21,4 +21,13 @@ int rmq_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
  * const char *): byte order, as strcmp. */
 int rmq_strp_cmp(const void *a, const void *b);
 
+/* A string and where it stood, to sort strings stably: equal strings keep
+ * their order (rmq_str_pos_cmp). */
+struct rmq_str_pos {
+    const char *s;
+    size_t pos;
+};
+/* qsort comparator for struct rmq_str_pos: by s as strcmp, then by pos. */
+int rmq_str_pos_cmp(const void *a, const void *b);
+
 #endif

@@ -41,6 +41,15 @@ int buf_append_be32(struct buf *b, uint32_t v);
 /* printf-style append (no NUL is kept in the buffer). */
 int buf_appendf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* For an encoder that appends in several steps from mark = buf_live(b):
+ * when rc is an error, drops what it appended (all or nothing). Returns rc. */
+static inline int buf_undo_on_error(struct buf *b, size_t mark, int rc)
+{
+    if (rc)
+        b->len = b->pos + mark;
+    return rc;
+}
+
 /* Makes room for at least n more bytes and returns the write pointer, or
  * NULL (cap or memory). Commit what was written with buf_commit. */
 uint8_t *buf_reserve(struct buf *b, size_t n);

@@ -22,4 +22,16 @@ static inline int rmq_parse_i64(const char *s, int64_t *out)
     return rmq_parse_i64_range(s, INT64_MIN, INT64_MAX, out);
 }
 
+/* The value (0 to 15) of the hex digit c, either case; -1 for anything else. */
+static inline int rmq_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 #endif

@@ -20,3 +20,19 @@ bool notify_policy_subscription_counts(unsigned flags)
 {
     return !(flags & MSHIP_JOINED);
 }
+
+int64_t notify_policy_due_ms(int64_t marked_ms, int64_t sent_ms, size_t nmembers, int64_t coalesce_ms,
+                             bool backlogged)
+{
+    int64_t due = marked_ms;
+    if (backlogged) {
+        int64_t gap = (int64_t)(nmembers * NOTIFY_BACKLOG_US_PER_MEMBER / 1000);
+        gap = gap > NOTIFY_BACKLOG_MIN_MS ? gap : NOTIFY_BACKLOG_MIN_MS;
+        int64_t from = sent_ms > marked_ms ? sent_ms : marked_ms;
+        due = from + gap;
+    }
+    /* The window runs from the previous NOTIFY (sent_ms may be INT64_MIN). */
+    if (coalesce_ms > 0 && sent_ms > marked_ms - coalesce_ms && sent_ms + coalesce_ms > due)
+        due = sent_ms + coalesce_ms;
+    return due;
+}

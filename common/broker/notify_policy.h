@@ -10,6 +10,8 @@
 #include "membership.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 enum notify_change {
     NOTIFY_CHANGE_JOIN,         /* a channel new to the group */
@@ -26,6 +28,26 @@ bool notify_policy_marks(const struct mship_group *g, enum notify_change change,
 /* Whether a marked group is sent its NOTIFY when the turn ends; if so,
  * every member it has then gets one, a member that just joined included. */
 bool notify_policy_sends(const struct mship_group *g);
+
+/* While the daemon's loop has more input ready than one turn takes, a
+ * group's NOTIFYs are at least this far apart, and further for big groups
+ * (NOTIFY_BACKLOG_US_PER_MEMBER): a storm of n joins (or closes) read in
+ * turns of a few dozen would otherwise send every member a NOTIFY per turn,
+ * O(n^2) frames. Per member it is about three times what queueing and
+ * writing one NOTIFY costs, so fan-out stays under a quarter of the loop's
+ * time during a storm; once the backlog drains the NOTIFY goes at once. */
+#define NOTIFY_BACKLOG_MIN_MS 100
+#define NOTIFY_BACKLOG_US_PER_MEMBER 50
+
+/* When a group of nmembers marked at marked_ms may be sent its NOTIFY (ms,
+ * the same clock): at once, unless the loop is backlogged (see above) or
+ * coalesce_ms (--notify-coalesce-ms, 0 = off) has not passed since the
+ * group's previous NOTIFY went out at sent_ms (INT64_MIN: none yet). A
+ * group quiet for coalesce_ms is so notified at once, and a burst of
+ * changes after it gets one more NOTIFY at the end of the window, sent to
+ * the members the group has then. */
+int64_t notify_policy_due_ms(int64_t marked_ms, int64_t sent_ms, size_t nmembers, int64_t coalesce_ms,
+                             bool backlogged);
 
 /* Whether a heartbeat's subscription change (its mship_flags) is a change
  * of its own: not when the same heartbeat joined the channel, which makes

@@ -181,6 +181,13 @@ void rmq_json_strings_free(char **v, size_t n)
 
 /* JSON string literal. Control characters become \u00XX; other bytes are
  * copied, so valid UTF-8 in gives valid UTF-8 out. */
+int rmq_json_end_object(struct buf *out, size_t mark, int rc)
+{
+    if (!rc)
+        rc = buf_append_u8(out, '}');
+    return buf_undo_on_error(out, mark, rc);
+}
+
 int rmq_json_append_string(struct buf *out, const char *s)
 {
     size_t mark = buf_live(out);
@@ -199,9 +206,7 @@ int rmq_json_append_string(struct buf *out, const char *s)
         rc = buf_append(out, run, (size_t)(s - run));
     if (!rc)
         rc = buf_append_u8(out, '"');
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return buf_undo_on_error(out, mark, rc);
 }
 
 int rmq_json_append_kv_str(struct buf *out, const char *key, const char *val, char sep)

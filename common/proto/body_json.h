@@ -74,6 +74,9 @@ void rmq_json_strings_free(char **v, size_t n);
 
 /* Appends a JSON string literal (quotes and escapes) for s. */
 int rmq_json_append_string(struct buf *out, const char *s);
+/* Ends an object the caller began at mark = buf_live(out): its '}' when rc
+ * is 0, else drops all of it (buf_undo_on_error). Returns the outcome. */
+int rmq_json_end_object(struct buf *out, size_t mark, int rc);
 /* Appends `"key":"val"` (val NULL as "") and then sep unless it is 0. */
 int rmq_json_append_kv_str(struct buf *out, const char *key, const char *val, char sep);
 /* Appends ["v0","v1",...]. */

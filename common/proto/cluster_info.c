@@ -20,15 +20,11 @@ int cluster_info_encode(const struct cluster_info_broker *brokers, size_t n, str
         if (rc == 0)
             rc = rmq_json_append_string(out, brokers[i].addr);
         if (rc == 0)
-            rc = buf_append_str(out, "},\"brokerName\":");
+            rc = buf_append_str(out, "},");
         if (rc == 0)
-            rc = rmq_json_append_string(out, brokers[i].broker_name);
+            rc = rmq_json_append_kv_str(out, "brokerName", brokers[i].broker_name, ',');
         if (rc == 0)
-            rc = buf_append_str(out, ",\"cluster\":");
-        if (rc == 0)
-            rc = rmq_json_append_string(out, brokers[i].cluster);
-        if (rc == 0)
-            rc = buf_append_u8(out, '}');
+            rc = rmq_json_append_kv_str(out, "cluster", brokers[i].cluster, '}');
     }
     if (rc == 0)
         rc = buf_append_str(out, "},\"clusterAddrTable\":{");

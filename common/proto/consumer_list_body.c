@@ -13,11 +13,7 @@ int rmq_consumer_list_encode(const char *const *ids, size_t n, struct buf *out)
     int rc = buf_append_str(out, "{\"consumerIdList\":");
     if (!rc)
         rc = rmq_json_append_string_array(out, ids, n);
-    if (!rc)
-        rc = buf_append_u8(out, '}');
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return rmq_json_end_object(out, mark, rc);
 }
 
 void sim_ids_free(char **ids, size_t n)

@@ -117,11 +117,7 @@ int rmq_lock_body_encode(const struct rmq_lock_body *b, struct buf *out)
         rc = buf_append_str(out, "\"mqSet\":");
     if (!rc)
         rc = append_mq_set(out, b->mqs, b->nmqs);
-    if (!rc)
-        rc = buf_append_u8(out, '}');
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return rmq_json_end_object(out, mark, rc);
 }
 
 int rmq_lock_ok_encode(const struct rmq_mq *mqs, size_t n, struct buf *out)
@@ -130,9 +126,5 @@ int rmq_lock_ok_encode(const struct rmq_mq *mqs, size_t n, struct buf *out)
     int rc = buf_append_str(out, "{\"lockOKMQSet\":");
     if (!rc)
         rc = append_mq_set(out, mqs, n);
-    if (!rc)
-        rc = buf_append_u8(out, '}');
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return rmq_json_end_object(out, mark, rc);
 }

@@ -7,9 +7,9 @@
  */
 #include "remoting_cmd.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 #include "parse_int.h"
 
 #include <inttypes.h>
@@ -56,6 +56,22 @@ static struct rmq_ext *ext_find(const struct rmq_cmd *c, const char *key)
     return NULL;
 }
 
+/* Appends the pair, which it owns from then on: on failure (k or v NULL
+ * from a failed copy, or no room) both are freed and the command is as it
+ * was. */
+static int push_ext(struct rmq_cmd *c, char *k, char *v)
+{
+    if (!k || !v || RMQ_GROW(c->ext, c->ext_cap, c->ext_len + 1, 8) != 0) {
+        rmq_free(k);
+        rmq_free(v);
+        return RMQ_ENOMEM;
+    }
+    c->ext[c->ext_len].key = k;
+    c->ext[c->ext_len].val = v;
+    c->ext_len++;
+    return RMQ_OK;
+}
+
 /* Both copies are made before the map changes, so a failed allocation leaves
  * the command exactly as it was. */
 int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val)
@@ -71,52 +87,14 @@ int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val)
         e->val = v;
         return RMQ_OK;
     }
-    char *k = rmq_strdup(key);
-    if (!k)
-        goto fail_val;
-    if (RMQ_GROW(c->ext, c->ext_cap, c->ext_len + 1, 8) != 0)
-        goto fail_key;
-    c->ext[c->ext_len].key = k;
-    c->ext[c->ext_len].val = v;
-    c->ext_len++;
-    return RMQ_OK;
-fail_key:
-    rmq_free(k);
-fail_val:
-    rmq_free(v);
-    return RMQ_ENOMEM;
+    return push_ext(c, rmq_strdup(key), v);
 }
 
 int rmq_cmd_ext_append(struct rmq_cmd *c, const char *key, const char *val)
 {
     if (!key || !val)
         return RMQ_EINVAL;
-    char *k = rmq_strdup(key);
-    char *v = rmq_strdup(val);
-    if (!k || !v)
-        goto fail;
-    if (RMQ_GROW(c->ext, c->ext_cap, c->ext_len + 1, 8) != 0)
-        goto fail;
-    c->ext[c->ext_len].key = k;
-    c->ext[c->ext_len].val = v;
-    c->ext_len++;
-    return RMQ_OK;
-fail:
-    rmq_free(k);
-    rmq_free(v);
-    return RMQ_ENOMEM;
-}
-
-struct ext_ref {
-    const char *key;
-    size_t pos;
-};
-
-static int ext_ref_cmp(const void *a, const void *b)
-{
-    const struct ext_ref *x = a, *y = b;
-    int d = strcmp(x->key, y->key);
-    return d ? d : (x->pos > y->pos) - (x->pos < y->pos);
+    return push_ext(c, rmq_strdup(key), rmq_strdup(val));
 }
 
 /* Below this many entries the plain pairwise search is cheaper than sorting. */
@@ -143,17 +121,17 @@ int rmq_cmd_ext_dedupe(struct rmq_cmd *c)
                     break;
                 }
     } else {
-        struct ext_ref *refs = rmq_malloc(n * sizeof *refs);
+        struct rmq_str_pos *refs = rmq_malloc(n * sizeof *refs);
         if (!refs) {
             rmq_free(drop);
             return RMQ_ENOMEM;
         }
         for (size_t i = 0; i < n; i++)
-            refs[i] = (struct ext_ref){c->ext[i].key, i};
-        qsort(refs, n, sizeof *refs, ext_ref_cmp);
+            refs[i] = (struct rmq_str_pos){c->ext[i].key, i};
+        qsort(refs, n, sizeof *refs, rmq_str_pos_cmp);
         for (size_t i = 0; i < n;) {
             size_t first = refs[i].pos, j = i + 1;
-            for (; j < n && !strcmp(refs[j].key, refs[i].key); j++) {
+            for (; j < n && !strcmp(refs[j].s, refs[i].s); j++) {
                 size_t dup = refs[j].pos; /* ascending: the last one's value wins */
                 rmq_free(c->ext[first].val);
                 c->ext[first].val = c->ext[dup].val;

@@ -90,13 +90,21 @@ static int add_ext_value(struct rmq_cmd *cmd, const char *key, const json_t *v, 
     return rc == RMQ_ENOMEM ? rmq_fail(err, errlen, rc, "out of memory") : rc;
 }
 
-static int get_ext_fields(const json_t *root, struct rmq_cmd *cmd, char *err, size_t errlen)
+/* The header's optional field key: *out is NULL when it is absent or null;
+ * another type than type is an error saying it must be what. */
+static int optional_field(const json_t *root, const char *key, json_type type, const char *what,
+                          const json_t **out, char *err, size_t errlen)
 {
-    const json_t *ext = json_object_get(root, "extFields");
-    if (!ext || json_is_null(ext))
-        return RMQ_OK;
-    if (!json_is_object(ext))
-        return rmq_fail(err, errlen, RMQ_EPROTO, "header.extFields: expected an object");
+    const json_t *v = json_object_get(root, key);
+    *out = v && !json_is_null(v) ? v : NULL;
+    if (*out && json_typeof(*out) != type)
+        return rmq_fail(err, errlen, RMQ_EPROTO, "header.%s: expected %s", key, what);
+    return RMQ_OK;
+}
+
+/* ext: the extFields object, or NULL. */
+static int add_ext_fields(struct rmq_cmd *cmd, const json_t *ext, char *err, size_t errlen)
+{
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)ext, key, v)
@@ -108,16 +116,11 @@ static int get_ext_fields(const json_t *root, struct rmq_cmd *cmd, char *err, si
     return RMQ_OK;
 }
 
-static int get_remark(const json_t *root, struct rmq_cmd *cmd, char *err, size_t errlen)
+/* v: the remark string, or NULL. Go and C++ send "" for "no remark"; the
+ * binary codec reads a zero length as null, so both encodings agree on NULL. */
+static int set_remark(struct rmq_cmd *cmd, const json_t *v, char *err, size_t errlen)
 {
-    const json_t *v = json_object_get(root, "remark");
-    if (!v || json_is_null(v))
-        return RMQ_OK;
-    if (!json_is_string(v))
-        return rmq_fail(err, errlen, RMQ_EPROTO, "header.remark: expected a string");
-    /* Go and C++ send "" for "no remark"; the binary codec reads a zero
-     * length as null, so both encodings agree on NULL. */
-    if (json_string_length(v) == 0)
+    if (!v || json_string_length(v) == 0)
         return RMQ_OK;
     if (rmq_cmd_set_remark(cmd, json_string_value(v)))
         return rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
@@ -126,13 +129,17 @@ static int get_remark(const json_t *root, struct rmq_cmd *cmd, char *err, size_t
 
 static int decode_fields(const json_t *root, struct rmq_cmd *cmd, char *err, size_t errlen)
 {
+    const json_t *remark, *ext;
     int rc;
     if ((rc = get_int32(root, "code", &cmd->code, err, errlen)) ||
         (rc = get_int32(root, "flag", &cmd->flag, err, errlen)) ||
         (rc = get_int32(root, "opaque", &cmd->opaque, err, errlen)) ||
         (rc = get_int32(root, "version", &cmd->version, err, errlen)) ||
-        (rc = get_language(root, &cmd->language, err, errlen)) || (rc = get_remark(root, cmd, err, errlen)) ||
-        (rc = get_ext_fields(root, cmd, err, errlen)))
+        (rc = get_language(root, &cmd->language, err, errlen)) ||
+        (rc = optional_field(root, "remark", JSON_STRING, "a string", &remark, err, errlen)) ||
+        (rc = set_remark(cmd, remark, err, errlen)) ||
+        (rc = optional_field(root, "extFields", JSON_OBJECT, "an object", &ext, err, errlen)) ||
+        (rc = add_ext_fields(cmd, ext, err, errlen)))
         return rc;
     return RMQ_OK;
 }
@@ -208,7 +215,5 @@ int rmq_header_json_encode(const struct rmq_cmd *cmd, struct buf *out)
     if (!rc)
         rc = buf_appendf(out, "\"serializeTypeCurrentRPC\":\"%s\",\"version\":%" PRId32 "}",
                          cmd->serialize_type == RMQ_SERIALIZE_ROCKETMQ ? "ROCKETMQ" : "JSON", cmd->version);
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return buf_undo_on_error(out, mark, rc);
 }

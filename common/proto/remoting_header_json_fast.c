@@ -12,38 +12,18 @@
 #include "remoting_header.h"
 
 #include "err.h"
+#include "json_scan.h"
 #include "mem.h"
-#include "remoting_header_json_fast.h"
 #include "parse_int.h"
+#include "remoting_header_json_fast.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct fscan {
-    const char *p, *end;
-};
-
-static void ws(struct fscan *s)
+static bool plain_string(struct json_scan *s, const char **a, size_t *n)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-        s->p++;
-}
-
-static bool eat(struct fscan *s, char c)
-{
-    ws(s);
-    if (s->p < s->end && *s->p == c) {
-        s->p++;
-        return true;
-    }
-    return false;
-}
-
-/* A string of printable ASCII without escapes: [*a, *a + *n) inside the input. */
-static bool plain_string(struct fscan *s, const char **a, size_t *n)
-{
-    ws(s);
+    json_scan_ws(s);
     if (s->p >= s->end || *s->p != '"')
         return false;
     const char *start = ++s->p;
@@ -64,9 +44,9 @@ static bool plain_string(struct fscan *s, const char **a, size_t *n)
 
 /* A JSON integer literal exactly as jansson would print it back: no leading
  * zeros, no "-0", at most 18 digits, not followed by a fraction or exponent. */
-static bool plain_integer(struct fscan *s, const char **a, size_t *n)
+static bool plain_integer(struct json_scan *s, const char **a, size_t *n)
 {
-    ws(s);
+    json_scan_ws(s);
     const char *start = s->p;
     if (s->p < s->end && *s->p == '-')
         s->p++;
@@ -89,7 +69,7 @@ static bool is_key(const char *a, size_t n, const char *k)
     return strlen(k) == n && !memcmp(a, k, n);
 }
 
-static bool int32_field(struct fscan *s, int32_t *out)
+static bool int32_field(struct json_scan *s, int32_t *out)
 {
     const char *a;
     size_t n;
@@ -119,18 +99,18 @@ static int set_ext(struct rmq_cmd *cmd, const char *k, size_t kn, const char *v,
     return rc;
 }
 
-static int ext_fields(struct fscan *s, struct rmq_cmd *cmd)
+static int ext_fields(struct json_scan *s, struct rmq_cmd *cmd)
 {
-    if (!eat(s, '{'))
+    if (!json_scan_take(s, '{'))
         return RMQ_EAGAIN;
-    if (eat(s, '}'))
+    if (json_scan_take(s, '}'))
         return RMQ_OK;
     for (;;) {
         const char *k, *v;
         size_t kn, vn;
-        if (!plain_string(s, &k, &kn) || !eat(s, ':'))
+        if (!plain_string(s, &k, &kn) || !json_scan_take(s, ':'))
             return RMQ_EAGAIN;
-        ws(s);
+        json_scan_ws(s);
         if (s->p < s->end && *s->p == '"') {
             if (!plain_string(s, &v, &vn))
                 return RMQ_EAGAIN;
@@ -148,9 +128,9 @@ static int ext_fields(struct fscan *s, struct rmq_cmd *cmd)
         int rc = set_ext(cmd, k, kn, v, vn);
         if (rc != 0)
             return rc;
-        if (eat(s, '}'))
+        if (json_scan_take(s, '}'))
             return RMQ_OK;
-        if (!eat(s, ','))
+        if (!json_scan_take(s, ','))
             return RMQ_EAGAIN;
     }
 }
@@ -167,11 +147,11 @@ enum {
 };
 
 /* One top-level member; seen guards against repeated keys. */
-static int member(struct fscan *s, struct rmq_cmd *cmd, unsigned *seen)
+static int member(struct json_scan *s, struct rmq_cmd *cmd, unsigned *seen)
 {
     const char *k, *v;
     size_t kn, vn;
-    if (!plain_string(s, &k, &kn) || !eat(s, ':'))
+    if (!plain_string(s, &k, &kn) || !json_scan_take(s, ':'))
         return RMQ_EAGAIN;
     static const struct {
         const char *name;
@@ -220,23 +200,23 @@ static int member(struct fscan *s, struct rmq_cmd *cmd, unsigned *seen)
 
 int rmq_header_json_decode_fast(const uint8_t *p, size_t len, struct rmq_cmd *cmd)
 {
-    struct fscan s = {(const char *)p, (const char *)p + len};
+    struct json_scan s = {(const char *)p, (const char *)p + len};
     unsigned seen = 0;
-    int rc = eat(&s, '{') ? RMQ_OK : RMQ_EAGAIN;
-    if (rc == 0 && !eat(&s, '}')) {
+    int rc = json_scan_take(&s, '{') ? RMQ_OK : RMQ_EAGAIN;
+    if (rc == 0 && !json_scan_take(&s, '}')) {
         for (;;) {
             if ((rc = member(&s, cmd, &seen)) != 0)
                 break;
-            if (eat(&s, '}'))
+            if (json_scan_take(&s, '}'))
                 break;
-            if (!eat(&s, ',')) {
+            if (!json_scan_take(&s, ',')) {
                 rc = RMQ_EAGAIN;
                 break;
             }
         }
     }
     if (rc == 0) {
-        ws(&s);
+        json_scan_ws(&s);
         if (s.p != s.end)
             rc = RMQ_EAGAIN;
     }

@@ -176,7 +176,5 @@ int rmq_header_rmq_encode(const struct rmq_cmd *cmd, struct buf *out)
         if (!rc)
             rc = append_bytes32(out, cmd->ext[i].val);
     }
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return buf_undo_on_error(out, mark, rc);
 }

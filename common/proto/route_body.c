@@ -62,9 +62,7 @@ int rmq_route_encode(const struct rmq_route_broker *brokers, size_t nbrokers,
     }
     if (!rc)
         rc = buf_append_str(out, "]}");
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return buf_undo_on_error(out, mark, rc);
 }
 
 /* ---- parse -------------------------------------------------------------- */
@@ -172,55 +170,56 @@ static int parse_addrs(const json_t *addrs, struct sim_route_broker *b, char *er
     return b->naddrs == n ? RMQ_OK : fail(err, errlen, "brokerAddrs value is not a string");
 }
 
-static int parse_brokers(const json_t *arr, struct sim_route *r, char *err, size_t errlen)
+/* brokerDatas[i] into b. */
+static int parse_broker(const json_t *bd, void *elem, char *err, size_t errlen)
 {
-    if (!json_is_array(arr))
-        return fail(err, errlen, "brokerDatas is not an array");
-    size_t n = json_array_size(arr);
-    if (n > RMQ_ROUTE_MAX_ENTRIES)
-        return fail(err, errlen, "too many brokerDatas");
-    r->brokers = rmq_calloc(n ? n : 1, sizeof *r->brokers);
-    if (!r->brokers)
+    struct sim_route_broker *b = elem;
+    const json_t *name = json_object_get(bd, "brokerName");
+    const json_t *addrs = json_object_get(bd, "brokerAddrs");
+    if (!json_is_string(name) || !json_is_object(addrs))
+        return fail(err, errlen, "brokerData needs brokerName and brokerAddrs");
+    if (!(b->name = rmq_strdup(json_string_value(name))))
         return RMQ_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *bd = json_array_get(arr, i);
-        const json_t *name = json_object_get(bd, "brokerName");
-        const json_t *addrs = json_object_get(bd, "brokerAddrs");
-        if (!json_is_string(name) || !json_is_object(addrs))
-            return fail(err, errlen, "brokerData needs brokerName and brokerAddrs");
-        struct sim_route_broker *b = &r->brokers[r->nbrokers++];
-        if (!(b->name = rmq_strdup(json_string_value(name))))
-            return RMQ_ENOMEM;
-        int rc = parse_addrs(addrs, b, err, errlen);
-        if (rc)
-            return rc;
-    }
-    return RMQ_OK;
+    return parse_addrs(addrs, b, err, errlen);
 }
 
-static int parse_queues(const json_t *arr, struct sim_route *r, char *err, size_t errlen)
+/* queueDatas[i] into q. */
+static int parse_queue(const json_t *qd, void *elem, char *err, size_t errlen)
 {
+    struct sim_route_queue *q = elem;
+    const json_t *name = json_object_get(qd, "brokerName");
+    const json_t *rq = json_object_get(qd, "readQueueNums");
+    const json_t *perm = json_object_get(qd, "perm");
+    if (!json_is_string(name) || !json_is_integer(rq) || !json_is_integer(perm) ||
+        json_integer_value(rq) < 0 || json_integer_value(rq) > 65535)
+        return fail(err, errlen, "queueData needs brokerName, readQueueNums 0..65535 and perm");
+    q->read_queue_nums = (int)json_integer_value(rq);
+    q->perm = (int)json_integer_value(perm);
+    return (q->broker_name = rmq_strdup(json_string_value(name))) ? RMQ_OK : RMQ_ENOMEM;
+}
+
+/* The route's array field key of root (at most RMQ_ROUTE_MAX_ENTRIES):
+ * *elems gets as many zeroed elements of size bytes, each filled by one;
+ * *count says how many were begun, so the route can be cleared part way. */
+static int parse_array(const json_t *root, const char *key, size_t size, void **elems, size_t *count,
+                       int (*one)(const json_t *, void *, char *, size_t), char *err, size_t errlen)
+{
+    const json_t *arr = json_object_get(root, key);
+    *elems = NULL;
     if (!json_is_array(arr))
-        return fail(err, errlen, "queueDatas is not an array");
+        return rmq_fail(err, errlen, RMQ_EPROTO, "route: %s is not an array", key);
     size_t n = json_array_size(arr);
     if (n > RMQ_ROUTE_MAX_ENTRIES)
-        return fail(err, errlen, "too many queueDatas");
-    r->queues = rmq_calloc(n ? n : 1, sizeof *r->queues);
-    if (!r->queues)
+        return rmq_fail(err, errlen, RMQ_EPROTO, "route: too many %s", key);
+    char *base = rmq_calloc(n ? n : 1, size);
+    *elems = base;
+    if (!base)
         return RMQ_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        const json_t *qd = json_array_get(arr, i);
-        const json_t *name = json_object_get(qd, "brokerName");
-        const json_t *rq = json_object_get(qd, "readQueueNums");
-        const json_t *perm = json_object_get(qd, "perm");
-        if (!json_is_string(name) || !json_is_integer(rq) || !json_is_integer(perm) ||
-            json_integer_value(rq) < 0 || json_integer_value(rq) > 65535)
-            return fail(err, errlen, "queueData needs brokerName, readQueueNums 0..65535 and perm");
-        struct sim_route_queue *q = &r->queues[r->nqueues++];
-        q->read_queue_nums = (int)json_integer_value(rq);
-        q->perm = (int)json_integer_value(perm);
-        if (!(q->broker_name = rmq_strdup(json_string_value(name))))
-            return RMQ_ENOMEM;
+        ++*count;
+        int rc = one(json_array_get(arr, i), base + i * size, err, errlen);
+        if (rc)
+            return rc;
     }
     return RMQ_OK;
 }
@@ -235,10 +234,17 @@ int sim_route_parse(const uint8_t *body, size_t len, struct sim_route *out, char
         rc = fail(err, errlen, "nested too deeply");
     if (!rc)
         rc = rmq_json_load_object(buf_head(&fixed), buf_live(&fixed), "route", &root, err, errlen);
-    if (!rc)
-        rc = parse_brokers(json_object_get(root, "brokerDatas"), out, err, errlen);
-    if (!rc)
-        rc = parse_queues(json_object_get(root, "queueDatas"), out, err, errlen);
+    void *elems = NULL;
+    if (!rc) {
+        rc = parse_array(root, "brokerDatas", sizeof *out->brokers, &elems, &out->nbrokers, parse_broker, err,
+                         errlen);
+        out->brokers = elems;
+    }
+    if (!rc) {
+        rc = parse_array(root, "queueDatas", sizeof *out->queues, &elems, &out->nqueues, parse_queue, err,
+                         errlen);
+        out->queues = elems;
+    }
     json_decref(root);
     buf_free(&fixed);
     if (rc)

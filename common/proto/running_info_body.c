@@ -5,6 +5,7 @@
 
 #include "array.h"
 #include "err.h"
+#include "json_scan.h"
 #include "mem.h"
 
 #include <inttypes.h>
@@ -14,19 +15,9 @@
 
 #define MAX_DEPTH 64
 
-struct scan {
-    const char *p, *end;
-};
+static int skip_value(struct json_scan *s, int depth);
 
-static void skip_ws(struct scan *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-        s->p++;
-}
-
-static int skip_value(struct scan *s, int depth);
-
-static int skip_string(struct scan *s)
+static int skip_string(struct json_scan *s)
 {
     if (s->p >= s->end || *s->p != '"')
         return RMQ_EPROTO;
@@ -44,44 +35,27 @@ static int skip_string(struct scan *s)
 }
 
 /* Objects (any value allowed as a key) and arrays. */
-static int skip_container(struct scan *s, int depth)
+static int skip_container(struct json_scan *s, int depth)
 {
     char close = *s->p == '{' ? '}' : ']';
     bool object = close == '}';
     s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
+    if (json_scan_take(s, close))
         return RMQ_OK;
-    }
     for (;;) {
         if (skip_value(s, depth + 1) != 0)
             return RMQ_EPROTO;
-        skip_ws(s);
-        if (object) {
-            if (s->p >= s->end || *s->p != ':')
-                return RMQ_EPROTO;
-            s->p++;
-            if (skip_value(s, depth + 1) != 0)
-                return RMQ_EPROTO;
-            skip_ws(s);
-        }
-        if (s->p >= s->end)
+        if (object && (!json_scan_take(s, ':') || skip_value(s, depth + 1) != 0))
             return RMQ_EPROTO;
-        if (*s->p == ',') {
-            s->p++;
+        if (json_scan_take(s, ','))
             continue;
-        }
-        if (*s->p != close)
-            return RMQ_EPROTO;
-        s->p++;
-        return RMQ_OK;
+        return json_scan_take(s, close) ? RMQ_OK : RMQ_EPROTO;
     }
 }
 
-static int skip_value(struct scan *s, int depth)
+static int skip_value(struct json_scan *s, int depth)
 {
-    skip_ws(s);
+    json_scan_ws(s);
     if (s->p >= s->end || depth > MAX_DEPTH)
         return RMQ_EPROTO;
     if (*s->p == '"')
@@ -130,29 +104,37 @@ static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
     return RMQ_OK;
 }
 
-/* Walks the mqTable object at s->p. */
-static int parse_mq_table(struct scan *s, struct rmq_running_info *ri, char *err, size_t errlen)
+/* After an object's member: true when another follows (its ',' taken);
+ * false at the end, with *rc RMQ_OK when that is the object's '}' (taken)
+ * and an error (where prefixes the message) otherwise. */
+static bool more_members(struct json_scan *s, const char *where, int *rc, char *err, size_t errlen)
 {
-    skip_ws(s);
-    if (s->p >= s->end || *s->p != '{')
+    *rc = RMQ_OK;
+    if (json_scan_take(s, ','))
+        return true;
+    if (!json_scan_take(s, '}')) {
+        snprintf(err, errlen, "%sexpected ',' or '}'", where);
+        *rc = RMQ_EPROTO;
+    }
+    return false;
+}
+
+/* Walks the mqTable object at s->p. */
+static int parse_mq_table(struct json_scan *s, struct rmq_running_info *ri, char *err, size_t errlen)
+{
+    if (!json_scan_take(s, '{'))
         return snprintf(err, errlen, "mqTable: expected an object"), RMQ_EPROTO;
-    s->p++;
     size_t cap = 0;
     for (;;) {
-        skip_ws(s);
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
+        if (json_scan_take(s, '}'))
             return RMQ_OK;
-        }
         const char *ka = s->p;
         if (skip_value(s, 1) != 0)
             return snprintf(err, errlen, "mqTable: malformed key"), RMQ_EPROTO;
         const char *kb = s->p;
-        skip_ws(s);
-        if (s->p >= s->end || *s->p != ':')
+        if (!json_scan_take(s, ':'))
             return snprintf(err, errlen, "mqTable: expected ':'"), RMQ_EPROTO;
-        s->p++;
-        skip_ws(s);
+        json_scan_ws(s);
         const char *va = s->p;
         if (skip_value(s, 1) != 0)
             return snprintf(err, errlen, "mqTable: malformed value"), RMQ_EPROTO;
@@ -168,18 +150,8 @@ static int parse_mq_table(struct scan *s, struct rmq_running_info *ri, char *err
         }
         json_decref(key);
         json_decref(val);
-        if (rc != 0)
+        if (rc != 0 || !more_members(s, "mqTable: ", &rc, err, errlen))
             return rc;
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
-            return RMQ_OK;
-        }
-        return snprintf(err, errlen, "mqTable: expected ',' or '}'"), RMQ_EPROTO;
     }
 }
 
@@ -193,12 +165,12 @@ static int take_property(json_t *props, const char *key, char **out)
 }
 
 /* Reads one top-level member; key is the unquoted key text span. */
-static int top_member(struct scan *s, const char *key, size_t klen, struct rmq_running_info *ri, char *err,
-                      size_t errlen)
+static int top_member(struct json_scan *s, const char *key, size_t klen, struct rmq_running_info *ri,
+                      char *err, size_t errlen)
 {
     if (klen == 7 && !memcmp(key, "mqTable", 7))
         return parse_mq_table(s, ri, err, errlen);
-    skip_ws(s);
+    json_scan_ws(s);
     const char *va = s->p;
     if (skip_value(s, 1) != 0)
         return snprintf(err, errlen, "malformed value"), RMQ_EPROTO;
@@ -212,42 +184,29 @@ static int top_member(struct scan *s, const char *key, size_t klen, struct rmq_r
     return rc;
 }
 
-static int parse_top(struct scan *s, struct rmq_running_info *ri, char *err, size_t errlen)
+static int parse_top(struct json_scan *s, struct rmq_running_info *ri, char *err, size_t errlen)
 {
-    skip_ws(s);
-    if (s->p >= s->end || *s->p != '{')
+    if (!json_scan_take(s, '{'))
         return snprintf(err, errlen, "expected a JSON object"), RMQ_EPROTO;
-    s->p++;
     for (;;) {
-        skip_ws(s);
-        if (s->p < s->end && *s->p == '}')
+        if (json_scan_take(s, '}'))
             return RMQ_OK;
         const char *ka = s->p;
         if (skip_string(s) != 0)
             return snprintf(err, errlen, "expected a quoted key"), RMQ_EPROTO;
         const char *kb = s->p;
-        skip_ws(s);
-        if (s->p >= s->end || *s->p != ':')
+        if (!json_scan_take(s, ':'))
             return snprintf(err, errlen, "expected ':'"), RMQ_EPROTO;
-        s->p++;
         int rc = top_member(s, ka + 1, (size_t)(kb - ka - 2), ri, err, errlen);
-        if (rc != 0)
+        if (rc != 0 || !more_members(s, "", &rc, err, errlen))
             return rc;
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}')
-            return RMQ_OK;
-        return snprintf(err, errlen, "expected ',' or '}'"), RMQ_EPROTO;
     }
 }
 
 int rmq_running_info_parse(const uint8_t *body, size_t len, struct rmq_running_info *out, char *err,
                            size_t errlen)
 {
-    struct scan s = {(const char *)body, (const char *)body + len};
+    struct json_scan s = {(const char *)body, (const char *)body + len};
     char dummy[8];
     if (!err) {
         err = dummy;
@@ -306,19 +265,26 @@ static int append_mq_table(const struct rmq_running_info_spec *ri, struct buf *o
     return rc ? rc : buf_append_u8(out, '}');
 }
 
+/* Member i of a JSON object: a comma unless it is the first, key as a JSON
+ * string, a colon, then value as a JSON string, or raw as it is when value
+ * is NULL. */
+static int append_member(struct buf *out, size_t i, const char *key, const char *value, const char *raw)
+{
+    int rc = i ? buf_append_u8(out, ',') : RMQ_OK;
+    if (!rc)
+        rc = rmq_json_append_string(out, key);
+    if (!rc)
+        rc = buf_append_u8(out, ':');
+    if (!rc)
+        rc = value ? rmq_json_append_string(out, value) : buf_append_str(out, raw);
+    return rc;
+}
+
 static int append_props(const struct rmq_running_info_spec *ri, struct buf *out)
 {
     int rc = buf_append_str(out, "\"properties\":{");
-    for (size_t i = 0; !rc && i < ri->nprops; i++) {
-        if (i)
-            rc = buf_append_u8(out, ',');
-        if (!rc)
-            rc = rmq_json_append_string(out, ri->props[i].key);
-        if (!rc)
-            rc = buf_append_u8(out, ':');
-        if (!rc)
-            rc = rmq_json_append_string(out, ri->props[i].value);
-    }
+    for (size_t i = 0; !rc && i < ri->nprops; i++)
+        rc = append_member(out, i, ri->props[i].key, ri->props[i].value, NULL);
     return rc ? rc : buf_append_u8(out, '}');
 }
 
@@ -326,16 +292,10 @@ static int append_props(const struct rmq_running_info_spec *ri, struct buf *out)
 static int append_subs(const struct rmq_running_info_spec *ri, struct buf *out)
 {
     int rc = buf_append_str(out, "\"statusTable\":{");
-    for (size_t i = 0; !rc && i < ri->nsubs; i++) {
-        if (i)
-            rc = buf_append_u8(out, ',');
-        if (!rc)
-            rc = rmq_json_append_string(out, ri->subs[i].topic);
-        if (!rc)
-            rc =
-                buf_append_str(out, ":{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
-                                    "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
-    }
+    for (size_t i = 0; !rc && i < ri->nsubs; i++)
+        rc = append_member(out, i, ri->subs[i].topic, NULL,
+                           "{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,"
+                           "\"consumeRT\":0.0,\"pullRT\":0.0,\"pullTPS\":0.0}");
     if (!rc)
         rc = buf_append_str(out, "},\"subscriptionSet\":[");
     for (size_t i = 0; !rc && i < ri->nsubs; i++) {
@@ -361,9 +321,5 @@ int rmq_running_info_encode(const struct rmq_running_info_spec *ri, struct buf *
         rc = buf_append_u8(out, ',');
     if (!rc)
         rc = append_subs(ri, out);
-    if (!rc)
-        rc = buf_append_u8(out, '}');
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+    return rmq_json_end_object(out, mark, rc);
 }

@@ -2,7 +2,8 @@
  * decode (docs/trace-format.md).
  *
  * A trace is a header line {"rmqcoordTrace":1,"ts":<ms>,...} followed by one
- * event a line: connect, request, close, notify or route. A request keeps
+ * event a line: connect, request, close, notify, route or holdings (what one
+ * client said it held when the daemon asked it, --record-holdings-ms). A request keeps
  * what the membership logic consumes: code, header fields, extFields (as
  * strings) and the body, embedded as a JSON value when it is JSON (the
  * normal case) or as "bodyBase64" when it is not, so replay feeds the
@@ -38,6 +39,7 @@ enum trace_kind {
     TRACE_CLOSE,
     TRACE_NOTIFY,
     TRACE_ROUTE,
+    TRACE_HOLDINGS,
 };
 
 /* "connect", "request", ... ("header" for TRACE_HEADER); static string. */
@@ -46,6 +48,13 @@ const char *trace_kind_name(enum trace_kind k);
 struct trace_kv {
     const char *key; /* borrowed */
     const char *val; /* borrowed, never NULL */
+};
+
+/* One queue a client reported holding (holdings). */
+struct trace_mq {
+    const char *topic;       /* borrowed */
+    const char *broker_name; /* borrowed */
+    int32_t queue_id;
 };
 
 struct trace_broker {
@@ -77,6 +86,15 @@ struct trace_event {
     const struct trace_broker *brokers; /* route; NULL with deleted */
     size_t nbrokers;
     bool deleted; /* route: "brokers":null, the topic was deleted */
+    /* holdings: the client's answer to GET_CONSUMER_RUNNING_INFO for group;
+     * queues NULL when it gave none (reason says why: "no answer", "code N",
+     * "unreadable"). asked: when the daemon asked (ms since the epoch), which
+     * names the sampling round: one ask per member of the group. */
+    const char *client_id;
+    int64_t asked;
+    const struct trace_mq *queues;
+    size_t nqueues;
+    bool answered;
     /* Request lines the line cache keeps get a tag, unique in the process:
      * two events with the same nonzero tag were decoded from lines equal but
      * for "ts" (so, e.g., their bodies are equal without comparing them).
@@ -104,6 +122,8 @@ struct trace_decoder {
     size_t nkv, kv_cap;
     struct trace_broker *brokers; /* owned */
     size_t nbrokers, brokers_cap;
+    struct trace_mq *mqs; /* owned: a holdings line's queues */
+    size_t nmqs, mqs_cap;
     uint8_t *body64; /* owned: decoded bodyBase64 */
     size_t body64_cap;
     struct trace_line_ref *lines; /* owned, TRACE_FMT_LINE_SLOTS of them, allocated at first use */

@@ -181,6 +181,32 @@ static int put_route(const struct trace_event *ev, struct buf *out)
     return rc ? rc : buf_append_u8(out, ']');
 }
 
+static int put_holdings(const struct trace_event *ev, struct buf *out)
+{
+    int rc = put_key_str(out, "group", ev->group);
+    if (!rc)
+        rc = put_key_str(out, "clientId", ev->client_id);
+    if (!rc)
+        rc = buf_appendf(out, ",\"asked\":%" PRId64, ev->asked);
+    if (!rc && !ev->answered) {
+        rc = buf_append_str(out, ",\"queues\":null");
+        return rc || !ev->reason ? rc : put_key_str(out, "reason", ev->reason);
+    }
+    if (!rc)
+        rc = buf_append_str(out, ",\"queues\":[");
+    for (size_t i = 0; !rc && i < ev->nqueues; i++) {
+        const struct trace_mq *q = &ev->queues[i];
+        rc = buf_append_str(out, i ? ",{\"topic\":" : "{\"topic\":");
+        if (!rc)
+            rc = put_str(out, q->topic);
+        if (!rc)
+            rc = put_key_str(out, "brokerName", q->broker_name);
+        if (!rc)
+            rc = buf_appendf(out, ",\"queueId\":%" PRId32 "}", q->queue_id);
+    }
+    return rc ? rc : buf_append_u8(out, ']');
+}
+
 static int put_event(const struct trace_event *ev, struct buf *out)
 {
     if (ev->kind == TRACE_HEADER)
@@ -202,14 +228,17 @@ static int put_event(const struct trace_event *ev, struct buf *out)
     case TRACE_CLOSE: return ev->reason ? put_key_str(out, "reason", ev->reason) : RMQ_OK;
     case TRACE_NOTIFY: return put_key_str(out, "group", ev->group);
     case TRACE_ROUTE: return put_route(ev, out);
+    case TRACE_HOLDINGS: return put_holdings(ev, out);
     default: return RMQ_EINVAL;
     }
 }
 
 int trace_encode_event(const struct trace_event *ev, struct buf *out)
 {
-    if ((unsigned)ev->kind > TRACE_ROUTE || (ev->kind == TRACE_ROUTE && (!ev->topic || !ev->topic[0])) ||
-        (ev->kind == TRACE_NOTIFY && (!ev->group || !ev->group[0])) || ev->ts < 0)
+    bool holdings_ok = ev->kind != TRACE_HOLDINGS || (ev->group && ev->group[0] && ev->client_id &&
+                                                      ev->asked >= 0 && (!ev->nqueues || ev->queues));
+    if ((unsigned)ev->kind > TRACE_HOLDINGS || (ev->kind == TRACE_ROUTE && (!ev->topic || !ev->topic[0])) ||
+        (ev->kind == TRACE_NOTIFY && (!ev->group || !ev->group[0])) || !holdings_ok || ev->ts < 0)
         return RMQ_EINVAL;
     size_t mark = out->len;
     int rc = put_event(ev, out);

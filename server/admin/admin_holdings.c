@@ -11,7 +11,11 @@
  *                 timeout_ms passes — so tests wait for convergence instead
  *                 of sleeping;
  *   allocation    (GET /allocation without strategy) the expected allocation
- *                 under the strategy the clients report.
+ *                 under the strategy the clients report;
+ *   recording     (--record-holdings-ms, no HTTP request) every period, one
+ *                 round per group: each answer (or its absence) becomes a
+ *                 holdings line of the trace as it arrives, the ground truth
+ *                 replay compares its model with.
  * Without a strategy parameter the expected allocation uses the strategy the
  * clients report in their running info (properties.allocateMessageQueueStrategy),
  * AVG when none reports one we know. timeout_ms bounds each ask (and, for
@@ -31,6 +35,7 @@
 #include "parse_int.h"
 #include "request_codes.h"
 #include "running_info_body.h"
+#include "trace_recorder.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,7 @@
 #define CONVERGE_TIMEOUT_MS 10000 /* default timeout_ms of /converged */
 #define CONVERGE_POLL_MS 100
 #define CONVERGE_MAX_MS 60000
+#define RECORD_ASK_MAX_MS 3000 /* recording: one ask waits half the period, at most this */
 
 enum holding_state { HOLDING_PENDING, HOLDING_ANSWERED, HOLDING_SILENT };
 
@@ -55,11 +61,12 @@ struct holding {
 };
 
 struct holdings_round {
-    struct broker *s; /* borrowed: timers carry only the round */
-    struct mailbox_msg *msg;
-    char *group;       /* owned */
-    char *client_id;   /* owned: running-info target, else NULL */
-    struct holding *h; /* owned */
+    struct broker *s;        /* borrowed: timers carry only the round */
+    struct mailbox_msg *msg; /* NULL for a recording round */
+    int64_t asked_ms;        /* recording: wall clock of the asks, the round's name in the trace */
+    char *group;             /* owned */
+    char *client_id;         /* owned: running-info target, else NULL */
+    struct holding *h;       /* owned */
     size_t n, pending;
     int64_t started_ms, deadline_ms; /* loop clock */
     int64_t ask_ms;                  /* timeout of one ask */
@@ -89,12 +96,19 @@ static void unlink_round(struct broker *s, struct holdings_round *r)
         *pp = r->next;
 }
 
-/* Hands the reply to the HTTP side and frees the round. */
+/* Hands the reply to the HTTP side (a recording round has none) and frees the round. */
 static void complete(struct broker *s, struct holdings_round *r, int status, json_t *reply)
 {
     unlink_round(s, r);
     if (r->timer_id)
         loop_timer_cancel(s->loop, r->timer_id);
+    if (!r->msg) {
+        json_decref(reply);
+        clear_holdings(r);
+        rmq_free(r->group);
+        rmq_free(r);
+        return;
+    }
     if (!reply)
         reply = admin_error_json(&status, 500, "internal error", "out of memory building the reply");
     r->msg->status = status;
@@ -374,6 +388,10 @@ static void finish(struct holdings_round *r)
 {
     struct broker *s = r->s;
     int status = 200;
+    if (!r->msg) {
+        complete(s, r, 0, NULL); /* recording: every answer is already in the trace */
+        return;
+    }
     if (r->msg->op == ADMIN_OP_CLIENT_RUNNING_INFO) {
         json_t *out = running_info_reply(r, &status);
         complete(s, r, status, out);
@@ -431,9 +449,29 @@ static void finish(struct holdings_round *r)
     complete(s, r, status, out);
 }
 
+/* Recording: h's answer (or its absence) as a holdings line, now. */
+static void record_answer(struct broker *s, struct holdings_round *r, const struct holding *h)
+{
+    char why[48];
+    const char *reason = NULL;
+    if (h->state != HOLDING_ANSWERED) {
+        reason = "no answer";
+        s->stats.holdings_unanswered++;
+    } else if (h->code != 0) {
+        if (h->code == -1)
+            reason = "unreadable";
+        else
+            snprintf(why, sizeof why, "code %d", (int)h->code), reason = why;
+        s->stats.holdings_unanswered++;
+    } else {
+        s->stats.holdings_answers++;
+    }
+    trace_record_holdings(s->trace, broker_now_ms(s), h->channel_id, h->peer, r->group, h->client_id,
+                          r->asked_ms, h->ri.mqs, h->ri.nmqs, reason);
+}
+
 static void on_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
 {
-    (void)s;
     struct holding *h = ctx;
     struct holdings_round *r = h->round;
     if (resp) {
@@ -449,6 +487,8 @@ static void on_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
     } else {
         h->state = HOLDING_SILENT;
     }
+    if (!r->msg)
+        record_answer(s, r, h);
     if (--r->pending == 0)
         finish(r);
 }
@@ -475,7 +515,7 @@ static int add_target(struct holdings_round *r, size_t *cap, const struct mship_
 static int64_t ask_timeout(const struct holdings_round *r)
 {
     int64_t t = r->ask_ms;
-    if (r->msg->op == ADMIN_OP_GROUP_CONVERGED) {
+    if (r->msg && r->msg->op == ADMIN_OP_GROUP_CONVERGED) {
         int64_t left = r->deadline_ms - loop_now_ms(r->s->loop);
         t = left < ASK_TIMEOUT_MS ? left : ASK_TIMEOUT_MS;
     }
@@ -516,8 +556,12 @@ static int ask_all(struct holdings_round *r)
     r->pending = r->n + 1; /* held until every ask is out, so no callback finishes early */
     for (size_t i = 0; i < r->n; i++) {
         const struct reg_channel *ch = registry_channel(&s->reg, r->h[i].channel_id);
+        if (!r->msg)
+            s->stats.holdings_asks++;
         if (!ch || !ch->conn || send_ask(r, &r->h[i], ch->conn) != 0) {
             r->h[i].state = HOLDING_SILENT;
+            if (!r->msg)
+                record_answer(s, r, &r->h[i]);
             r->pending--;
         }
     }
@@ -585,6 +629,51 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     if (ask_all(r) != 0)
         complete(s, r, 500, NULL);
     return true;
+}
+
+/* Whether a recording round for group is still waiting for answers. */
+static bool recording(const struct broker *s, const char *group)
+{
+    for (const struct holdings_round *r = s->rounds; r; r = r->next)
+        if (!r->msg && !strcmp(r->group, group))
+            return true;
+    return false;
+}
+
+void admin_holdings_record_tick(struct broker *s)
+{
+    if (!s->trace)
+        return;
+    const char **names = hashmap_sorted_keys(&s->reg.groups); /* a fixed order: same run, same trace */
+    if (!names) {
+        log_warn("holdings recording: out of memory, round skipped");
+        return;
+    }
+    int64_t period = s->cfg->record_holdings_ms, ask = period / 2;
+    for (size_t i = 0; i < s->reg.groups.count; i++) {
+        const struct reg_group *g = registry_group(&s->reg, names[i]);
+        if (!g || g->g.nmembers == 0)
+            continue;
+        if (recording(s, names[i])) {
+            s->stats.holdings_rounds_skipped++; /* at most one ask per member in flight */
+            continue;
+        }
+        struct holdings_round *r = rmq_calloc(1, sizeof *r);
+        if (!r || !(r->group = rmq_strdup(names[i]))) {
+            rmq_free(r);
+            s->stats.holdings_rounds_skipped++;
+            continue;
+        }
+        r->s = s;
+        r->started_ms = r->deadline_ms = loop_now_ms(s->loop);
+        r->asked_ms = broker_now_ms(s);
+        r->ask_ms = ask < 1 ? 1 : ask > RECORD_ASK_MAX_MS ? RECORD_ASK_MAX_MS : ask;
+        r->next = s->rounds;
+        s->rounds = r;
+        if (ask_all(r) != 0)
+            complete(s, r, 0, NULL);
+    }
+    rmq_free(names);
 }
 
 void admin_holdings_abort_all(struct broker *s)

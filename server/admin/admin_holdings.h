@@ -13,6 +13,11 @@ struct mailbox_msg;
 /* Returns true when the message was deferred (completed later with
  * mailbox_complete); false when msg->status and msg->reply are already set. */
 bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg);
+/* --record-holdings-ms: asks every member of every group for its queues
+ * and records each answer in the trace as it arrives (a group whose last
+ * round is still waiting is skipped this time). Each ask waits half the
+ * period, at most 3 s. */
+void admin_holdings_record_tick(struct broker *s);
 /* Shutdown: completes every holdings check still running (503). */
 void admin_holdings_abort_all(struct broker *s);
 

@@ -265,35 +265,35 @@ int admin_offsets_metrics(struct buf *b, struct broker *s)
     return rc;
 }
 
-/* An optional integer field: false (and a 400 in *err) when present but not an integer. */
-static bool opt_int(const json_t *body, const char *key, int64_t *out, int *status, json_t **err)
+/* An optional integer (into *num) or, num NULL, boolean (into *flag)
+ * field: false (and a 400 in *err) when present with another type. */
+static bool opt_field(const json_t *body, const char *key, int64_t *num, bool *flag, int *status,
+                      json_t **err)
 {
     const json_t *v = json_object_get(body, key);
     if (!v)
         return true;
-    if (!json_is_integer(v)) {
+    if (num ? !json_is_integer(v) : !json_is_boolean(v)) {
         char why[80];
-        snprintf(why, sizeof why, "%s must be an integer", key);
+        snprintf(why, sizeof why, "%s must be %s", key, num ? "an integer" : "true or false");
         *err = admin_error_json(status, 400, "bad body", why);
         return false;
     }
-    *out = json_integer_value(v);
+    if (num)
+        *num = json_integer_value(v);
+    else
+        *flag = json_is_true(v);
     return true;
+}
+
+static bool opt_int(const json_t *body, const char *key, int64_t *out, int *status, json_t **err)
+{
+    return opt_field(body, key, out, NULL, status, err);
 }
 
 static bool opt_bool(const json_t *body, const char *key, bool *out, int *status, json_t **err)
 {
-    const json_t *v = json_object_get(body, key);
-    if (!v)
-        return true;
-    if (!json_is_boolean(v)) {
-        char why[80];
-        snprintf(why, sizeof why, "%s must be true or false", key);
-        *err = admin_error_json(status, 400, "bad body", why);
-        return false;
-    }
-    *out = json_is_true(v);
-    return true;
+    return opt_field(body, key, NULL, out, status, err);
 }
 
 /* Commits the open batch (fsynced) after a change the reply reports; a 500 on failure. */

@@ -103,6 +103,26 @@ static int change_series(struct buf *b, const struct server_stats *st)
     return rc;
 }
 
+/* --record-holdings-ms: the recording rounds' asks and what came of them. */
+static int holdings_series(struct buf *b, const struct server_stats *st)
+{
+    int rc = simple(b, "rmqcoord_holdings_asks_total", "counter",
+                    "GET_CONSUMER_RUNNING_INFO asks sent to record holdings (--record-holdings-ms)",
+                    st->holdings_asks);
+    if (rc == 0)
+        rc = simple(b, "rmqcoord_holdings_answers_total", "counter", "Holdings asks answered with queues",
+                    st->holdings_answers);
+    if (rc == 0)
+        rc = simple(b, "rmqcoord_holdings_unanswered_total", "counter",
+                    "Holdings asks without usable answer (timeout, closed, error code, unreadable body)",
+                    st->holdings_unanswered);
+    if (rc == 0)
+        rc = simple(b, "rmqcoord_holdings_rounds_skipped_total", "counter",
+                    "Holdings rounds of a group skipped because its previous round was still waiting",
+                    st->holdings_rounds_skipped);
+    return rc;
+}
+
 json_t *metrics_loop_snapshot(struct broker *s, int *status)
 {
     const struct server_stats *st = &s->stats;
@@ -178,6 +198,8 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
     if (rc == 0)
         rc = simple(&b, "rmqcoord_expirations_total", "counter", "Members removed for missing heartbeats",
                     st->expirations);
+    if (rc == 0)
+        rc = holdings_series(&b, st);
     if (rc == 0)
         rc = simple(&b, "rmqcoord_bad_frames_total", "counter", "Connections closed for malformed frames",
                     conn_set_bad_frames(s->conns));

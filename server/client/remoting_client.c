@@ -14,6 +14,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,6 +48,8 @@ struct rclient_conn {
     bool write_armed;
     bool in_work;  /* on the before-sleep work list */
     bool broken;   /* torn down before sleep */
+    bool closing;  /* closed by its owner: freed before sleep */
+    bool reap;     /* closed and flushed: freed by reap_closed */
     bool up_news;  /* on_up still to be told (never from inside a send) */
     char why[224]; /* reason for the pending teardown */
     int64_t retry_at;
@@ -64,6 +67,7 @@ struct rclient {
     struct loop *loop;
     struct rclient_conn *all;
     struct rclient_conn *work;
+    size_t nreap; /* connections marked for reap_closed */
     struct rclient_stats stats;
 };
 
@@ -241,7 +245,7 @@ static int start_connect(struct rclient_conn *c)
 static int ensure_open(struct rclient_conn *c)
 {
     c->wanted = true;
-    if (c->broken)
+    if (c->broken || c->closing)
         return -ENOTCONN;
     if (c->state != CONN_DOWN)
         return RMQ_OK;
@@ -311,6 +315,19 @@ int rclient_conn_reply(struct rclient_conn *c, const struct rmq_cmd *resp)
     return queue_frame(c, resp);
 }
 
+int rclient_conn_connect(struct rclient_conn *c)
+{
+    return ensure_open(c);
+}
+
+void rclient_conn_close(struct rclient_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    queue_work(c);
+}
+
 static void on_response(struct rclient_conn *c, const struct rmq_cmd *cmd)
 {
     struct pending *p = hashmap_remove(&c->pending, &cmd->opaque, sizeof cmd->opaque);
@@ -327,7 +344,7 @@ static void on_response(struct rclient_conn *c, const struct rmq_cmd *cmd)
 /* Decodes and hands out every complete frame. */
 static void dispatch_frames(struct rclient_conn *c)
 {
-    while (!c->broken) {
+    while (!c->broken && !c->closing) {
         struct rmq_cmd cmd;
         rmq_cmd_init(&cmd);
         int rc = rmq_frame_decoder_next(&c->dec, &cmd);
@@ -357,7 +374,7 @@ static int feed(void *ctx, const uint8_t *p, size_t n)
         return RMQ_ENOMEM;
     }
     dispatch_frames(c);
-    return c->broken ? RMQ_ESTATE : 0;
+    return c->broken || c->closing ? RMQ_ESTATE : 0;
 }
 
 static void on_readable(struct rclient_conn *c)
@@ -413,7 +430,7 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
     (void)l;
     (void)fd;
     struct rclient_conn *c = ctx;
-    if (c->broken)
+    if (c->broken || c->closing)
         return;
     if (c->state == CONN_CONNECTING) {
         if (events & (LOOP_WRITE | LOOP_ERROR))
@@ -426,15 +443,84 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
         on_readable(c);
 }
 
-/* Tears a broken connection down: socket closed, requests failed. */
+/* Tears a broken connection down: socket closed, requests failed, the
+ * owner told (unless a failed request's callback closed it meanwhile). */
 static void teardown(struct rclient_conn *c)
 {
-    log_info("sim: connection to %s lost: %s", c->addr, c->why);
+    bool was_up = c->state == CONN_UP;
+    if (c->h.on_down)
+        log_debug("sim: connection to %s lost: %s", c->addr, c->why);
+    else
+        log_info("sim: connection to %s lost: %s", c->addr, c->why);
     c->net->stats.disconnects++;
     close_socket(c);
     c->broken = false;
     c->up_news = false;
     fail_all(c, -ECONNRESET);
+    if (c->h.on_down && !c->closing)
+        c->h.on_down(c->h.ctx, c, was_up, c->why);
+}
+
+/* Whether a connect in progress has completed by now, without waiting (on
+ * loopback the kernel finishes it inside connect()). */
+static bool connect_done_now(const struct rclient_conn *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+    int err = 0;
+    socklen_t len = sizeof err;
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) &&
+           getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+}
+
+/* Closes the socket, fails what is pending with status and frees c (not
+ * unlinked here). */
+static void destroy(struct rclient_conn *c, int status)
+{
+    close_socket(c);
+    fail_all(c, status);
+    rmq_frame_decoder_free(&c->dec);
+    buf_free(&c->out);
+    rmq_free(c);
+}
+
+/* Sends what the socket takes of a closed connection's output, as a socket
+ * closed at that moment would, and marks it for reap_closed. It stays
+ * marked as on the work list, so nothing queues it again. */
+static void flush_closed(struct rclient_conn *c)
+{
+    c->in_work = true;
+    c->reap = true;
+    c->net->nreap++;
+    if (c->state == CONN_CONNECTING && !c->broken && connect_done_now(c)) {
+        c->state = CONN_UP;
+        c->net->stats.connects++;
+    }
+    if (c->state == CONN_UP && !c->broken)
+        (void)net_write_buf(c->fd, &c->out);
+}
+
+/* Frees the closed connections: all of them off the list first, then their
+ * requests fail (-ECANCELED), whose callbacks may open or close others.
+ * One pass over the list for any number of closes. */
+static void reap_closed(struct rclient *n)
+{
+    struct rclient_conn *dead = NULL;
+    for (struct rclient_conn **pp = &n->all; *pp && n->nreap;) {
+        struct rclient_conn *c = *pp;
+        if (!c->reap) {
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
+        c->next = dead;
+        dead = c;
+        n->nreap--;
+    }
+    while (dead) {
+        struct rclient_conn *c = dead;
+        dead = c->next;
+        destroy(c, -ECANCELED);
+    }
 }
 
 void rclient_before_sleep(struct rclient *n)
@@ -448,6 +534,11 @@ void rclient_before_sleep(struct rclient *n)
             struct rclient_conn *next = c->next_work;
             c->in_work = false;
             c->next_work = NULL;
+            if (c->closing) {
+                flush_closed(c);
+                c = next;
+                continue;
+            }
             if (!c->broken && c->up_news) {
                 bool again = c->ever_up;
                 c->up_news = false;
@@ -461,6 +552,8 @@ void rclient_before_sleep(struct rclient *n)
                 set_write_interest(c, write_out(c) == RMQ_EAGAIN);
             c = next;
         }
+        if (n->nreap)
+            reap_closed(n);
     }
 }
 
@@ -493,8 +586,11 @@ void rclient_tick(struct rclient *n)
 {
     int64_t now = loop_now_ms(n->loop);
     for (struct rclient_conn *c = n->all; c; c = c->next) {
+        if (c->closing)
+            continue;
         expire(c, now);
-        if (c->state == CONN_DOWN && !c->broken && c->wanted && now >= c->retry_at && ensure_open(c) != 0)
+        if (c->state == CONN_DOWN && !c->broken && !c->closing && c->wanted && now >= c->retry_at &&
+            ensure_open(c) != 0)
             log_debug("sim: reconnect to %s failed; next try in %lld ms", c->addr, (long long)c->backoff_ms);
     }
 }
@@ -519,11 +615,8 @@ void rclient_free(struct rclient *n)
     while (n->all) {
         struct rclient_conn *c = n->all;
         n->all = c->next;
-        close_socket(c);
-        fail_all(c, RMQ_ESTATE);
-        rmq_frame_decoder_free(&c->dec);
-        buf_free(&c->out);
-        rmq_free(c);
+        c->closing = true; /* a failed request's callback cannot reopen it */
+        destroy(c, RMQ_ESTATE);
     }
     rmq_free(n);
 }

@@ -1,17 +1,23 @@
 /* remoting_client.h — the client side of remoting connections, used by
- * `rmqcoord sim` and by broker registration (--role broker).
+ * `rmqcoord sim`, broker registration (--role broker) and live replay
+ * (`rmqcoord replay --target`).
  *
- * A rclient_conn is one TCP connection to one "ip:port", keyed by that string as
- * real clients key theirs. It connects lazily on first use (non-blocking),
- * queues encoded frames in a bounded output buffer written before the loop
- * sleeps, matches responses to requests by opaque, expires requests that
- * outlive their timeout, and reconnects with a bounded exponential backoff
- * after the peer closes. It knows frames and opaques, not request codes.
+ * A rclient_conn is one TCP connection to one "ip:port": every
+ * rclient_conn_new is a connection of its own, so an owner may hold several
+ * to the same address (live replay, one per recorded channel) or key them by
+ * address as real clients do (sim). It connects lazily on first use, or at
+ * once with rclient_conn_connect (non-blocking), queues encoded frames in a
+ * bounded output buffer written before the loop sleeps, matches responses
+ * to requests by opaque, expires requests that outlive their timeout, and
+ * reconnects with a bounded exponential backoff after the peer closes,
+ * unless its owner closes it (rclient_conn_close). It knows frames and
+ * opaques, not request codes.
  *
  * Callbacks: a reply callback runs exactly once for every request that was
  * accepted (rclient_conn_request returned 0): with the response, or with a
- * negative status (-ETIMEDOUT, -ECONNRESET, RMQ_ESTATE at shutdown). It never
- * runs for a request that was refused. A broken connection is torn down in
+ * negative status (-ETIMEDOUT, -ECONNRESET, -ECANCELED after the owner
+ * closed the connection, RMQ_ESTATE at shutdown). It never runs for a
+ * request that was refused. A broken connection is torn down in
  * rclient_before_sleep, never inside its own event callback.
  *
  * Loop thread only.
@@ -34,11 +40,17 @@ typedef void (*rclient_reply_cb)(void *ctx, int status, const struct rmq_cmd *re
 
 /* What a connection's owner hears. on_request: a request the peer sent
  * (borrowed). on_up: the connection is established; reconnected is true
- * when it had been up before and was lost. Either may be NULL. */
+ * when it had been up before and was lost. on_down: the connection was
+ * lost (was_up) or could not be made (!was_up), after its pending requests
+ * failed; why is borrowed. It reconnects after the backoff unless the owner
+ * closes it, which it may do here. Without on_down the loss is logged at
+ * info; with it, the owner reports it. Any may be NULL. None runs after
+ * rclient_conn_close. */
 struct rclient_conn_handler {
     void (*on_request)(void *ctx, struct rclient_conn *c, const struct rmq_cmd *req);
     void (*on_up)(void *ctx, struct rclient_conn *c, bool reconnected);
     void *ctx;
+    void (*on_down)(void *ctx, struct rclient_conn *c, bool was_up, const char *why);
 };
 
 /* Java invokeSync: a timeout also closes the connection (PROTOCOL: docs/protocol.md §10.2
@@ -71,6 +83,17 @@ void rclient_free(struct rclient *n);
 int rclient_conn_new(struct rclient *n, const char *addr, const struct rclient_conn_handler *h,
                      int32_t *opaque, struct rclient_conn **out);
 const char *rclient_conn_addr(const struct rclient_conn *c);
+/* Connects now rather than at the first send, so the peer sees the
+ * connection before any request. 0 (connecting or up), -ENOTCONN while
+ * waiting out a backoff or after rclient_conn_close, or -errno (the connect
+ * failed at once; it is retried after the backoff). */
+int rclient_conn_connect(struct rclient_conn *c);
+/* The owner is done with c: before the loop sleeps, what the socket takes
+ * of its queued output is written (as of a connect the kernel has already
+ * completed), the socket is closed, pending requests fail with -ECANCELED
+ * and c is freed. No handler callback runs after this call and c must not
+ * be used again. Safe from c's own callbacks. */
+void rclient_conn_close(struct rclient_conn *c);
 
 /* Sends req (borrowed; its opaque is assigned here) and arranges for cb to
  * run once with the outcome. 0; -ENOTCONN while the connection is waiting

@@ -222,7 +222,7 @@ int broker_reg_start(struct broker *s)
     if (s->http)
         snprintf(r->http_addr, sizeof r->http_addr, "%s:%u", s->cfg->http.host, s->http_port);
     int rc = rclient_new(s->loop, &r->net);
-    struct rclient_conn_handler h = {NULL, NULL, r};
+    struct rclient_conn_handler h = {.ctx = r};
     for (size_t i = 0; rc == 0 && i < s->cfg->nnamesrv; i++) {
         const struct config_addr *a = &s->cfg->namesrv[i];
         snprintf(r->ns[i].addr, sizeof r->ns[i].addr, strchr(a->host, ':') ? "[%s]:%u" : "%s:%u", a->host,

@@ -2,147 +2,106 @@
 #include "config.h"
 #include "rmq_version.h"
 
+#include "cli_opts.h"
 #include "client_defaults.h"
 #include "err.h"
 #include "log.h"
-#include "remoting_frame.h"
 #include "parse_int.h"
+#include "remoting_frame.h"
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-enum {
-    OPT_LISTEN = 256,
-    OPT_ADVERTISE,
-    OPT_HTTP,
-    OPT_HTTP_INSECURE,
-    OPT_STORE,
-    OPT_EXPIRY,
-    OPT_EXPIRY_SCAN,
-    OPT_SYNC_INTERVAL,
-    OPT_NOTIFY_EXPIRY,
-    OPT_AUTO_CREATE,
-    OPT_MAX_FRAME,
-    OPT_MAX_HEADER,
-    OPT_MAX_BUF_OUT,
-    OPT_MAX_BUF_IN,
-    OPT_MAX_OUTPUT,
-    OPT_PULL_HOLD,
-    OPT_LOCK_EXPIRY,
-    OPT_BROKER_NAME,
-    OPT_CLUSTER,
-    OPT_TOPIC,
-    OPT_LOG_LEVEL,
-    OPT_RECORD,
-    OPT_ADMIN_TOKEN,
-    OPT_CLOCK,
-    OPT_MAX_CONNECTIONS,
-    OPT_MAX_GROUPS,
-    OPT_MAX_SUBS,
-    OPT_MAX_HB_BYTES,
-    OPT_MAX_HB_SUBS,
-    OPT_MAX_TOPICS,
-    OPT_MAX_CLIENT_ID,
-    OPT_RATE,
-    OPT_IDLE,
-    OPT_ACL,
-    OPT_ROLE,
-    OPT_NAMESRV,
-    OPT_REGISTER_INTERVAL,
-    OPT_BROKER_EXPIRY,
-    OPT_COMPAT,
-    OPT_NOOP_UNREGISTER,
-    OPT_SQL92,
-    OPT_QUEUE_END,
-    OPT_PULL_CHECKS,
-    OPT_RELEASE_PULLS,
-    OPT_SEND_BACK,
-    OPT_HELP,
-    OPT_VERSION,
-};
+/* Every flag once: OPT rows are parsed by apply_option, NUM rows (the
+ * whole-number flags) by apply_num_flag. */
+#define SERVE_OPTIONS(OPT, NUM)                                                                              \
+    OPT(OPT_LISTEN, "listen", required_argument)                                                             \
+    OPT(OPT_ADVERTISE, "advertise", required_argument)                                                       \
+    OPT(OPT_HTTP, "http", required_argument)                                                                 \
+    OPT(OPT_HTTP_INSECURE, "http-insecure", no_argument)                                                     \
+    OPT(OPT_STORE, "store", required_argument)                                                               \
+    OPT(OPT_NOTIFY_EXPIRY, "notify-on-expiry", required_argument)                                            \
+    OPT(OPT_BROKER_NAME, "broker-name", required_argument)                                                   \
+    OPT(OPT_CLUSTER, "cluster", required_argument)                                                           \
+    OPT(OPT_TOPIC, "topic", required_argument)                                                               \
+    OPT(OPT_LOG_LEVEL, "log-level", required_argument)                                                       \
+    OPT(OPT_RECORD, "record", required_argument)                                                             \
+    OPT(OPT_ADMIN_TOKEN, "admin-token", required_argument)                                                   \
+    OPT(OPT_ACL, "acl", required_argument)                                                                   \
+    OPT(OPT_CLOCK, "clock", required_argument)                                                               \
+    OPT(OPT_ROLE, "role", required_argument)                                                                 \
+    OPT(OPT_NAMESRV, "namesrv", required_argument)                                                           \
+    OPT(OPT_COMPAT, "compat", required_argument)                                                             \
+    OPT(OPT_NOOP_UNREGISTER, "notify-on-noop-unregister", required_argument)                                 \
+    OPT(OPT_SQL92, "sql92", required_argument)                                                               \
+    OPT(OPT_QUEUE_END, "queue-end", required_argument)                                                       \
+    OPT(OPT_PULL_CHECKS, "pull-checks", required_argument)                                                   \
+    OPT(OPT_RELEASE_PULLS, "release-pulls-on-change", required_argument)                                     \
+    OPT(OPT_SEND_BACK, "send-back", required_argument)                                                       \
+    OPT(OPT_HELP, "help", no_argument)                                                                       \
+    OPT(OPT_VERSION, "version", no_argument)                                                                 \
+    NUM(OPT_SYNC_INTERVAL, "sync-interval-ms", 0, 3600000, sync_interval_ms)                                 \
+    NUM(OPT_EXPIRY, "channel-expiry-ms", 1, INT64_C(1) << 40, channel_expiry_ms)                             \
+    NUM(OPT_EXPIRY_SCAN, "expiry-scan-ms", 1, 3600000, expiry_scan_ms)                                       \
+    NUM(OPT_NOTIFY_COALESCE, "notify-coalesce-ms", 0, 3600000, notify_coalesce_ms)                           \
+    NUM(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues)                                  \
+    NUM(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes)                           \
+    NUM(OPT_MAX_HEADER, "max-header-bytes", 1024, INT64_C(1) << 24, max_header_bytes)                        \
+    NUM(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output)                   \
+    NUM(OPT_MAX_BUF_OUT, "max-buffered-output", 0, INT64_C(1) << 40, max_buffered_output)                    \
+    NUM(OPT_MAX_BUF_IN, "max-buffered-input", 0, INT64_C(1) << 40, max_buffered_input)                       \
+    NUM(OPT_PULL_HOLD, "pull-hold-max-ms", 0, 60000, pull_hold_max_ms)                                       \
+    NUM(OPT_LOCK_EXPIRY, "lock-expiry-ms", 1, INT64_C(1) << 40, lock_expiry_ms)                              \
+    NUM(OPT_MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections)                                 \
+    NUM(OPT_MAX_GROUPS, "max-groups-per-client", 1, 100000, max_groups_per_client)                           \
+    NUM(OPT_MAX_SUBS, "max-subscriptions", 1, 100000, max_subscriptions)                                     \
+    NUM(OPT_MAX_HB_BYTES, "max-heartbeat-bytes", 1024, INT64_C(1) << 30, max_heartbeat_bytes)                \
+    NUM(OPT_MAX_HB_SUBS, "max-heartbeat-subscriptions", 1, 10000000, max_heartbeat_subscriptions)            \
+    NUM(OPT_MAX_TOPICS, "max-topics", 1, 100000000, max_topics)                                              \
+    NUM(OPT_MAX_CLIENT_ID, "max-client-id-bytes", 1, 255, max_client_id_bytes)                               \
+    NUM(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec)                                \
+    NUM(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms)                                   \
+    NUM(OPT_RECORD_HOLDINGS, "record-holdings-ms", 10, 3600000, record_holdings_ms)                          \
+    NUM(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms)                    \
+    NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)
 
-static const struct option long_options[] = {
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"advertise", required_argument, NULL, OPT_ADVERTISE},
-    {"http", required_argument, NULL, OPT_HTTP},
-    {"http-insecure", no_argument, NULL, OPT_HTTP_INSECURE},
-    {"store", required_argument, NULL, OPT_STORE},
-    {"channel-expiry-ms", required_argument, NULL, OPT_EXPIRY},
-    {"expiry-scan-ms", required_argument, NULL, OPT_EXPIRY_SCAN},
-    {"sync-interval-ms", required_argument, NULL, OPT_SYNC_INTERVAL},
-    {"notify-on-expiry", required_argument, NULL, OPT_NOTIFY_EXPIRY},
-    {"auto-create-queues", required_argument, NULL, OPT_AUTO_CREATE},
-    {"max-frame-bytes", required_argument, NULL, OPT_MAX_FRAME},
-    {"max-header-bytes", required_argument, NULL, OPT_MAX_HEADER},
-    {"max-buffered-output", required_argument, NULL, OPT_MAX_BUF_OUT},
-    {"max-buffered-input", required_argument, NULL, OPT_MAX_BUF_IN},
-    {"max-pending-output", required_argument, NULL, OPT_MAX_OUTPUT},
-    {"pull-hold-max-ms", required_argument, NULL, OPT_PULL_HOLD},
-    {"lock-expiry-ms", required_argument, NULL, OPT_LOCK_EXPIRY},
-    {"broker-name", required_argument, NULL, OPT_BROKER_NAME},
-    {"cluster", required_argument, NULL, OPT_CLUSTER},
-    {"topic", required_argument, NULL, OPT_TOPIC},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"record", required_argument, NULL, OPT_RECORD},
-    {"admin-token", required_argument, NULL, OPT_ADMIN_TOKEN},
-    {"clock", required_argument, NULL, OPT_CLOCK},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-    {"max-groups-per-client", required_argument, NULL, OPT_MAX_GROUPS},
-    {"max-subscriptions", required_argument, NULL, OPT_MAX_SUBS},
-    {"max-heartbeat-bytes", required_argument, NULL, OPT_MAX_HB_BYTES},
-    {"max-heartbeat-subscriptions", required_argument, NULL, OPT_MAX_HB_SUBS},
-    {"max-topics", required_argument, NULL, OPT_MAX_TOPICS},
-    {"max-client-id-bytes", required_argument, NULL, OPT_MAX_CLIENT_ID},
-    {"max-requests-per-sec", required_argument, NULL, OPT_RATE},
-    {"idle-timeout-ms", required_argument, NULL, OPT_IDLE},
-    {"acl", required_argument, NULL, OPT_ACL},
-    {"role", required_argument, NULL, OPT_ROLE},
-    {"namesrv", required_argument, NULL, OPT_NAMESRV},
-    {"register-interval-ms", required_argument, NULL, OPT_REGISTER_INTERVAL},
-    {"broker-expiry-ms", required_argument, NULL, OPT_BROKER_EXPIRY},
-    {"compat", required_argument, NULL, OPT_COMPAT},
-    {"notify-on-noop-unregister", required_argument, NULL, OPT_NOOP_UNREGISTER},
-    {"sql92", required_argument, NULL, OPT_SQL92},
-    {"queue-end", required_argument, NULL, OPT_QUEUE_END},
-    {"pull-checks", required_argument, NULL, OPT_PULL_CHECKS},
-    {"release-pulls-on-change", required_argument, NULL, OPT_RELEASE_PULLS},
-    {"send-back", required_argument, NULL, OPT_SEND_BACK},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
-};
+CLI_OPTS_NUM(SERVE_OPTIONS, long_options);
 
 void config_print_help(void)
 {
-    fputs("usage: rmqcoord serve [options]\n"
-          "\n"
-          "Runs the RocketMQ name server + broker consumer-group coordinator.\n"
-          "\n"
-          "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks "
-          "one)\n"
-          "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
-          "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080); a non-loopback HOST\n"
-          "                             needs --admin-token, or --http-insecure to serve it open\n"
-          "  --http-insecure            allow a non-loopback --http without --admin-token (anyone who\n"
-          "                             reaches it can change or wipe the state)\n"
-          "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
-          "  --sync-interval-ms N       history and heartbeat times are fsynced in the background at least\n"
-          "                             every N ms; acknowledged facts always before the reply (default\n"
-          "                             1000; 0 = fsync every commit on the loop)\n"
-          "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms "
-          "(default " RMQ_DEFAULT_STR(
-              RMQ_DEFAULT_CHANNEL_EXPIRY_MS) ")\n"
-                                             "  --expiry-scan-ms N         how often expiry is checked "
-                                             "(default 1000)\n"
-                                             "  --notify-on-expiry on|off  NOTIFY the group when a member "
-                                             "expires (default on; the broker: off)\n"
-                                             "  --auto-create-queues N     queues of a topic created on "
-                                             "first route query (default 8; 0 = off)\n",
-          stdout);
+    fputs(
+        "usage: rmqcoord serve [options]\n"
+        "\n"
+        "Runs the RocketMQ name server + broker consumer-group coordinator.\n"
+        "\n"
+        "  --listen HOST:PORT         remoting listener (repeatable; default 127.0.0.1:9876; port 0 picks "
+        "one)\n"
+        "  --advertise HOST:PORT      broker address put in routes (default: the first listener)\n"
+        "  --http HOST:PORT|off       HTTP admin API (default 127.0.0.1:8080); a non-loopback HOST\n"
+        "                             needs --admin-token, or --http-insecure to serve it open\n"
+        "  --http-insecure            allow a non-loopback --http without --admin-token (anyone who\n"
+        "                             reaches it can change or wipe the state)\n"
+        "  --store PATH               SQLite file (default ./rmqcoord.db)\n"
+        "  --sync-interval-ms N       history and heartbeat times are fsynced in the background at least\n"
+        "                             every N ms; acknowledged facts always before the reply (default\n"
+        "                             1000; 0 = fsync every commit on the loop)\n"
+        "  --channel-expiry-ms N      drop a member with no heartbeat for its group for N ms "
+        "(default " RMQ_DEFAULT_STR(
+            RMQ_DEFAULT_CHANNEL_EXPIRY_MS) ")\n"
+                                           "  --expiry-scan-ms N         how often expiry is checked "
+                                           "(default 1000)\n"
+                                           "  --notify-on-expiry on|off  NOTIFY the group when a member "
+                                           "expires (default on; the broker: off)\n"
+                                           "  --notify-coalesce-ms N     at most one NOTIFY per group per N "
+                                           "ms; changes inside the\n"
+                                           "                             window get one more at its end "
+                                           "(default 0 = off)\n"
+                                           "  --auto-create-queues N     queues of a topic created on "
+                                           "first route query (default 8; 0 = off)\n",
+        stdout);
     /* Two calls: one string literal of the whole text is over C's 4095-byte minimum. */
     fputs("  --max-frame-bytes N        largest accepted frame (default "
           "16777216)\n"
@@ -196,6 +155,10 @@ void config_print_help(void)
           "debug\n"
           "  --record FILE              append a heartbeat trace (JSON "
           "Lines) for `rmqcoord replay`\n"
+          "  --record-holdings-ms N     with --record: every N ms ask each "
+          "consumer for its queues\n"
+          "                             (GET_CONSUMER_RUNNING_INFO) and "
+          "record the answers (default off)\n"
           "  --admin-token TOKEN        mutating HTTP routes need "
           "'Authorization: Bearer TOKEN'\n"
           "                             (default: $RMQCOORD_ADMIN_TOKEN; "
@@ -356,34 +319,9 @@ struct num_flag {
 };
 
 #define NUM_FLAG(o, n, lo, hi, field)                                                                        \
-    {                                                                                                        \
-        o, n, lo, hi, offsetof(struct config, field), sizeof(((struct config *)0)->field)                    \
-    }
+    {o, n, lo, hi, offsetof(struct config, field), sizeof(((struct config *)0)->field)},
 
-static const struct num_flag num_flags[] = {
-    NUM_FLAG(OPT_EXPIRY, "channel-expiry-ms", 1, INT64_C(1) << 40, channel_expiry_ms),
-    NUM_FLAG(OPT_EXPIRY_SCAN, "expiry-scan-ms", 1, 3600000, expiry_scan_ms),
-    NUM_FLAG(OPT_SYNC_INTERVAL, "sync-interval-ms", 0, 3600000, sync_interval_ms),
-    NUM_FLAG(OPT_AUTO_CREATE, "auto-create-queues", 0, 1024, auto_create_queues),
-    NUM_FLAG(OPT_MAX_FRAME, "max-frame-bytes", 1024, INT64_C(1) << 30, max_frame_bytes),
-    NUM_FLAG(OPT_MAX_HEADER, "max-header-bytes", 1024, INT64_C(1) << 24, max_header_bytes),
-    NUM_FLAG(OPT_MAX_BUF_OUT, "max-buffered-output", 0, INT64_C(1) << 40, max_buffered_output),
-    NUM_FLAG(OPT_MAX_BUF_IN, "max-buffered-input", 0, INT64_C(1) << 40, max_buffered_input),
-    NUM_FLAG(OPT_MAX_OUTPUT, "max-pending-output", 65536, INT64_C(1) << 34, max_pending_output),
-    NUM_FLAG(OPT_PULL_HOLD, "pull-hold-max-ms", 0, 60000, pull_hold_max_ms),
-    NUM_FLAG(OPT_LOCK_EXPIRY, "lock-expiry-ms", 1, INT64_C(1) << 40, lock_expiry_ms),
-    NUM_FLAG(OPT_MAX_CONNECTIONS, "max-connections", 1, 1000000, max_connections),
-    NUM_FLAG(OPT_MAX_GROUPS, "max-groups-per-client", 1, 100000, max_groups_per_client),
-    NUM_FLAG(OPT_MAX_SUBS, "max-subscriptions", 1, 100000, max_subscriptions),
-    NUM_FLAG(OPT_MAX_HB_BYTES, "max-heartbeat-bytes", 1024, INT64_C(1) << 30, max_heartbeat_bytes),
-    NUM_FLAG(OPT_MAX_HB_SUBS, "max-heartbeat-subscriptions", 1, 10000000, max_heartbeat_subscriptions),
-    NUM_FLAG(OPT_MAX_TOPICS, "max-topics", 1, 100000000, max_topics),
-    NUM_FLAG(OPT_MAX_CLIENT_ID, "max-client-id-bytes", 1, 255, max_client_id_bytes),
-    NUM_FLAG(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec),
-    NUM_FLAG(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms),
-    NUM_FLAG(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms),
-    NUM_FLAG(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms),
-};
+static const struct num_flag num_flags[] = {SERVE_OPTIONS(CLI_NOT_NUM_, NUM_FLAG)};
 
 _Static_assert(sizeof(size_t) == sizeof(int64_t), "numeric flags store size_t fields as 8 bytes");
 
@@ -503,13 +441,7 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         return RMQ_OK;
     case OPT_HTTP_INSECURE: cfg->http_insecure = true; return RMQ_OK;
     case OPT_STORE: return copy_name("store", arg, cfg->store_path, sizeof cfg->store_path);
-    case OPT_NOTIFY_EXPIRY:
-        if (strcmp(arg, "on") && strcmp(arg, "off")) {
-            fprintf(stderr, "rmqcoord serve: --notify-on-expiry takes on or off, got '%s'\n", arg);
-            return RMQ_EINVAL;
-        }
-        cfg->notify_on_expiry = !strcmp(arg, "on");
-        return RMQ_OK;
+    case OPT_NOTIFY_EXPIRY: return parse_choice("notify-on-expiry", arg, "on", "off", &cfg->notify_on_expiry);
     case OPT_BROKER_NAME: return copy_name("broker-name", arg, cfg->broker_name, sizeof cfg->broker_name);
     case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
     case OPT_TOPIC: return parse_topic(cfg, arg);
@@ -541,13 +473,12 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         }
         cfg->nnamesrv++;
         return RMQ_OK;
-    case OPT_CLOCK:
-        if (strcmp(arg, "real") && strcmp(arg, "virtual")) {
-            fprintf(stderr, "rmqcoord serve: --clock takes real or virtual, got '%s'\n", arg);
-            return RMQ_EINVAL;
-        }
-        cfg->virtual_clock = !strcmp(arg, "virtual");
-        return RMQ_OK;
+    case OPT_CLOCK: {
+        bool real = !cfg->virtual_clock;
+        rc = parse_choice("clock", arg, "real", "virtual", &real);
+        cfg->virtual_clock = !real;
+        return rc;
+    }
     case OPT_LOG_LEVEL: {
         enum log_level lv;
         if (log_level_parse(arg, &lv) != 0) {
@@ -635,6 +566,10 @@ int config_parse(struct config *cfg, int argc, char **argv)
     }
     if (cfg->nnamesrv > 0 && cfg->role != CONFIG_ROLE_BROKER) {
         fputs("rmqcoord serve: --namesrv is only meaningful with --role broker\n", stderr);
+        return RMQ_EINVAL;
+    }
+    if (cfg->record_holdings_ms && !cfg->record_path[0]) {
+        fputs("rmqcoord serve: --record-holdings-ms needs --record FILE\n", stderr);
         return RMQ_EINVAL;
     }
     if (cfg->nlisten == 0) {

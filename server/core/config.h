@@ -43,7 +43,8 @@ struct config {
     int64_t expiry_scan_ms;
     int64_t sync_interval_ms; /* 0 = every commit fsynced on the loop */
     bool notify_on_expiry;
-    int auto_create_queues; /* 0 = auto-create off */
+    int64_t notify_coalesce_ms; /* --notify-coalesce-ms: least time between two NOTIFYs of a group, 0 = off */
+    int auto_create_queues;     /* 0 = auto-create off */
     size_t max_frame_bytes;
     size_t max_header_bytes;
     size_t max_buffered_output;
@@ -64,9 +65,10 @@ struct config {
     char cluster_name[128];
     struct config_topic topics[CONFIG_MAX_TOPICS];
     size_t ntopics;
-    int log_level;          /* enum log_level */
-    char record_path[4096]; /* --record: heartbeat trace file, empty = off */
-    char admin_token[256];  /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
+    int log_level;              /* enum log_level */
+    char record_path[4096];     /* --record: heartbeat trace file, empty = off */
+    int64_t record_holdings_ms; /* --record-holdings-ms: ask clients for their queues this often, 0 = off */
+    char admin_token[256];      /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
     bool virtual_clock;
     /* Cluster mode (docs/cluster.md). */
     int role; /* enum config_role */

@@ -1,10 +1,10 @@
 /* loop.c — see loop.h. Loop thread only. */
 #include "loop.h"
 
+#include "array.h"
 #include "clocks.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -46,6 +46,7 @@ struct loop {
     void *before_sleep_ctx;
     volatile sig_atomic_t stop;
     int64_t now;
+    bool backlogged; /* the last iteration fetched as many events as it could take */
 };
 
 int loop_new(struct loop **out)
@@ -238,6 +239,11 @@ int64_t loop_now_ms(const struct loop *l)
     return l->now;
 }
 
+bool loop_backlogged(const struct loop *l)
+{
+    return l->backlogged;
+}
+
 static void run_timers(struct loop *l)
 {
     /* Index loop: a callback may add timers (realloc), so never hold a pointer across it. */
@@ -315,11 +321,13 @@ int loop_run(struct loop *l)
             return -errno;
         }
         l->now = rmq_mono_ms();
+        l->backlogged = n == LOOP_MAX_EVENTS;
         if (dispatch_events(l, events, n)) {
             /* Level-triggered: what is left stays ready for the next turn. */
             int m = epoll_wait(l->bulk_epfd, events, LOOP_BULK_SLICE, 0);
             if (m > 0)
                 (void)dispatch_events(l, events, m);
+            l->backlogged = l->backlogged || m == LOOP_BULK_SLICE;
         }
         free_dead(l);
         run_timers(l);

@@ -55,5 +55,9 @@ int loop_run(struct loop *l);
 /* Safe from a callback; with loop_wake also from a signal handler context. */
 void loop_stop(struct loop *l);
 int64_t loop_now_ms(const struct loop *l);
+/* Whether the last iteration fetched a full batch of ready fds (or a full
+ * bulk slice): more input is probably waiting. A before-sleep hook may
+ * postpone work that a later iteration would make redundant. */
+bool loop_backlogged(const struct loop *l);
 
 #endif

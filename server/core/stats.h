@@ -47,6 +47,10 @@ struct server_stats {
     uint64_t requests_throttled;  /* over --max-requests-per-sec */
     uint64_t requests_denied;     /* failed the --acl check */
     uint64_t commit_failures;
+    /* --record-holdings-ms: GET_CONSUMER_RUNNING_INFO asks sent, answered with
+     * queues, unanswered (timeout, closed, error, unreadable), group rounds
+     * skipped because the group's previous round was still waiting. */
+    uint64_t holdings_asks, holdings_answers, holdings_unanswered, holdings_rounds_skipped;
     struct stats_histogram commit; /* store batch commit latency */
     /* Loop iterations that sent NOTIFYs: from queueing the first to having
      * written the last (or found its socket full), the commit included. */

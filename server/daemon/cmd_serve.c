@@ -13,11 +13,8 @@ int cmd_serve_main(int argc, char **argv)
 {
     static struct config cfg;
     int rc = config_parse(&cfg, argc, argv);
-    if (rc == 1)
-        return 0;
-    if (rc != 0)
-        return 2;
-    proc_init(cfg.log_level);
+    if ((rc = proc_start(rc, cfg.log_level)) >= 0)
+        return rc;
     static struct broker srv;
     rc = server_init(&srv, &cfg);
     if (rc == 0)

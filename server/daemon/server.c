@@ -35,7 +35,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 /* ---- connections ---- */
@@ -232,32 +231,32 @@ static void before_sleep(struct loop *l, void *ctx)
     if (store_prune(s->store, broker_now_ms(s), NULL) != 0)
         log_error("store: pruning closed channels failed: %s", store_errmsg(s->store));
     for (int round = 0; round < 4; round++) {
-        conn_set_reap(s->conns);
-        notify_flush(s);
-        bool durable_ok = true;
-        if (store_in_batch(s->store) && commit_due(s, l)) {
-            s->writes_at_commit = store_write_count(s->store);
-            s->last_commit_ms = loop_now_ms(l);
-            uint64_t t0 = rmq_mono_us();
-            /* Only a batch an acknowledgement depends on waits for fsync. */
-            int rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
-            if (rc != 0) {
-                log_error("store: commit failed: %s", store_errmsg(s->store));
-                durable_ok = false;
-                member_events_need_snapshots(s);
-                s->stats.commit_failures++;
-            }
-            stats_histogram_add(&s->stats.commit, rmq_mono_us() - t0);
-        }
-        reply_release_held(s, durable_ok);
-        conn_set_flush(s->conns);
+        (void)broker_settle_round(s, store_in_batch(s->store) && commit_due(s, l));
         cluster_before_sleep(s);
-        if (!s->reg.pending)
+        /* Only a group marked during this round and due at once needs another. */
+        if (!s->reg.pending ||
+            registry_next_due(&s->reg, s->cfg->notify_coalesce_ms, loop_backlogged(l)) > loop_now_ms(l))
             break;
     }
     if (s->stats.notifications_sent != notified)
         stats_histogram_add(&s->stats.fanout, rmq_mono_us() - fanout_t0);
     conn_set_reap(s->conns);
+    /* A postponed NOTIFY must not wait for the next event. */
+    if (s->reg.pending)
+        loop_timer_set(l, s->notify_timer,
+                       registry_next_due(&s->reg, s->cfg->notify_coalesce_ms, loop_backlogged(l)));
+}
+
+/* The NOTIFY timer's period while nothing is postponed (before_sleep moves
+ * its next firing to when a postponed NOTIFY falls due). */
+#define NOTIFY_TIMER_IDLE_MS 3600000
+
+/* Only wakes the loop: before_sleep sends what fell due. */
+static void notify_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    (void)ctx;
 }
 
 static void expiry_timer(struct loop *l, int id, void *ctx)
@@ -283,6 +282,13 @@ static void trace_timer(struct loop *l, int id, void *ctx)
     trace_recorder_flush(s->trace);
 }
 
+static void holdings_timer(struct loop *l, int id, void *ctx)
+{
+    (void)l;
+    (void)id;
+    admin_holdings_record_tick(ctx);
+}
+
 static void on_mailbox(struct loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)l;
@@ -296,9 +302,7 @@ static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)events;
     struct broker *s = ctx;
-    struct signalfd_siginfo si;
-    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
-        log_info("signal %u received, shutting down", si.ssi_signo);
+    if (proc_read_stop_signals(fd, "")) {
         s->stopping = true;
         loop_stop(l);
     }
@@ -422,6 +426,9 @@ static int setup_trace(struct broker *s)
     for (struct hashmap_entry *e = hashmap_first(&s->topics.map, &b); e;
          e = hashmap_next(&s->topics.map, e, &b))
         trace_record_route(s->trace, broker_now_ms(s), e->key, e->val);
+    int64_t every = s->cfg->record_holdings_ms;
+    if (every && (rc = loop_add_timer(s->loop, every, every, holdings_timer, s, NULL)) != 0)
+        return rc;
     return loop_add_timer(s->loop, 1000, 1000, trace_timer, s, NULL);
 }
 
@@ -478,21 +485,9 @@ int server_init(struct broker *s, const struct config *cfg)
 {
     raise_fd_limit(cfg);
     memset(s, 0, sizeof *s);
-    s->cfg = cfg;
-    s->signal_fd = -1;
-    s->next_opaque = 1000000;
-    s->wall_base_ms = rmq_wall_ms();
-    int rc = loop_new(&s->loop);
+    int rc = broker_init_state(s, cfg);
     if (rc != 0)
         return rc;
-    s->mono_base_ms = loop_now_ms(s->loop);
-    s->started_ms = s->wall_base_ms;
-    struct registry_hooks hooks;
-    member_events_hooks(s, &hooks);
-    registry_init(&s->reg, &hooks);
-    topics_init(&s->topics);
-    offsets_init(&s->offsets);
-    queue_locks_init(&s->locks);
     struct conn_set_options copt = {
         .max_frame = cfg->max_frame_bytes,
         .max_header = cfg->max_header_bytes,
@@ -510,7 +505,9 @@ int server_init(struct broker *s, const struct config *cfg)
     int timer;
     int64_t scan = cfg->expiry_scan_ms;
     if ((rc = loop_add_timer(s->loop, scan, scan, expiry_timer, s, &timer)) != 0 ||
-        (rc = loop_add_timer(s->loop, 50, 50, pull_timer, s, &timer)) != 0)
+        (rc = loop_add_timer(s->loop, 50, 50, pull_timer, s, &timer)) != 0 ||
+        (rc = loop_add_timer(s->loop, NOTIFY_TIMER_IDLE_MS, NOTIFY_TIMER_IDLE_MS, notify_timer, s,
+                             &s->notify_timer)) != 0)
         return rc;
     loop_set_before_sleep(s->loop, before_sleep, s);
     return RMQ_OK;

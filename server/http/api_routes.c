@@ -14,20 +14,10 @@
 
 #include "err.h"
 #include "mem.h"
+#include "parse_int.h"
 
 #include <microhttpd.h>
 #include <string.h>
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* See http_admin_api.h. Strict: a '%' not followed by two hex digits is an
  * error rather than a literal, so every accepted name has one spelling. */
@@ -41,8 +31,8 @@ int api_routes_pct_decode(const char *s, size_t n, bool plus_is_space, char **ou
         char c = s[i];
         if (c == '%') {
             /* i + 2 < n: both hex digits are inside the input */
-            int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
+            int hi = i + 2 < n ? rmq_hex_digit(s[i + 1]) : -1;
+            int lo = i + 2 < n ? rmq_hex_digit(s[i + 2]) : -1;
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
                 rmq_free(d);
                 return RMQ_EINVAL;

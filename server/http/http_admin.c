@@ -144,6 +144,15 @@ static void pending_unlink(struct pending *p)
     p->conn = NULL;
 }
 
+/* The end of a resume that http_admin_stop waits for (resumes_running). */
+static void resume_done(struct http_admin *h)
+{
+    pthread_mutex_lock(&pending_lock);
+    if (--h->resumes_running == 0)
+        pthread_cond_broadcast(&h->resumes_done);
+    pthread_mutex_unlock(&pending_lock);
+}
+
 /* Marks the reply ready and resumes the connection if it still waits. */
 static void complete_pending(struct pending *p)
 {
@@ -161,10 +170,7 @@ static void complete_pending(struct pending *p)
     if (resume) {
         /* Still suspended until this call, so MHD cannot have freed it. */
         MHD_resume_connection(resume);
-        pthread_mutex_lock(&pending_lock);
-        if (--h->resumes_running == 0)
-            pthread_cond_broadcast(&h->resumes_done);
-        pthread_mutex_unlock(&pending_lock);
+        resume_done(h);
     }
     if (last)
         pending_free(p);
@@ -188,10 +194,7 @@ static void *cluster_worker(void *arg)
     p->msg.reply = api_cluster_augment(p->msg.reply);
     p->post.finish = API_FINISH_PLAIN; /* augmented: nothing left for api_finish */
     complete_pending(p);
-    pthread_mutex_lock(&pending_lock);
-    if (--h->resumes_running == 0)
-        pthread_cond_broadcast(&h->resumes_done);
-    pthread_mutex_unlock(&pending_lock);
+    resume_done(h);
     return NULL;
 }
 
@@ -218,10 +221,7 @@ static bool start_cluster_worker(struct pending *p)
     if (started)
         return true;
     rmq_free(job);
-    pthread_mutex_lock(&pending_lock);
-    if (--h->resumes_running == 0)
-        pthread_cond_broadcast(&h->resumes_done);
-    pthread_mutex_unlock(&pending_lock);
+    resume_done(h);
     return false;
 }
 

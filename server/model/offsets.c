@@ -21,22 +21,30 @@ static size_t make_key(char *out, size_t cap, const char *a, const char *b, int3
     return n < 0 ? 0 : ((size_t)n >= cap ? cap - 1 : (size_t)n);
 }
 
+/* The value of key in m, added zeroed (size bytes) when absent, which
+ * *added tells; NULL when out of memory. */
+static void *value_for(struct hashmap *m, const char *key, size_t klen, size_t size, bool *added)
+{
+    void *v = hashmap_get(m, key, klen);
+    *added = !v;
+    if (v)
+        return v;
+    v = rmq_calloc(1, size);
+    if (v && hashmap_put(m, key, klen, v, NULL) != 0) {
+        rmq_free(v);
+        return NULL;
+    }
+    return v;
+}
+
 static int put_box(struct hashmap *m, const char *key, size_t klen, int64_t v, bool keep_max)
 {
-    int64_t *box = hashmap_get(m, key, klen);
-    if (box) {
-        if (!keep_max || v > *box)
-            *box = v;
-        return RMQ_OK;
-    }
-    box = rmq_malloc(sizeof *box);
+    bool added;
+    int64_t *box = value_for(m, key, klen, sizeof *box, &added);
     if (!box)
         return RMQ_ENOMEM;
-    *box = v;
-    if (hashmap_put(m, key, klen, box, NULL) != 0) {
-        rmq_free(box);
-        return RMQ_ENOMEM;
-    }
+    if (added || !keep_max || v > *box)
+        *box = v;
     return RMQ_OK;
 }
 
@@ -60,17 +68,8 @@ void offsets_free(struct offsets *o)
 /* The committed entry of key, created (offset 0) when absent; NULL when out of memory. */
 static struct offset_entry *entry_for(struct hashmap *m, const char *key, size_t klen)
 {
-    struct offset_entry *e = hashmap_get(m, key, klen);
-    if (e)
-        return e;
-    e = rmq_calloc(1, sizeof *e);
-    if (!e)
-        return NULL;
-    if (hashmap_put(m, key, klen, e, NULL) != 0) {
-        rmq_free(e);
-        return NULL;
-    }
-    return e;
+    bool added;
+    return value_for(m, key, klen, sizeof(struct offset_entry), &added);
 }
 
 int offsets_put_at(struct offsets *o, const char *group, const char *topic, int32_t qid, int64_t offset,

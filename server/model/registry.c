@@ -1,10 +1,11 @@
 /* registry.c — see registry.h. Loop thread only. */
 #include "registry.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
+#include "notify_policy.h"
 #include "topics.h"
-#include "array.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +180,50 @@ void registry_mark_notify(struct registry *r, struct reg_group *g)
     r->pending = g;
 }
 
+void registry_mark_notify_at(struct registry *r, struct reg_group *g, int64_t now_ms)
+{
+    if (g->notify_pending)
+        return;
+    g->notify_marked_ms = now_ms;
+    registry_mark_notify(r, g);
+}
+
+struct reg_group *registry_take_due(struct registry *r, int64_t now_ms, int64_t coalesce_ms, bool backlogged,
+                                    int64_t *next_due_ms)
+{
+    /* The due groups keep their pending-list order (as registry_take_pending). */
+    struct reg_group *due = NULL, **tail = &due, **pp = &r->pending;
+    *next_due_ms = INT64_MAX;
+    while (*pp) {
+        struct reg_group *g = *pp;
+        int64_t at = notify_policy_due_ms(g->notify_marked_ms, g->notify_sent_ms, g->g.nmembers, coalesce_ms,
+                                          backlogged);
+        if (at > now_ms) {
+            *next_due_ms = at < *next_due_ms ? at : *next_due_ms;
+            pp = &g->next_pending;
+            continue;
+        }
+        *pp = g->next_pending;
+        g->notify_pending = false;
+        g->notify_sent_ms = now_ms;
+        g->next_pending = NULL;
+        *tail = g;
+        tail = &g->next_pending;
+    }
+    return due;
+}
+
+int64_t registry_next_due(const struct registry *r, int64_t coalesce_ms, bool backlogged)
+{
+    int64_t next = INT64_MAX;
+    for (const struct reg_group *g = r->pending; g; g = g->next_pending) {
+        int64_t at = notify_policy_due_ms(g->notify_marked_ms, g->notify_sent_ms, g->g.nmembers, coalesce_ms,
+                                          backlogged);
+        next = at < next ? at : next;
+    }
+    return next;
+}
+
 struct reg_group *registry_take_pending(struct registry *r)
 {
     struct reg_group *list = r->pending;
@@ -282,6 +327,7 @@ static int get_or_create_group(struct registry *r, const char *name, struct reg_
     g = rmq_calloc(1, sizeof *g);
     if (!g)
         return RMQ_ENOMEM;
+    g->notify_sent_ms = INT64_MIN;
     if (mship_group_init(&g->g, name) != 0 || registry_mark_known(r, name) != 0 ||
         hashmap_put_str(&r->groups, name, g, NULL) != 0) {
         free_group(g);
@@ -379,8 +425,9 @@ bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language
                                struct registry_hb_result *res)
 {
     struct reg_channel *ch = registry_channel(r, id);
-    if (!ch || ch->hb_len == 0 || ch->hb_len != len || ch->hb_language != language ||
-        ch->hb_version != version || hash_body(body, len) != ch->hb_hash)
+    /* A group freed since the heartbeat was remembered leaves its reference dangling. */
+    if (!ch || ch->hb_len == 0 || ch->hb_epoch != r->groups_epoch || ch->hb_len != len ||
+        ch->hb_language != language || ch->hb_version != version || hash_body(body, len) != ch->hb_hash)
         return false;
     struct mship_member *ms[64];
     struct reg_group *gs[64];

@@ -65,6 +65,8 @@ struct reg_group {
     int64_t expiry_floor_ms;
     bool notify_pending;
     struct reg_group *next_pending;
+    int64_t notify_marked_ms; /* when it became pending (registry_mark_notify_at) */
+    int64_t notify_sent_ms;   /* when it was last taken to be notified; INT64_MIN: never */
 };
 
 /* Why a member left; also the event kind. */
@@ -179,5 +181,16 @@ size_t registry_expire(struct registry *r, int64_t now_ms, int64_t expiry_ms, ui
 void registry_mark_notify(struct registry *r, struct reg_group *g);
 /* Pops the list of groups flagged for notify (their flags cleared). */
 struct reg_group *registry_take_pending(struct registry *r);
+/* registry_mark_notify, remembering now_ms as when the change came
+ * (unless g was already pending: its NOTIFY is owed since then). */
+void registry_mark_notify_at(struct registry *r, struct reg_group *g, int64_t now_ms);
+/* Pops the pending groups whose NOTIFY is due at now_ms
+ * (notify_policy_due_ms; their flags cleared, their sent time set to
+ * now_ms); the others stay pending and *next_due_ms gets the earliest time
+ * one of them falls due (INT64_MAX: none). */
+struct reg_group *registry_take_due(struct registry *r, int64_t now_ms, int64_t coalesce_ms, bool backlogged,
+                                    int64_t *next_due_ms);
+/* When the earliest pending group falls due (INT64_MAX: none pending). */
+int64_t registry_next_due(const struct registry *r, int64_t coalesce_ms, bool backlogged);
 
 #endif

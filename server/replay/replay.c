@@ -451,6 +451,7 @@ int replay_new(const struct replay_options *opt, struct replay **out, char *err,
     hashmap_init(&rp->caches);
     hashmap_init(&rp->notified);
     hashmap_init(&rp->obs);
+    hashmap_init(&rp->truth);
     if (!rp_get_view(rp, "")) {
         replay_free(rp);
         return RMQ_ENOMEM;
@@ -480,6 +481,7 @@ void replay_free(struct replay *rp)
 {
     if (!rp)
         return;
+    rp_truth_free(rp);
     rp_own_free(rp);
     for (size_t i = 0; i < rp->nall; i++) {
         rmq_free(rp->all[i]->group);

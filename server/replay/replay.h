@@ -92,6 +92,10 @@ struct replay_stats {
     uint64_t rebalances_start, rebalances_notify, rebalances_timer, alloc_changes, alloc_errors;
     uint64_t overlap_intervals, stall_intervals, open_intervals;
     uint64_t consumer_list_queries, inferred_ignore, inferred_react, inferred_period;
+    /* Recorded holdings (replay_truth.c, docs/trace-format.md). */
+    uint64_t holdings_samples, holdings_unanswered, holdings_rounds;
+    uint64_t real_overlaps, real_gaps, disagreements, dis_model, dis_client;
+    int64_t real_overlap_ms, real_gap_ms, disagreement_ms;
     int64_t overlap_ms, stall_ms, overlap_max_ms, stall_max_ms;
     uint64_t clients;
 };

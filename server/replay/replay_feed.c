@@ -264,6 +264,7 @@ static int on_event(struct replay *rp, const struct trace_event *ev)
         return RMQ_OK;
     case TRACE_NOTIFY: on_recorded_notify(rp, ev); return RMQ_OK;
     case TRACE_ROUTE: rp->st.routes++; return rp_route_update(rp, ev);
+    case TRACE_HOLDINGS: return rp_truth_feed(rp, ev);
     default: return RMQ_OK;
     }
 }
@@ -372,6 +373,7 @@ int replay_finish(struct replay *rp)
         end = rp->now;
     advance(rp, end, true);
     rp->now = rp->end_ms = end;
+    rp_truth_finish(rp);
     rp_queue_close_all(rp, end);
     return rp_out_report(rp);
 }

@@ -21,6 +21,25 @@ struct rp_view {
 
 struct rp_client;
 
+/* An interval the recorded holdings show (replay_truth.c): a real overlap or
+ * gap, or a disagreement between the model and the clients' answers. */
+enum { RP_T_OVERLAP = 1, RP_T_GAP, RP_T_DIS_QUEUE, RP_T_DIS_CLIENT };
+struct rp_tiv {
+    int kind;
+    int64_t start, end;
+    char *who;  /* owned: holders (real intervals), or what the model and the clients had */
+    char *why;  /* owned: disagreements, the one-line explanation */
+    bool model; /* disagreements: the model is wrong (else the client did something the model did not) */
+    bool open;
+};
+struct rp_tivs {
+    struct rp_tiv *v;
+    size_t n, cap;
+    /* The interval in progress: kind 0 when none. */
+    struct rp_tiv cur;
+    int64_t last; /* the last sample that still showed it */
+};
+
 struct rp_conn {
     uint64_t id;
     struct rp_view *view; /* borrowed */
@@ -76,6 +95,10 @@ struct rp_client {
     int64_t rebalance_ms;
     const char *notify_src, *period_src;
     struct replay_behaviour seen; /* inferred from the trace; notify -1 when nothing tells */
+    int64_t changed_ms;           /* the model last changed what it holds */
+    struct rp_tivs truth;         /* disagreements with its recorded holdings */
+    uint64_t t_round;             /* the holdings round that last flagged it (replay_truth.c) */
+    bool t_model;                 /* ... and whether that flag blamed the model */
 };
 
 /* A group as one view sees it: version bumps whenever cidAll may differ. */
@@ -112,6 +135,15 @@ struct rp_queue {
     struct rp_interval *iv;
     size_t niv, iv_cap;
     uint64_t mark;
+    int64_t owners_ms; /* the owners last changed */
+    /* Recorded holdings (replay_truth.c): who held it in round t_round. */
+    uint64_t t_round;
+    uint32_t t_n;
+    char t_who[120];
+    struct rp_client *t_cl[8]; /* the first holders that are modeled clients */
+    char *t_model;     /* owned: model owners when the round began */
+    bool t_subscribed; /* in the route with a subscriber when the round began */
+    struct rp_tivs real, dis;
 };
 
 /* A group's view of one topic: ownership is per group, across views. */
@@ -159,6 +191,8 @@ struct replay {
     size_t nviews, views_cap;
     struct hashmap conns, clients, gviews, gts, routes, caches, notified;
     struct hashmap obs; /* (conn, group) -> struct rp_obs: recorded NOTIFYs and queries (replay_infer.c) */
+    struct hashmap truth; /* group -> struct rp_tround: the holdings round in progress (replay_truth.c) */
+    uint64_t truth_seq;   /* holdings rounds seen */
     int64_t obs_end;    /* the latest ts noted */
     /* In front of conns (whose entries live until replay_free): the last
      * connection seen in each slot, by id, so most events skip the hash. */
@@ -194,6 +228,8 @@ void rp_mark_stale(struct replay *rp, struct rp_client *c);
 bool rp_in_window(const struct replay *rp, int64_t ts);
 
 /* replay_own.c */
+char *rp_owners_string(const struct rp_queue *q);
+struct rp_queue *rp_gt_queue(struct rp_gt *gt, const char *broker, int32_t qid);
 int rp_rebalance(struct replay *rp, struct rp_client *c, int kind);
 /* Whether a rebalance now could change what c holds. */
 bool rp_client_stale(struct replay *rp, const struct rp_client *c);
@@ -212,7 +248,16 @@ void rp_client_behaviour(struct replay *rp, struct rp_client *c, bool conn_deaf)
 size_t rp_client_key(char *key, uint64_t conn, const char *group);
 void rp_obs_free(struct replay *rp);
 
+/* replay_truth.c */
+/* A holdings line: the client's answer, compared with the model now. */
+int rp_truth_feed(struct replay *rp, const struct trace_event *ev);
+/* End of the trace: closes every round and interval. */
+void rp_truth_finish(struct replay *rp);
+int rp_truth_report(struct replay *rp);
+void rp_truth_free(struct replay *rp);
+
 /* replay_out.c */
+void rp_out_iso(struct replay *rp, struct buf *o, int64_t ts);
 void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group, const char *kind,
                    const char *cid, uint64_t conn, const struct mship_group *g);
 void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered,

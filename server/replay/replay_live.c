@@ -1,285 +1,313 @@
 /* replay_live.c — see replay_live.h.
  *
- * One thread, one poll loop: between due events it reads (and counts)
- * whatever the daemon sends — replies and NOTIFYs — so the daemon never
- * sees a stalled reader, and writes queued frames. Requests go out as JSON
- * header frames (the recorded code, language, version, flag, extFields and
- * body; fresh opaques). Connect lines open sockets, close lines close them;
- * notify and route lines are the daemon's own output and are skipped.
- * Bounded: max_conns sockets, LIVE_MAX_OUT queued bytes per connection
- * (frames past it are dropped and counted).
+ * The trace drives one timer on one loop: each firing applies the lines
+ * that are due, at most LIVE_BATCH of them, so the replies and NOTIFYs the
+ * daemon sends are read between batches and it never sees a stalled
+ * reader; then it sets the timer for the next line. Each recorded channel
+ * is a connection of the remoting client (client/remoting_client.h),
+ * opened at its connect line (or first request) and closed at its close
+ * line. Requests go out as JSON header frames (the recorded code, language,
+ * version, flag, extFields and body; fresh opaques per connection). notify
+ * and route lines are the daemon's own output and are skipped. The
+ * daemon's own requests (NOTIFY and the rest) are counted, not answered. A
+ * channel the daemon closes is not reconnected: a later line of it opens a
+ * new connection. Bounded: max_conns channels, RCLIENT_MAX_OUTPUT queued
+ * bytes per connection (frames past it are dropped and counted).
  */
 #include "replay_live.h"
 
 #include "clocks.h"
 #include "err.h"
 #include "hashmap.h"
+#include "loop.h"
 #include "mem.h"
-#include "remoting_frame.h"
+#include "remoting_client.h"
 #include "replay_io.h"
 #include "request_codes.h"
 #include "trace_fmt.h"
 
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-#define LIVE_MAX_OUT ((size_t)4 << 20)
+/* Lines applied per timer firing before the sockets get a turn. */
+#define LIVE_BATCH 256
+/* After the last line: time for the last replies and NOTIFYs to arrive. */
+#define LIVE_DRAIN_MS 500
+/* A reply is counted whenever it comes before the replay ends, so requests
+ * never time out within any replay that finishes (a week). */
+#define LIVE_REPLY_WAIT_MS ((int64_t)7 * 24 * 3600 * 1000)
 
-struct lconn {
+struct live;
+
+/* One recorded channel: one connection. */
+struct chan {
+    struct live *lv;
     uint64_t id;
-    int fd;
-    struct buf out;
-    struct rmq_frame_decoder dec;
-    int32_t opaque;
+    struct rclient_conn *c; /* owned by lv->net */
+    int32_t opaque;         /* the connection's request numbers */
+    bool up;
+    uint64_t queued; /* requests counted as sent before the connect completed */
 };
 
 struct live {
-    struct addrinfo *ai;
-    struct hashmap conns; /* id -> struct lconn* */
+    const char *path, *target;
+    double speed;
     size_t max_conns;
+    struct loop *loop;
+    struct rclient *net;
+    struct hashmap chans; /* id -> struct chan* (owned) */
+    struct replay_reader r;
+    struct trace_decoder d;
+    struct trace_event ev; /* the next line, borrowed from r and d */
+    bool draining;
+    int64_t t0, w0; /* the first line's ts, and when it was applied */
+    int rc;
     uint64_t opened, failed, skipped, sent, dropped, responses, notifies, peer_closed, lines;
-    struct pollfd *pfd;
-    struct lconn **pc;
-    size_t pcap;
 };
 
-static void lconn_free(struct live *lv, struct lconn *c)
+/* Forgets ch; its connection closes before the loop sleeps. */
+static void chan_close(struct chan *ch)
 {
-    hashmap_remove(&lv->conns, &c->id, sizeof c->id);
-    close(c->fd);
-    buf_free(&c->out);
-    rmq_frame_decoder_free(&c->dec);
-    rmq_free(c);
+    (void)hashmap_remove(&ch->lv->chans, &ch->id, sizeof ch->id);
+    rclient_conn_close(ch->c);
+    rmq_free(ch);
 }
 
-static struct lconn *lconn_open(struct live *lv, uint64_t id)
+static void on_up(void *ctx, struct rclient_conn *c, bool reconnected)
 {
-    if (lv->conns.count >= lv->max_conns) {
+    (void)c;
+    (void)reconnected;
+    struct chan *ch = ctx;
+    ch->up = true;
+    ch->queued = 0;
+}
+
+/* The daemon closed the channel, or the connect failed: a failed connect
+ * counts as no connection, and what was queued on it as never sent. */
+static void on_down(void *ctx, struct rclient_conn *c, bool was_up, const char *why)
+{
+    (void)c;
+    (void)why;
+    struct chan *ch = ctx;
+    struct live *lv = ch->lv;
+    if (was_up) {
+        lv->peer_closed++;
+    } else {
+        lv->opened--;
+        lv->failed++;
+        lv->sent -= ch->queued;
+    }
+    chan_close(ch);
+}
+
+static void on_request(void *ctx, struct rclient_conn *c, const struct rmq_cmd *req)
+{
+    (void)c;
+    struct chan *ch = ctx;
+    if (req->code == RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED)
+        ch->lv->notifies++;
+}
+
+static void on_reply(void *ctx, int status, const struct rmq_cmd *resp)
+{
+    (void)resp;
+    struct live *lv = ctx;
+    if (status == 0)
+        lv->responses++;
+}
+
+static struct chan *chan_open(struct live *lv, uint64_t id)
+{
+    if (lv->chans.count >= lv->max_conns) {
         lv->skipped++;
         return NULL;
     }
-    int fd = socket(lv->ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, lv->ai->ai_addr, lv->ai->ai_addrlen) != 0) {
-        if (fd >= 0)
-            close(fd);
+    struct chan *ch = rmq_calloc(1, sizeof *ch);
+    if (!ch) {
         lv->failed++;
         return NULL;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct lconn *c = rmq_calloc(1, sizeof *c);
-    if (!c || hashmap_put(&lv->conns, &id, sizeof id, c, NULL) != 0) {
-        rmq_free(c);
-        close(fd);
+    *ch = (struct chan){.lv = lv, .id = id, .opaque = 1};
+    struct rclient_conn_handler h = {.on_request = on_request, .on_up = on_up, .ctx = ch, .on_down = on_down};
+    if (rclient_conn_new(lv->net, lv->target, &h, &ch->opaque, &ch->c) != 0) {
+        rmq_free(ch);
         lv->failed++;
         return NULL;
     }
-    c->id = id;
-    c->fd = fd;
-    buf_init(&c->out, LIVE_MAX_OUT);
-    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT, 0);
+    if (rclient_conn_connect(ch->c) != 0 || hashmap_put(&lv->chans, &ch->id, sizeof ch->id, ch, NULL) != 0) {
+        rclient_conn_close(ch->c);
+        rmq_free(ch);
+        lv->failed++;
+        return NULL;
+    }
     lv->opened++;
-    return c;
-}
-
-/* Writes what the socket takes now. -1 when the connection is gone. */
-static int flush_out(struct live *lv, struct lconn *c)
-{
-    while (buf_live(&c->out)) {
-        ssize_t n = send(c->fd, buf_head(&c->out), buf_live(&c->out), MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return 0;
-        if (n <= 0) {
-            lv->peer_closed++;
-            return -1;
-        }
-        buf_consume(&c->out, (size_t)n);
-    }
-    buf_reset(&c->out);
-    return 0;
-}
-
-/* Reads what is there and counts whole frames. -1 when the peer closed. */
-static int read_in(struct live *lv, struct lconn *c)
-{
-    uint8_t tmp[65536];
-    ssize_t n = recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return 0;
-    if (n <= 0 || rmq_frame_decoder_feed(&c->dec, tmp, (size_t)n) != 0) {
-        lv->peer_closed++;
-        return -1;
-    }
-    for (;;) {
-        struct rmq_cmd cmd;
-        rmq_cmd_init(&cmd);
-        int rc = rmq_frame_decoder_next(&c->dec, &cmd);
-        if (rc == 0) {
-            if (rmq_cmd_is_response(&cmd))
-                lv->responses++;
-            else if (cmd.code == RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED)
-                lv->notifies++;
-        }
-        rmq_cmd_clear(&cmd);
-        if (rc == RMQ_EAGAIN)
-            return 0;
-        if (rc != 0) {
-            lv->peer_closed++;
-            return -1;
-        }
-    }
-}
-
-/* Polls every connection until deadline (monotonic ms), reading and writing. */
-static void pump(struct live *lv, int64_t deadline)
-{
-    do {
-        size_t n = 0, b;
-        if (lv->pcap < lv->conns.count + 1) {
-            size_t cap = lv->conns.count + 64;
-            struct pollfd *p = rmq_realloc(lv->pfd, cap * sizeof *p);
-            struct lconn **q = p ? rmq_realloc(lv->pc, cap * sizeof *q) : NULL;
-            if (p)
-                lv->pfd = p;
-            if (!q)
-                return;
-            lv->pc = q;
-            lv->pcap = cap;
-        }
-        for (struct hashmap_entry *e = hashmap_first(&lv->conns, &b); e;
-             e = hashmap_next(&lv->conns, e, &b)) {
-            struct lconn *c = e->val;
-            lv->pfd[n] = (struct pollfd){c->fd, (short)(POLLIN | (buf_live(&c->out) ? POLLOUT : 0)), 0};
-            lv->pc[n++] = c;
-        }
-        int64_t left = deadline - rmq_mono_ms();
-        int r = poll(lv->pfd, n, left > 0 ? (int)(left < 1000 ? left : 1000) : 0);
-        for (size_t i = 0; r > 0 && i < n; i++) {
-            struct lconn *c = lv->pc[i];
-            short re = lv->pfd[i].revents;
-            if (((re & (POLLIN | POLLHUP | POLLERR)) && read_in(lv, c) != 0) ||
-                ((re & POLLOUT) && flush_out(lv, c) != 0))
-                lconn_free(lv, c);
-        }
-    } while (rmq_mono_ms() < deadline);
+    return ch;
 }
 
 static void send_request(struct live *lv, const struct trace_event *ev)
 {
-    struct lconn *c = hashmap_get(&lv->conns, &ev->conn, sizeof ev->conn);
-    if (!c && !(c = lconn_open(lv, ev->conn)))
+    struct chan *ch = hashmap_get(&lv->chans, &ev->conn, sizeof ev->conn);
+    if (!ch && !(ch = chan_open(lv, ev->conn)))
         return;
     struct rmq_cmd cmd;
-    rmq_cmd_init_request(&cmd, ev->code, ++c->opaque, ev->flag);
+    rmq_cmd_init_request(&cmd, ev->code, 0, ev->flag);
     cmd.language = ev->language;
     cmd.version = ev->cmd_version;
     int rc = ev->body_len ? rmq_cmd_set_body_copy(&cmd, ev->body, ev->body_len) : 0;
     for (size_t i = 0; rc == 0 && i < ev->next; i++)
         rc = rmq_cmd_ext_set(&cmd, ev->ext[i].key, ev->ext[i].val);
-    if (rc == 0 && (rc = rmq_frame_encode(&cmd, &c->out)) == 0)
+    if (rc == 0)
+        rc = (ev->flag & RMQ_FLAG_ONEWAY)
+                 ? rclient_conn_oneway(ch->c, &cmd)
+                 : rclient_conn_request(ch->c, &cmd, LIVE_REPLY_WAIT_MS, 0, on_reply, lv);
+    if (rc == 0) {
         lv->sent++;
-    else
+        ch->queued += !ch->up;
+    } else {
         lv->dropped++;
+    }
     rmq_cmd_clear(&cmd);
-    if (flush_out(lv, c) != 0)
-        lconn_free(lv, c);
 }
 
-static void on_event(struct live *lv, const struct trace_event *ev)
+static void apply(struct live *lv, const struct trace_event *ev)
 {
-    struct lconn *c;
+    struct chan *ch;
     switch (ev->kind) {
     case TRACE_CONNECT:
-        if (!hashmap_get(&lv->conns, &ev->conn, sizeof ev->conn))
-            lconn_open(lv, ev->conn);
+        if (!hashmap_get(&lv->chans, &ev->conn, sizeof ev->conn))
+            (void)chan_open(lv, ev->conn);
         break;
     case TRACE_REQUEST: send_request(lv, ev); break;
     case TRACE_CLOSE:
-        if ((c = hashmap_get(&lv->conns, &ev->conn, sizeof ev->conn)) != NULL) {
-            flush_out(lv, c); /* best effort: what the socket takes now, then close as recorded */
-            lconn_free(lv, c);
-        }
+        if ((ch = hashmap_get(&lv->chans, &ev->conn, sizeof ev->conn)) != NULL)
+            chan_close(ch);
         break;
     default: break; /* header, notify, route: the daemon's side */
     }
 }
 
-static int resolve(const char *target, struct addrinfo **out)
+/* Reads and decodes the next line into lv->ev: true, or false at the end
+ * (a truncated last line ends it quietly; an error is printed and sets
+ * lv->rc). */
+static bool next_line(struct live *lv)
 {
-    char host[256];
-    const char *colon = strrchr(target, ':');
-    if (!colon || (size_t)(colon - target) >= sizeof host || !colon[1])
-        return -1;
-    memcpy(host, target, (size_t)(colon - target));
-    host[colon - target] = '\0';
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    return getaddrinfo(host, colon + 1, &hints, out) == 0 ? 0 : -1;
-}
-
-/* Feeds every line at its scaled time; 0 or -1 after printing why. */
-static int run(struct live *lv, const char *path, double speed)
-{
-    struct replay_reader r;
-    struct trace_decoder d;
-    trace_decoder_init(&d);
-    int rc = replay_reader_open(&r, path), n;
     const char *line;
     size_t len;
-    bool complete, first = true;
-    int64_t t0 = 0, w0 = rmq_mono_ms();
-    while (rc == 0 && (n = replay_reader_next(&r, &line, &len, &complete)) == 1) {
-        struct trace_event ev;
-        if (trace_decode_line(&d, line, len, r.lineno, &ev) != 0) {
-            if (!complete)
-                break; /* a truncated last line */
-            fprintf(stderr, "rmqcoord replay: %s: %s\n", path, d.error);
-            rc = -1;
-            break;
+    bool complete;
+    int n = replay_reader_next(&lv->r, &line, &len, &complete);
+    if (n < 0) {
+        fprintf(stderr, "rmqcoord replay: %s: %s\n", lv->path, rmq_strerror(n));
+        lv->rc = -1;
+    }
+    if (n != 1)
+        return false;
+    if (trace_decode_line(&lv->d, line, len, lv->r.lineno, &lv->ev) != 0) {
+        if (complete) {
+            fprintf(stderr, "rmqcoord replay: %s: %s\n", lv->path, lv->d.error);
+            lv->rc = -1;
         }
-        lv->lines++;
-        if (first)
-            t0 = ev.ts, first = false;
-        pump(lv, w0 + (int64_t)((double)(ev.ts - t0) / speed));
-        on_event(lv, &ev);
+        return false;
     }
-    if (rc == 0 && n < 0) {
-        fprintf(stderr, "rmqcoord replay: %s: %s\n", path, rmq_strerror(n));
-        rc = -1;
+    if (lv->lines++ == 0)
+        lv->t0 = lv->ev.ts;
+    return true;
+}
+
+/* The trace timer: applies the due lines, then waits for the next one;
+ * after the last, waits LIVE_DRAIN_MS and stops the loop. */
+static void on_timer(struct loop *l, int id, void *ctx)
+{
+    struct live *lv = ctx;
+    if (lv->draining) {
+        loop_stop(l);
+        return;
     }
-    replay_reader_close(&r);
-    trace_decoder_free(&d);
-    return rc;
+    for (int i = 0; i < LIVE_BATCH; i++) {
+        int64_t due = lv->w0 + (int64_t)((double)(lv->ev.ts - lv->t0) / lv->speed);
+        if (due > rmq_mono_ms()) {
+            loop_timer_set(l, id, due);
+            return;
+        }
+        apply(lv, &lv->ev);
+        if (!next_line(lv)) {
+            lv->draining = true;
+            loop_timer_set(l, id, rmq_mono_ms() + LIVE_DRAIN_MS);
+            return;
+        }
+    }
+    loop_timer_set(l, id, loop_now_ms(l)); /* more lines are due: after a turn of I/O */
+}
+
+/* No rclient_tick: nothing expires within a replay and lost channels are
+ * closed, not reconnected. */
+static void before_sleep(struct loop *l, void *ctx)
+{
+    (void)l;
+    rclient_before_sleep(((struct live *)ctx)->net);
+}
+
+/* Sets up the loop and the client and reads the first line. 0, or -1
+ * after printing why. */
+static int live_start(struct live *lv)
+{
+    int rc = loop_new(&lv->loop);
+    if (rc == 0)
+        rc = rclient_new(lv->loop, &lv->net);
+    if (rc != 0) {
+        fprintf(stderr, "rmqcoord replay: %s\n", rmq_strerror(rc));
+        return -1;
+    }
+    /* A connection that is never used checks the target up front. */
+    int32_t opaque = 0;
+    struct rclient_conn_handler none = {.ctx = NULL};
+    struct rclient_conn *probe;
+    if (rclient_conn_new(lv->net, lv->target, &none, &opaque, &probe) != 0) {
+        fprintf(stderr, "rmqcoord replay: cannot resolve target %s (HOST:PORT)\n", lv->target);
+        return -1;
+    }
+    rclient_conn_close(probe);
+    if ((rc = replay_reader_open(&lv->r, lv->path)) != 0) {
+        fprintf(stderr, "rmqcoord replay: %s: %s\n", lv->path,
+                rc == RMQ_EIO ? strerror(errno) : rmq_strerror(rc));
+        lv->rc = -1;
+        return 0;
+    }
+    lv->w0 = rmq_mono_ms();
+    lv->draining = !next_line(lv);
+    rc = loop_add_timer(lv->loop, lv->draining ? LIVE_DRAIN_MS : 0, LIVE_DRAIN_MS, on_timer, lv, NULL);
+    if (rc == 0)
+        loop_set_before_sleep(lv->loop, before_sleep, lv);
+    return rc == 0 ? 0 : -1;
+}
+
+static void live_free(struct live *lv)
+{
+    rclient_free(lv->net); /* first: its pending replies still count into lv */
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&lv->chans, &b); e; e = hashmap_next(&lv->chans, e, &b))
+        rmq_free(e->val);
+    hashmap_free(&lv->chans, NULL);
+    replay_reader_close(&lv->r);
+    trace_decoder_free(&lv->d);
+    loop_free(lv->loop);
 }
 
 int replay_live_run(const char *path, const char *target, double speed, size_t max_conns, FILE *summary)
 {
-    struct live lv;
-    memset(&lv, 0, sizeof lv);
-    lv.max_conns = max_conns;
-    if (resolve(target, &lv.ai) != 0) {
-        fprintf(stderr, "rmqcoord replay: cannot resolve target %s (HOST:PORT)\n", target);
+    struct live lv = {.path = path, .target = target, .speed = speed, .max_conns = max_conns};
+    hashmap_init(&lv.chans);
+    trace_decoder_init(&lv.d);
+    int64_t start = rmq_mono_ms();
+    int rc = live_start(&lv);
+    if (rc != 0) {
+        live_free(&lv);
         return -1;
     }
-    hashmap_init(&lv.conns);
-    int64_t start = rmq_mono_ms();
-    int rc = run(&lv, path, speed);
-    pump(&lv, rmq_mono_ms() + 500); /* let the last replies and NOTIFYs arrive */
-    size_t b;
-    struct hashmap_entry *e;
-    while ((e = hashmap_first(&lv.conns, &b)) != NULL)
-        lconn_free(&lv, e->val);
-    hashmap_free(&lv.conns, NULL);
-    freeaddrinfo(lv.ai);
-    rmq_free(lv.pfd);
-    rmq_free(lv.pc);
+    if (lv.rc == 0 && (rc = loop_run(lv.loop)) != 0) {
+        fprintf(stderr, "rmqcoord replay: %s\n", rmq_strerror(rc));
+        lv.rc = -1;
+    }
+    live_free(&lv);
     fprintf(
         summary,
         "replay live: target %s speed %g: %llu line(s), %llu connection(s) opened, %llu failed, %llu skipped "
@@ -290,5 +318,5 @@ int replay_live_run(const char *path, const char *target, double speed, size_t m
         (unsigned long long)lv.failed, (unsigned long long)lv.skipped, max_conns, (unsigned long long)lv.sent,
         (unsigned long long)lv.dropped, (unsigned long long)lv.responses, (unsigned long long)lv.notifies,
         (unsigned long long)lv.peer_closed, (double)(rmq_mono_ms() - start) / 1000.0);
-    return rc;
+    return lv.rc;
 }

@@ -1,6 +1,7 @@
 /* replay_live.h — live replay: the recorded requests of a trace sent to a
- * running daemon at their recorded (scaled) times, one TCP connection per
- * recorded connection. Main thread of `rmqcoord replay --target`. */
+ * running daemon at their recorded (scaled) times, one connection of the
+ * remoting client (client/remoting_client.h) per recorded connection. Main
+ * thread of `rmqcoord replay --target`. */
 #ifndef RMQ_REPLAY_LIVE_H
 #define RMQ_REPLAY_LIVE_H
 

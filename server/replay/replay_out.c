@@ -35,7 +35,7 @@ static long long rel(const struct replay *rp, int64_t ts)
 
 /* ts as 2023-11-14T22:13:20.123Z; the formatted second is cached (the
  * timeline prints many lines a second). */
-static void put_iso(struct replay *rp, struct buf *o, int64_t ts)
+void rp_out_iso(struct replay *rp, struct buf *o, int64_t ts)
 {
     int64_t sec = ts >= 0 ? ts / 1000 : (ts - 999) / 1000, ms = ts - sec * 1000;
     if (!rp->iso_valid || rp->iso_sec != sec) {
@@ -54,7 +54,7 @@ static void put_iso(struct replay *rp, struct buf *o, int64_t ts)
 /* "ISO (+rel)". */
 static void put_when(struct replay *rp, struct buf *o, int64_t ts)
 {
-    put_iso(rp, o, ts);
+    rp_out_iso(rp, o, ts);
     buf_appendf(o, "(+%lld)", rel(rp, ts));
 }
 
@@ -128,7 +128,7 @@ static void put_prefix(struct replay *rp, const char *type, const struct rp_view
         buf_append_str(o, ",\"group\":");
         rmq_json_append_string(o, group);
     } else {
-        put_iso(rp, o, rp->now);
+        rp_out_iso(rp, o, rp->now);
         buf_append_str(o, " +");
         put_int(o, rel(rp, rp->now));
         buf_append_u8(o, ' ');
@@ -149,7 +149,7 @@ void rp_out_header(struct replay *rp)
     if (!json(rp)) {
         struct buf b;
         buf_init(&b, 0);
-        put_iso(rp, &b, rp->start_ms);
+        rp_out_iso(rp, &b, rp->start_ms);
         if (buf_terminate(&b) == 0)
             snprintf(start_iso, sizeof start_iso, "%s", (const char *)buf_head(&b));
         buf_free(&b);
@@ -251,7 +251,7 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     struct buf *o = &rp->explain;
     size_t idx = 0;
     bool listed = res && allocate_result_find(res, c->client_id, &idx) == 0;
-    put_iso(rp, o, rp->now);
+    rp_out_iso(rp, o, rp->now);
     buf_appendf(o, " +%lld %s C%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group,
                 (unsigned long long)c->seq, took ? "took" : "dropped", q->broker, (int)q->qid, reason);
     if (res) {
@@ -445,9 +445,9 @@ static void report_interval(struct replay *rp, const struct ivref *r)
         return;
     }
     buf_appendf(o, "%s %s %s %s:%d ", kind, r->q->gt->group, r->q->gt->topic, r->q->broker, (int)r->q->qid);
-    put_iso(rp, o, r->s);
+    rp_out_iso(rp, o, r->s);
     buf_append_str(o, "..");
-    put_iso(rp, o, r->e);
+    rp_out_iso(rp, o, r->e);
     buf_appendf(o, " (+%lld..+%lld) %lldms", rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s));
     if (r->iv->owners)
         buf_appendf(o, " owners=%s", r->iv->owners);
@@ -605,6 +605,17 @@ static void report_totals(struct replay *rp)
         {"inferredIgnoreNotify", (long long)s->inferred_ignore},
         {"inferredReactNotify", (long long)s->inferred_react},
         {"inferredPeriod", (long long)s->inferred_period},
+        {"holdingsSamples", (long long)s->holdings_samples},
+        {"holdingsUnanswered", (long long)s->holdings_unanswered},
+        {"holdingsRounds", (long long)s->holdings_rounds},
+        {"realOverlaps", (long long)s->real_overlaps},
+        {"realOverlapMs", (long long)s->real_overlap_ms},
+        {"realGaps", (long long)s->real_gaps},
+        {"realGapMs", (long long)s->real_gap_ms},
+        {"disagreements", (long long)s->disagreements},
+        {"disagreementMs", (long long)s->disagreement_ms},
+        {"disagreementsModel", (long long)s->dis_model},
+        {"disagreementsClient", (long long)s->dis_client},
     };
     size_t n = sizeof t / sizeof t[0];
     buf_append_str(&rp->out, json(rp) ? "{\"type\":\"totals\"" : "== totals\n");
@@ -618,7 +629,7 @@ int rp_out_report(struct replay *rp)
 {
     if (!rp->started)
         rp_out_header(rp);
-    if (report_clients(rp) != 0 || report_intervals(rp) != 0)
+    if (report_clients(rp) != 0 || report_intervals(rp) != 0 || rp_truth_report(rp) != 0)
         return RMQ_ENOMEM;
     report_totals(rp);
     return RMQ_OK;

@@ -35,7 +35,7 @@ static int cmp_queue(const void *a, const void *b)
 }
 
 /* New "C1,C3" of q's owners' labels, in label order. */
-static char *owners_string(const struct rp_queue *q)
+char *rp_owners_string(const struct rp_queue *q)
 {
     struct rp_client *tmp[64];
     size_t n = q->nowners < 64 ? q->nowners : 64;
@@ -79,14 +79,14 @@ static void eval_queue(struct replay *rp, struct rp_queue *q, bool owners_change
     q->since = rp->now;
     q->deaf = NULL;
     if (ns == RP_Q_OVERLAP) {
-        q->snapshot = owners_string(q);
+        q->snapshot = rp_owners_string(q);
         for (size_t i = 0; i < q->nowners && !q->deaf; i++)
             if (q->owners[i]->deaf)
                 q->deaf = q->owners[i]; /* it holds on until its timer: the usual cause */
     }
 }
 
-static struct rp_queue *gt_queue(struct rp_gt *gt, const char *broker, int32_t qid)
+struct rp_queue *rp_gt_queue(struct rp_gt *gt, const char *broker, int32_t qid)
 {
     for (size_t i = 0; i < gt->nq; i++)
         if (gt->queues[i]->qid == qid && !strcmp(gt->queues[i]->broker, broker))
@@ -115,7 +115,7 @@ static int gt_sync(struct replay *rp, struct rp_gt *gt)
     for (size_t i = 0; i < gt->nq; i++)
         gt->queues[i]->mark = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!(by[i] = gt_queue(gt, r->queues[i].broker_name, r->queues[i].queue_id))) {
+        if (!(by[i] = rp_gt_queue(gt, r->queues[i].broker_name, r->queues[i].queue_id))) {
             rmq_free(by);
             return RMQ_ENOMEM;
         }
@@ -190,6 +190,7 @@ static void owner_change(struct replay *rp, struct rp_client *c, struct rp_queue
         rp_ptr_push((void ***)&q->owners, &q->nowners, &q->owners_cap, c);
     else
         rp_ptr_remove((void **)q->owners, &q->nowners, c);
+    q->owners_ms = rp->now;
     eval_queue(rp, q, true);
 }
 
@@ -248,6 +249,7 @@ static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h
                 rp_out_explain(rp, c, added[i], true, reason, res);
         }
         c->n_changes++;
+        c->changed_ms = rp->now;
         rp->st.alloc_changes++;
         rp_out_alloc(rp, c, h, reason, added, na, removed, nr);
     }

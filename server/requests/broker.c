@@ -10,12 +10,59 @@
 #include "lock_requests.h"
 #include "log.h"
 #include "loop.h"
+#include "member_events.h"
+#include "notify.h"
 #include "pull_requests.h"
+#include "reply.h"
+#include "stats.h"
 #include "store.h"
 #include "trace_recorder.h"
 
 /* Channel ids collected per registry_expire call. */
 #define BROKER_EXPIRE_BATCH 256
+
+int broker_init_state(struct broker *s, const struct config *cfg)
+{
+    s->cfg = cfg;
+    s->signal_fd = -1;
+    s->next_opaque = 1000000;
+    s->wall_base_ms = rmq_wall_ms();
+    int rc = loop_new(&s->loop);
+    if (rc != 0)
+        return rc;
+    s->mono_base_ms = loop_now_ms(s->loop);
+    s->started_ms = s->wall_base_ms;
+    struct registry_hooks hooks;
+    member_events_hooks(s, &hooks);
+    registry_init(&s->reg, &hooks);
+    topics_init(&s->topics);
+    offsets_init(&s->offsets);
+    queue_locks_init(&s->locks);
+    return RMQ_OK;
+}
+
+int broker_settle_round(struct broker *s, bool commit)
+{
+    conn_set_reap(s->conns);
+    notify_flush(s);
+    int rc = RMQ_OK;
+    if (commit && store_in_batch(s->store)) {
+        s->writes_at_commit = store_write_count(s->store);
+        s->last_commit_ms = loop_now_ms(s->loop);
+        uint64_t t0 = rmq_mono_us();
+        /* Only a batch an acknowledgement depends on waits for fsync. */
+        rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
+        if (rc != 0) {
+            log_error("store: commit failed: %s", store_errmsg(s->store));
+            member_events_need_snapshots(s);
+            s->stats.commit_failures++;
+        }
+        stats_histogram_add(&s->stats.commit, rmq_mono_us() - t0);
+    }
+    reply_release_held(s, rc == RMQ_OK);
+    conn_set_flush(s->conns);
+    return rc;
+}
 
 int64_t broker_now_ms(const struct broker *s)
 {

@@ -51,6 +51,7 @@ struct held_ack {
 struct broker {
     const struct config *cfg;
     struct loop *loop;
+    int notify_timer; /* wakes the loop when a postponed NOTIFY falls due */
     struct conn_set *conns;
     int listen_fds[CONFIG_MAX_LISTEN];
     char listen_addrs[CONFIG_MAX_LISTEN][300];
@@ -93,6 +94,19 @@ struct broker {
     struct json_t *group_configs;
     int64_t group_configs_version; /* changes since start (201's dataVersion) */
 };
+
+/* The state every broker starts from, on s (zeroed by the caller): cfg, the
+ * loop and its clocks, the registry with member_events' hooks, topics,
+ * offsets and queue locks; no connections, store or listeners yet. RMQ_OK
+ * or loop_new's error. */
+int broker_init_state(struct broker *s, const struct config *cfg);
+
+/* One round of what the loop does before it sleeps: reaps closed
+ * connections, sends the NOTIFYs that fell due, commits the open batch when
+ * commit is set (fsynced only when a held reply waits on it), releases the
+ * held replies by the commit's fate, and flushes output. The commit's
+ * result (RMQ_OK when none). */
+int broker_settle_round(struct broker *s, bool commit);
 
 /* Wall-clock milliseconds that never go backwards (wall time at start plus
  * monotonic elapsed, or the virtual clock): timestamps for members, events

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "err.h"
 #include "log.h"
+#include "loop.h"
 #include "mem.h"
 #include "notify_policy.h"
 #include "pull_requests.h"
@@ -157,7 +158,7 @@ static void schedule_notify(struct broker *s, struct reg_group *g, enum notify_c
                      ? change != NOTIFY_CHANGE_EXPIRE || s->cfg->notify_on_expiry
                      : notify_policy_marks(&g->g, change, s->cfg->notify_on_expiry);
     if (marks)
-        registry_mark_notify(&s->reg, g);
+        registry_mark_notify_at(&s->reg, g, loop_now_ms(s->loop));
 }
 
 void member_events_mark_notify(struct broker *s, struct reg_group *g)

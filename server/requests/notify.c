@@ -1,5 +1,7 @@
 /* notify.c — NOTIFY_CONSUMER_IDS_CHANGED fan-out. Groups flagged during an
- * iteration get one NOTIFY each (coalesced), encoded once and queued to every
+ * iteration get one NOTIFY each (coalesced) when it is due
+ * (notify_policy_due_ms: at once when the loop is idle, after a backlog or
+ * a --notify-coalesce-ms window otherwise), encoded once and queued to every
  * live channel of the group, the new member included (PROTOCOL: docs/protocol.md §4.4). It is
  * oneway: no reply is expected or awaited. Held pulls of the group are
  * answered at the same time so clients re-pull against the new view.
@@ -8,6 +10,7 @@
 #include "broker.h"
 #include "conn.h"
 #include "log.h"
+#include "loop.h"
 #include "notify_policy.h"
 #include "pull_requests.h"
 #include "remoting_frame.h"
@@ -43,7 +46,9 @@ static void notify_group(struct broker *s, struct reg_group *g)
 
 void notify_flush(struct broker *s)
 {
-    struct reg_group *g = registry_take_pending(&s->reg);
+    int64_t next_due; /* before_sleep asks registry_next_due after every round */
+    struct reg_group *g = registry_take_due(&s->reg, loop_now_ms(s->loop), s->cfg->notify_coalesce_ms,
+                                            loop_backlogged(s->loop), &next_due);
     while (g) {
         struct reg_group *next = g->next_pending;
         notify_group(s, g);

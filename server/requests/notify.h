@@ -4,8 +4,8 @@
 
 #include "broker.h"
 
-/* Sends one NOTIFY per group flagged since the last call, to every live
- * channel of the group. */
+/* Sends one NOTIFY per flagged group whose NOTIFY is due
+ * (registry_take_due), to every live channel of the group. */
 void notify_flush(struct broker *s);
 
 #endif

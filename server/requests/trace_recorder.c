@@ -1,4 +1,4 @@
-/* trace.c — the heartbeat-trace recorder (see trace.h, docs/trace-format.md).
+/* trace_recorder.c — the heartbeat-trace recorder (see trace.h, docs/trace-format.md).
  *
  * Lines are encoded at once (common/trace_fmt) into one in-memory buffer and
  * written by trace_recorder_flush, which the daemon runs from a 1 s timer
@@ -13,6 +13,7 @@
  */
 #include "trace_recorder.h"
 
+#include "body_json.h"
 #include "err.h"
 #include "log.h"
 #include "mem.h"
@@ -192,4 +193,36 @@ void trace_record_close(struct trace_recorder *rec, int64_t now_ms, uint64_t con
     struct trace_event ev = {
         .kind = TRACE_CLOSE, .ts = now_ms, .conn = conn_id, .peer = peer, .reason = reason};
     record(rec, &ev);
+}
+
+void trace_record_holdings(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer,
+                           const char *group, const char *client_id, int64_t asked_ms,
+                           const struct rmq_mq *mqs, size_t n, const char *reason)
+{
+    if (!rec)
+        return;
+    bool answered = !reason;
+    if (!answered || !mqs)
+        n = 0;
+    struct trace_mq small[64], *q = small;
+    if (n > 64 && !(q = rmq_calloc(n, sizeof *q))) {
+        rec->dropped++;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        q[i] = (struct trace_mq){mqs[i].topic, mqs[i].broker_name, mqs[i].queue_id};
+    struct trace_event ev = {.kind = TRACE_HOLDINGS,
+                             .ts = now_ms,
+                             .conn = conn_id,
+                             .peer = peer,
+                             .group = group,
+                             .client_id = client_id,
+                             .asked = asked_ms,
+                             .queues = q,
+                             .nqueues = n,
+                             .answered = answered,
+                             .reason = reason};
+    record(rec, &ev);
+    if (q != small)
+        rmq_free(q);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct trace_recorder;
+struct rmq_mq;
 
 /* Opens (appending) path and writes the header line (format version, the
  * start time). New *out owned by the caller (trace_recorder_close). */
@@ -42,5 +43,11 @@ void trace_record_request(struct trace_recorder *rec, int64_t now_ms, uint64_t c
 void trace_record_notify(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *group);
 void trace_record_close(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer,
                         const char *reason);
+/* What client_id (on conn_id) answered to a GET_CONSUMER_RUNNING_INFO for
+ * group asked at asked_ms (--record-holdings-ms): with reason NULL it held
+ * mqs[0..n); else it gave no holdings and reason says why ("no answer", ...). */
+void trace_record_holdings(struct trace_recorder *rec, int64_t now_ms, uint64_t conn_id, const char *peer,
+                           const char *group, const char *client_id, int64_t asked_ms,
+                           const struct rmq_mq *mqs, size_t n, const char *reason);
 
 #endif

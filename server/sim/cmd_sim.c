@@ -24,7 +24,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #define SIM_TICK_MS 50
@@ -94,8 +93,6 @@ static void unregister(struct sim *sim, struct rclient_conn *conn, const char *i
 
 static void on_stop_deadline(struct loop *l, int id, void *ctx)
 {
-    (void)id;
-    (void)ctx;
     loop_stop(l);
 }
 
@@ -126,18 +123,12 @@ static void begin_shutdown(struct sim *sim)
 
 static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
 {
-    (void)l;
-    (void)events;
-    struct signalfd_siginfo si;
-    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
-        log_info("sim: signal %u: shutting down", si.ssi_signo);
+    (void)proc_read_stop_signals(fd, "sim: ");
     begin_shutdown(ctx);
 }
 
 static void on_duration(struct loop *l, int id, void *ctx)
 {
-    (void)l;
-    (void)id;
     begin_shutdown(ctx);
 }
 
@@ -145,7 +136,6 @@ static void on_duration(struct loop *l, int id, void *ctx)
  * printing nothing and exiting 0 as if all went well. */
 static void on_connect_deadline(struct loop *l, int id, void *ctx)
 {
-    (void)id;
     struct sim *sim = ctx;
     if (rclient_stats(sim->net)->connects > 0)
         return;
@@ -159,14 +149,11 @@ static void on_connect_deadline(struct loop *l, int id, void *ctx)
 
 static void on_tick(struct loop *l, int id, void *ctx)
 {
-    (void)l;
-    (void)id;
     rclient_tick(((struct sim *)ctx)->net);
 }
 
 static void before_sleep(struct loop *l, void *ctx)
 {
-    (void)l;
     rclient_before_sleep(((struct sim *)ctx)->net);
 }
 
@@ -255,11 +242,8 @@ int cmd_sim_main(int argc, char **argv)
 {
     static struct sim_config cfg;
     int rc = sim_config_parse(&cfg, argc, argv);
-    if (rc == 1)
-        return 0;
-    if (rc != 0)
-        return 2;
-    proc_init(cfg.log_level);
+    if ((rc = proc_start(rc, cfg.log_level)) >= 0)
+        return rc;
     (void)proc_raise_fd_limit(); /* the old limit still works for small runs */
     int sfd = proc_stop_signal_fd();
     static struct sim sim;

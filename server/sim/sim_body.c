@@ -55,15 +55,13 @@ int sim_holdings_line_encode(struct buf *out, int64_t t_ms, const char *client_i
                              const struct allocate_queue *qs, size_t n, const char *reason)
 {
     size_t mark = buf_live(out);
-    int rc = buf_appendf(out, "{\"t\":%" PRId64 ",\"clientId\":", t_ms);
+    int rc = buf_appendf(out, "{\"t\":%" PRId64 ",", t_ms);
     if (!rc)
-        rc = rmq_json_append_string(out, client_id);
+        rc = rmq_json_append_kv_str(out, "clientId", client_id, ',');
     if (!rc)
-        rc = buf_append_str(out, ",\"topic\":");
+        rc = rmq_json_append_kv_str(out, "topic", topic, ',');
     if (!rc)
-        rc = rmq_json_append_string(out, topic);
-    if (!rc)
-        rc = buf_append_str(out, ",\"queues\":[");
+        rc = buf_append_str(out, "\"queues\":[");
     for (size_t i = 0; !rc && i < n; i++) {
         rc = buf_append_str(out, i ? ",{\"brokerName\":" : "{\"brokerName\":");
         if (!rc)
@@ -72,12 +70,8 @@ int sim_holdings_line_encode(struct buf *out, int64_t t_ms, const char *client_i
             rc = buf_appendf(out, ",\"queueId\":%" PRId32 "}", qs[i].queue_id);
     }
     if (!rc)
-        rc = buf_append_str(out, "],\"reason\":");
+        rc = buf_append_str(out, "],");
     if (!rc)
-        rc = rmq_json_append_string(out, reason);
-    if (!rc)
-        rc = buf_append_u8(out, '}');
-    if (rc)
-        out->len = out->pos + mark;
-    return rc;
+        rc = rmq_json_append_kv_str(out, "reason", reason, 0);
+    return rmq_json_end_object(out, mark, rc);
 }

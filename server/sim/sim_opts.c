@@ -3,6 +3,7 @@
  * Main thread, before the loop starts. */
 #include "sim.h"
 
+#include "cli_opts.h"
 #include "client_defaults.h"
 #include "err.h"
 #include "log.h"
@@ -11,73 +12,39 @@
 #include "remoting_cmd.h"
 #include "rmq_version.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-    OPT_NAMESRV = 256,
-    OPT_GROUP,
-    OPT_TOPIC,
-    OPT_CLIENTS,
-    OPT_PREFIX,
-    OPT_CLIENT_ID,
-    OPT_PER_CONN,
-    OPT_STRATEGY,
-    OPT_VNODES,
-    OPT_IDCS,
-    OPT_INNER,
-    OPT_BROKER_ROOMS,
-    OPT_CONSUMER_ROOMS,
-    OPT_CONFIG_QUEUES,
-    OPT_HEARTBEAT,
-    OPT_REBALANCE,
-    OPT_ROUTE,
-    OPT_PERSIST,
-    OPT_DURATION,
-    OPT_CONNECT_TIMEOUT,
-    OPT_PRINT_VERSION,
-    OPT_VERSION,
-    OPT_LANGUAGE,
-    OPT_BROADCAST,
-    OPT_NO_NOTIFY,
-    OPT_QUIET,
-    OPT_LOG_LEVEL,
-    OPT_HELP,
-};
-
-static const struct option long_options[] = {
-    {"namesrv", required_argument, NULL, OPT_NAMESRV},
-    {"group", required_argument, NULL, OPT_GROUP},
-    {"topic", required_argument, NULL, OPT_TOPIC},
-    {"clients", required_argument, NULL, OPT_CLIENTS},
-    {"client-prefix", required_argument, NULL, OPT_PREFIX},
-    {"client-id", required_argument, NULL, OPT_CLIENT_ID},
-    {"clients-per-conn", required_argument, NULL, OPT_PER_CONN},
-    {"strategy", required_argument, NULL, OPT_STRATEGY},
-    {"virtual-nodes", required_argument, NULL, OPT_VNODES},
-    {"consumer-idcs", required_argument, NULL, OPT_IDCS},
-    {"inner", required_argument, NULL, OPT_INNER},
-    {"broker-rooms", required_argument, NULL, OPT_BROKER_ROOMS},
-    {"consumer-rooms", required_argument, NULL, OPT_CONSUMER_ROOMS},
-    {"config-queues", required_argument, NULL, OPT_CONFIG_QUEUES},
-    {"heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT},
-    {"rebalance-ms", required_argument, NULL, OPT_REBALANCE},
-    {"route-ms", required_argument, NULL, OPT_ROUTE},
-    {"persist-ms", required_argument, NULL, OPT_PERSIST},
-    {"duration-ms", required_argument, NULL, OPT_DURATION},
-    {"client-version", required_argument, NULL, OPT_VERSION},
-    {"version", no_argument, NULL, OPT_PRINT_VERSION},
-    {"connect-timeout-ms", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-    {"language", required_argument, NULL, OPT_LANGUAGE},
-    {"broadcast", no_argument, NULL, OPT_BROADCAST},
-    {"no-notify", no_argument, NULL, OPT_NO_NOTIFY},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
+#define SIM_OPTIONS(X)                                                                                       \
+    X(OPT_NAMESRV, "namesrv", required_argument)                                                             \
+    X(OPT_GROUP, "group", required_argument)                                                                 \
+    X(OPT_TOPIC, "topic", required_argument)                                                                 \
+    X(OPT_CLIENTS, "clients", required_argument)                                                             \
+    X(OPT_PREFIX, "client-prefix", required_argument)                                                        \
+    X(OPT_CLIENT_ID, "client-id", required_argument)                                                         \
+    X(OPT_PER_CONN, "clients-per-conn", required_argument)                                                   \
+    X(OPT_STRATEGY, "strategy", required_argument)                                                           \
+    X(OPT_VNODES, "virtual-nodes", required_argument)                                                        \
+    X(OPT_IDCS, "consumer-idcs", required_argument)                                                          \
+    X(OPT_INNER, "inner", required_argument)                                                                 \
+    X(OPT_BROKER_ROOMS, "broker-rooms", required_argument)                                                   \
+    X(OPT_CONSUMER_ROOMS, "consumer-rooms", required_argument)                                               \
+    X(OPT_CONFIG_QUEUES, "config-queues", required_argument)                                                 \
+    X(OPT_HEARTBEAT, "heartbeat-ms", required_argument)                                                      \
+    X(OPT_REBALANCE, "rebalance-ms", required_argument)                                                      \
+    X(OPT_ROUTE, "route-ms", required_argument)                                                              \
+    X(OPT_PERSIST, "persist-ms", required_argument)                                                          \
+    X(OPT_DURATION, "duration-ms", required_argument)                                                        \
+    X(OPT_VERSION, "client-version", required_argument)                                                      \
+    X(OPT_PRINT_VERSION, "version", no_argument)                                                             \
+    X(OPT_CONNECT_TIMEOUT, "connect-timeout-ms", required_argument)                                          \
+    X(OPT_LANGUAGE, "language", required_argument)                                                           \
+    X(OPT_BROADCAST, "broadcast", no_argument)                                                               \
+    X(OPT_NO_NOTIFY, "no-notify", no_argument)                                                               \
+    X(OPT_QUIET, "quiet", no_argument)                                                                       \
+    X(OPT_LOG_LEVEL, "log-level", required_argument)                                                         \
+    X(OPT_HELP, "help", no_argument)
 
 static void usage(FILE *out)
 {
@@ -263,6 +230,8 @@ static int parse_inner(struct sim_config *cfg, const char *arg)
     cfg->alloc.inner = s;
     return RMQ_OK;
 }
+
+CLI_OPTS(SIM_OPTIONS, long_options);
 
 static int parse_numbers(struct sim_config *cfg, int opt, const char *arg)
 {

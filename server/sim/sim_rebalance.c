@@ -120,14 +120,16 @@ int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct
     memset(d, 0, sizeof *d);
     size_t n = nold + nnew;
     struct tagged *t = rmq_calloc(n ? n : 1, sizeof *t);
-    d->removed = rmq_calloc(nold ? nold : 1, sizeof *d->removed);
-    d->added = rmq_calloc(nnew ? nnew : 1, sizeof *d->added);
-    d->old_of_new = rmq_calloc(nnew ? nnew : 1, sizeof *d->old_of_new);
-    if (!t || !d->removed || !d->added || !d->old_of_new) {
+    /* One block for the three lists (removed first: sim_diff_clear frees it). */
+    size_t cells = nold + 2 * nnew;
+    d->removed = rmq_calloc(cells ? cells : 1, sizeof *d->removed);
+    if (!t || !d->removed) {
         rmq_free(t);
         sim_diff_clear(d);
         return RMQ_ENOMEM;
     }
+    d->added = d->removed + nold;
+    d->old_of_new = d->added + nnew;
     for (size_t i = 0; i < nold; i++)
         t[i] = (struct tagged){old[i], i, 0};
     for (size_t i = 0; i < nnew; i++)
@@ -145,7 +147,5 @@ void sim_diff_clear(struct sim_diff *d)
     if (!d)
         return;
     rmq_free(d->removed);
-    rmq_free(d->added);
-    rmq_free(d->old_of_new);
     memset(d, 0, sizeof *d);
 }

@@ -38,7 +38,7 @@ int sim_rebalance_allocate(const struct allocate_options *opt, const char *topic
 /* Which held queues are gone and which new ones are added. Indexes point
  * into the old and new arrays; both lists ascend. */
 struct sim_diff {
-    size_t *removed; /* indexes into old */
+    size_t *removed; /* indexes into old; owns the block added and old_of_new point into */
     size_t nremoved;
     size_t *added; /* indexes into new */
     size_t nadded;

@@ -14,9 +14,9 @@
  */
 #include "store_read.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -641,19 +641,26 @@ static void extra_done(sqlite3_stmt *st)
     (void)sqlite3_clear_bindings(st);
 }
 
+/* Ends a one-integer query of st whose last step gave rc: *out gets the
+ * value. 0, or the error (said in err, what naming the query). */
+static int extra_int64(struct store_reader *r, sqlite3_stmt *st, int rc, const char *what, int64_t *out,
+                       char *err, size_t errlen)
+{
+    int e = 0;
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
+    else
+        e = sqlite_err(r->db, rc, what, err, errlen);
+    extra_done(st);
+    return e;
+}
+
 int store_reader_last_event_id(struct store_reader *r, int64_t *out, char *err, size_t errlen)
 {
     sqlite3_stmt *st = extra_stmt(r, RX_LAST_ID, err, errlen);
     if (!st)
         return RMQ_EIO;
-    int rc = sqlite3_step(st);
-    int e = 0;
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(st, 0);
-    else
-        e = sqlite_err(r->db, rc, "last event id", err, errlen);
-    extra_done(st);
-    return e;
+    return extra_int64(r, st, sqlite3_step(st), "last event id", out, err, errlen);
 }
 
 /* See store_read.h. */
@@ -769,11 +776,5 @@ int store_reader_count_events(struct store_reader *r, const char *group, const c
         rc = sqlite3_bind_int64(st, 3, since_ms);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
-    int e = 0;
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(st, 0);
-    else
-        e = sqlite_err(r->db, rc, "count events", err, errlen);
-    extra_done(st);
-    return e;
+    return extra_int64(r, st, rc, "count events", out, err, errlen);
 }

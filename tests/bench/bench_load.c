@@ -5,7 +5,9 @@
  * Modes (what each connection sends):
  *   hb      HEART_BEAT with -g ConsumerData (groups PREFIX0..PREFIX{g-1}),
  *           one clientID per connection; with -s S, connection i names
- *           the groups PREFIX{(i%S)*g}.. instead (S disjoint sets)
+ *           the groups PREFIX{(i%S)*g}.. instead (S disjoint sets); with -a
+ *           every other heartbeat of a connection is one space longer, so
+ *           its bytes differ and the daemon parses it, though nothing changes
  *   route   GET_ROUTEINFO_BY_TOPIC, cycling over topics T0..T{t-1}
  *   list    GET_CONSUMER_LIST_BY_GROUP for group -q
  *   hold    phase 1: connect and send a heartbeat with no groups; phase 2
@@ -79,13 +81,17 @@ int fail_errno(const char *what)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: bench_load hb|route|list|hold|notify [-c conns] [-w window] [-d secs] [-W warmup]\n"
+            "usage: bench_load hb|route|list|hold|notify|storm [-c conns] [-w window] [-d secs] [-W warmup]\n"
             "       [-n max_requests] [-g groups] [-G group_prefix] [-t topics] [-q group] [-m members]\n"
             "       [-r repeats] [-i id_prefix] [-T setup_timeout] [-s group_sets] [-R rate] [-P usec] "
             "HOST:PORT\n"
             "  -R rate  open loop (hb|route|list): rate requests/s in total, round-robin over the\n"
             "           connections on a timer regardless of replies (-w is then ignored)\n"
-            "  -P usec  closed loop, paced: a connection sends at most once per usec microseconds\n");
+            "  -P usec  closed loop, paced: a connection sends at most once per usec microseconds\n"
+            "  -k join|close|expire  storm kind; -x ms the daemon's --channel-expiry-ms (expire);\n"
+            "           -Q ms the quiet time that ends a storm (default 500; longer than the daemon's\n"
+            "           --notify-coalesce-ms)\n"
+            "  -a       hb: alternate two byte-different forms of each heartbeat (parsed, no change)\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -102,7 +108,9 @@ static int parse_args(int argc, char **argv)
                           .span = 1,
                           .group_prefix = "G",
                           .list_group = "G0",
-                          .id_prefix = "b"};
+                          .id_prefix = "b",
+                          .expiry_s = 2.0,
+                          .quiet_s = 0.5};
     if (argc < 3)
         return RMQ_EINVAL;
     const char *m = argv[1];
@@ -111,11 +119,17 @@ static int parse_args(int argc, char **argv)
                  : !strcmp(m, "list")   ? M_LIST
                  : !strcmp(m, "hold")   ? M_HOLD
                  : !strcmp(m, "notify") ? M_NOTIFY
+                 : !strcmp(m, "storm")  ? M_STORM
                                         : (enum mode) - 1;
     if ((int)g_opt.mode < 0)
         return RMQ_EINVAL;
     int i = 2;
     for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+        if (argv[i][1] == 'a') { /* the one flag without a value */
+            g_opt.alternate = true;
+            i--;
+            continue;
+        }
         const char *v = argv[i + 1];
         switch (argv[i][1]) {
         case 'c': g_opt.conns = atoi(v); break;
@@ -134,6 +148,16 @@ static int parse_args(int argc, char **argv)
         case 's': g_opt.span = atoi(v); break;
         case 'R': g_opt.rate = atof(v); break;
         case 'P': g_opt.pause = atof(v) / 1e6; break;
+        case 'x': g_opt.expiry_s = atof(v) / 1e3; break;
+        case 'Q': g_opt.quiet_s = atof(v) / 1e3; break;
+        case 'k':
+            g_opt.storm = !strcmp(v, "join")     ? STORM_JOIN
+                          : !strcmp(v, "close")  ? STORM_CLOSE
+                          : !strcmp(v, "expire") ? STORM_EXPIRE
+                                                 : (enum storm_kind) - 1;
+            if ((int)g_opt.storm < 0)
+                return RMQ_EINVAL;
+            break;
         default: return RMQ_EINVAL;
         }
     }
@@ -150,8 +174,9 @@ static int parse_args(int argc, char **argv)
     if (g_opt.conns < 1 || g_opt.conns >= MAX_CONNS || g_opt.members < 1 || g_opt.members >= MAX_CONNS ||
         g_opt.window < 1 || g_opt.window > MAX_WINDOW || g_opt.topics < 1 || g_opt.duration <= 0 ||
         g_opt.duration > 600 || g_opt.groups < 0 || g_opt.repeats < 1 || g_opt.span < 1 || g_opt.rate < 0 ||
-        g_opt.pause < 0 || g_opt.pause > 10 || g_opt.rate > 1e7 ||
-        (g_opt.rate > 0 && (g_opt.mode == M_HOLD || g_opt.mode == M_NOTIFY)))
+        g_opt.pause < 0 || g_opt.pause > 10 || g_opt.rate > 1e7 || g_opt.expiry_s <= 0 ||
+        g_opt.expiry_s > 600 ||
+        (g_opt.rate > 0 && (g_opt.mode == M_HOLD || g_opt.mode == M_NOTIFY || g_opt.mode == M_STORM)))
         return RMQ_EINVAL;
     return 0;
 }
@@ -181,6 +206,7 @@ int main(int argc, char **argv)
     switch (g_opt.mode) {
     case M_HOLD: rc = run_hold(); break;
     case M_NOTIFY: rc = run_notify(); break;
+    case M_STORM: rc = run_storm(); break;
     default: rc = run_closed_loop(); break;
     }
     for (int i = 0; i < g_nconns; i++)

@@ -50,7 +50,8 @@ static const struct buf *next_request(struct lconn *c)
 {
     if (g_opt.mode == M_ROUTE)
         return &g_route_reqs[c->next_topic++ % (unsigned)g_opt.topics];
-    return c->req;
+    c->flip = !c->flip;
+    return c->req_alt && c->flip ? c->req_alt : c->req;
 }
 
 /* Queues requests until the window is full (while sending is on). */
@@ -95,12 +96,14 @@ static void on_frame(struct lconn *c, const uint8_t *f, size_t total, double now
     long flag = hl + 8 <= total ? header_flag(f + 8, hl) : -1;
     if (flag < 0 || !(flag & RMQ_FLAG_RESPONSE)) {
         g_st.notifies++;
+        c->last_notify_ts = now;
         if (!c->notified) {
             c->notified = true;
             c->notify_ts = now;
         }
         return;
     }
+    c->last_reply_ts = now;
     if (c->outstanding == 0)
         return; /* unsolicited response: ignore */
     double sent = c->sent[c->head];

@@ -18,7 +18,8 @@
 #define READ_CHUNK 65536
 #define DRAIN_S 3.0 /* longest wait for outstanding replies after the deadline */
 
-enum mode { M_HB, M_ROUTE, M_LIST, M_HOLD, M_NOTIFY };
+enum mode { M_HB, M_ROUTE, M_LIST, M_HOLD, M_NOTIFY, M_STORM };
+enum storm_kind { STORM_JOIN, STORM_CLOSE, STORM_EXPIRE };
 
 struct opts {
     enum mode mode;
@@ -29,19 +30,27 @@ struct opts {
     double rate;  /* > 0: open loop, total requests per second */
     double pause; /* > 0: closed loop, a connection sends at most once per pause seconds */
     long max_requests;
+    enum storm_kind storm;
+    bool alternate;  /* hb -a: every other heartbeat of a connection differs by a space */
+    double expiry_s; /* storm expire: the daemon's --channel-expiry-ms, in seconds */
+    double quiet_s;  /* storm: no frame for this long ends it (-Q ms) */
     const char *group_prefix, *list_group, *id_prefix;
 };
 
 struct lconn {
     int fd;
     struct buf in, out;
-    const struct buf *req;   /* borrowed template of this connection (hb, list) */
+    const struct buf *req;     /* borrowed template of this connection (hb, list) */
+    const struct buf *req_alt; /* hb -a: the other template, sent every other time */
+    bool flip;
     double sent[MAX_WINDOW]; /* send times of outstanding requests, FIFO ring */
     int head, outstanding;
     unsigned next_topic;
     bool write_armed, notified;
     double notify_ts;
-    double next_send_at; /* with -P: not before this time */
+    double last_notify_ts; /* arrival of the latest NOTIFY (storm) */
+    double last_reply_ts;  /* arrival of the latest response (storm) */
+    double next_send_at;   /* with -P: not before this time */
 };
 
 struct stats {
@@ -82,6 +91,10 @@ int encode_request(int32_t code, const char *k, const char *v, const char *body,
                    struct buf *out);
 /* A HeartbeatData body naming ngroups groups PREFIX{first}.., each subscribed to "T". */
 int heartbeat_frame(const char *client_id, const char *prefix, int first, int ngroups, struct buf *out);
+/* heartbeat_frame with pad spaces before the body's last brace: the same
+ * heartbeat in other bytes. */
+int heartbeat_frame_padded(const char *client_id, const char *prefix, int first, int ngroups, int pad,
+                           struct buf *out);
 
 /* bench_load_conns.c: connections and the event loop */
 /* Writes what is queued; arms EPOLLOUT only when the socket is full. */
@@ -109,5 +122,8 @@ int one_round(double max_s);
 int run_closed_loop(void);
 int run_hold(void);
 int run_notify(void);
+
+/* bench_load_storm.c */
+int run_storm(void);
 
 #endif

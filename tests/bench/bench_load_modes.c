@@ -15,6 +15,26 @@
 #include <time.h>
 #include <unistd.h>
 
+/* hb -a: the second template of each connection (owned here, freed at exit). */
+static struct buf *g_alt;
+
+static int build_alt_templates(void)
+{
+    g_alt = rmq_calloc((size_t)g_opt.conns, sizeof *g_alt);
+    if (!g_alt)
+        return RMQ_ENOMEM;
+    for (int i = 0; i < g_opt.conns; i++) {
+        char cid[96];
+        snprintf(cid, sizeof cid, "127.0.0.1@%s-%d", g_opt.id_prefix, i);
+        int rc = heartbeat_frame_padded(cid, g_opt.group_prefix, (i % g_opt.span) * g_opt.groups,
+                                        g_opt.groups, 1, &g_alt[i]);
+        if (rc != 0)
+            return rc;
+        g_conns[i].req_alt = &g_alt[i];
+    }
+    return 0;
+}
+
 static int build_templates(struct buf **per_conn_out)
 {
     struct buf *t = rmq_calloc((size_t)g_opt.conns, sizeof *t);
@@ -39,6 +59,12 @@ static int build_templates(struct buf **per_conn_out)
     return 0;
 }
 
+/* -n: every request sent and answered. */
+static bool max_requests_done(void)
+{
+    return g_opt.max_requests > 0 && !g_sending && all_idle();
+}
+
 int run_closed_loop(void)
 {
     if (g_opt.mode == M_ROUTE) {
@@ -61,6 +87,8 @@ int run_closed_loop(void)
         /* Join every group first so the measured phase is re-heartbeats only. */
         g_measure_from = g_measure_to = 0;
         rc = one_round(g_opt.setup_timeout);
+        if (rc == 0 && g_opt.alternate)
+            rc = build_alt_templates();
         if (rc == 0)
             rc = wait_quiet(0.2, 5.0);
         if (rc == 0)
@@ -96,7 +124,10 @@ int run_closed_loop(void)
         }
     }
     if (rc == 0)
-        rc = run_loop(g_measure_to, NULL);
+        rc = run_loop(g_measure_to, max_requests_done);
+    double secs = g_opt.duration;
+    if (max_requests_done()) /* -n reached before -d: the rate is over the time it took */
+        secs = now_s() - g_measure_from > 0 ? now_s() - g_measure_from : now_s() - start;
     g_sending = false;
     if (g_tfd >= 0) {
         (void)epoll_ctl(g_epfd, EPOLL_CTL_DEL, g_tfd, NULL);
@@ -107,7 +138,6 @@ int run_closed_loop(void)
         rc = run_loop(now_s() + DRAIN_S, all_idle);
     if (rc != 0)
         return rc;
-    double secs = g_opt.duration;
     printf(
         "RESULT mode=%s conns=%d window=%d requests=%llu secs=%.2f rate=%.0f resp_bytes=%.0f notifies=%llu",
         g_opt.mode == M_HB      ? "hb"
@@ -124,6 +154,10 @@ int run_closed_loop(void)
     for (int i = 0; tmpl && i < g_opt.conns; i++)
         buf_free(&tmpl[i]);
     rmq_free(tmpl);
+    for (int i = 0; g_alt && i < g_opt.conns; i++)
+        buf_free(&g_alt[i]);
+    rmq_free(g_alt);
+    g_alt = NULL;
     return 0;
 }
 

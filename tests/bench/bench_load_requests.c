@@ -26,6 +26,12 @@ int encode_request(int32_t code, const char *k, const char *v, const char *body,
 /* A HeartbeatData body naming ngroups groups PREFIX{first}.., each subscribed to "T". */
 int heartbeat_frame(const char *client_id, const char *prefix, int first, int ngroups, struct buf *out)
 {
+    return heartbeat_frame_padded(client_id, prefix, first, ngroups, 0, out);
+}
+
+int heartbeat_frame_padded(const char *client_id, const char *prefix, int first, int ngroups, int pad,
+                           struct buf *out)
+{
     struct buf body;
     buf_init(&body, 0);
     int rc = buf_appendf(&body, "{\"clientID\":\"%s\",\"consumerDataSet\":[", client_id);
@@ -39,7 +45,11 @@ int heartbeat_frame(const char *client_id, const char *prefix, int first, int ng
             "\"unitMode\":false}",
             i ? "," : "", prefix, first + i);
     if (rc == 0)
-        rc = buf_append_str(&body, "],\"producerDataSet\":[]}");
+        rc = buf_append_str(&body, "],\"producerDataSet\":[]");
+    for (int i = 0; rc == 0 && i < pad; i++)
+        rc = buf_append_u8(&body, ' ');
+    if (rc == 0)
+        rc = buf_append_u8(&body, '}');
     if (rc == 0)
         rc = encode_request(34, NULL, NULL, (const char *)buf_head(&body), buf_live(&body), out);
     buf_free(&body);

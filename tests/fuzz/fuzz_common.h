@@ -9,6 +9,8 @@
 #ifndef RMQ_FUZZ_COMMON_H
 #define RMQ_FUZZ_COMMON_H
 
+#include "buf.h"
+#include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
 
@@ -170,6 +172,151 @@ static inline bool fuzz_cmd_equal(const struct rmq_cmd *a, const struct rmq_cmd 
 static inline bool fuzz_cmd_is_empty(const struct rmq_cmd *c)
 {
     return c->remark == NULL && c->ext == NULL && c->ext_len == 0 && c->body == NULL && c->body_len == 0;
+}
+
+/* A decoder of objects of one type, seen through void pointers, for the
+ * checks every target makes of it (fuzz_decode_checks); FUZZ_DECODER
+ * defines one from typed functions. An object starts zeroed (or
+ * rmq_cmd_init'ed); the decoder fills it or leaves it empty. */
+struct fuzz_decoder {
+    int (*decode)(const uint8_t *p, size_t n, void *obj, char *err, size_t errlen);
+    /* What runs with one allocation failed on purpose, and where that
+     * failure falls (fuzz_fail_point or fuzz_fail_point_after_json). */
+    int (*decode_faulted)(const uint8_t *p, size_t n, void *obj, char *err, size_t errlen);
+    long (*fail_point)(const uint8_t *p, size_t n);
+    bool (*equal)(const void *a, const void *b);
+    bool (*is_empty)(const void *obj);
+    void (*clear)(void *obj);
+    /* The invariants of an accepted object (its shape, its round trips). */
+    void (*check_accepted)(const void *obj);
+};
+
+/* static const struct fuzz_decoder var over objects of type T, from
+ * decode(p, n, T *, err, errlen) and its faulted twin, equal(const T *,
+ * const T *), empty(const T *), clear(T *) and check(const T *). */
+#define FUZZ_DECODER(var, T, decode, faulted, fail_point, equal, empty, clear, check)                        \
+    static int var##_decode(const uint8_t *p, size_t n, void *o, char *err, size_t errlen)                   \
+    {                                                                                                        \
+        return decode(p, n, (T *)o, err, errlen);                                                            \
+    }                                                                                                        \
+    static int var##_faulted(const uint8_t *p, size_t n, void *o, char *err, size_t errlen)                  \
+    {                                                                                                        \
+        return faulted(p, n, (T *)o, err, errlen);                                                           \
+    }                                                                                                        \
+    static bool var##_equal(const void *a, const void *b)                                                    \
+    {                                                                                                        \
+        return equal((const T *)a, (const T *)b);                                                            \
+    }                                                                                                        \
+    static bool var##_empty(const void *o)                                                                   \
+    {                                                                                                        \
+        return empty((const T *)o);                                                                          \
+    }                                                                                                        \
+    static void var##_clear(void *o)                                                                         \
+    {                                                                                                        \
+        clear((T *)o);                                                                                       \
+    }                                                                                                        \
+    static void var##_check(const void *o)                                                                   \
+    {                                                                                                        \
+        check((const T *)o);                                                                                 \
+    }                                                                                                        \
+    static const struct fuzz_decoder var = {var##_decode, var##_faulted, fail_point, var##_equal,            \
+                                            var##_empty,  var##_clear,   var##_check};
+
+/* Decodes p[0..n) into *a: a rejection is RMQ_EPROTO with a reason and an
+ * empty object, an accepted object passes check_accepted. Then decodes it
+ * again into *o with one allocation failed on purpose: the clean run's
+ * answer, or RMQ_ENOMEM owning nothing. Both start empty; *o is cleared,
+ * the caller clears *a. Returns the clean run's result. */
+static inline int fuzz_decode_checks(const struct fuzz_decoder *d, const uint8_t *p, size_t n, void *a,
+                                     void *o)
+{
+    fuzz_init();
+    char err[200] = "";
+    int rc = d->decode(p, n, a, err, sizeof err);
+    if (rc) {
+        FUZZ_CHECK(rc == RMQ_EPROTO);
+        FUZZ_CHECK(err[0] != 0);
+        FUZZ_CHECK(d->is_empty(a));
+    } else {
+        d->check_accepted(a);
+    }
+    rmq_mem_fail_after(d->fail_point(p, n));
+    int orc = d->decode_faulted(p, n, o, err, sizeof err);
+    rmq_mem_fail_after(-1);
+    if (orc == RMQ_OK) {
+        FUZZ_CHECK(rc == RMQ_OK);
+        FUZZ_CHECK(d->equal(a, o));
+    } else {
+        if (orc != rc && orc != RMQ_ENOMEM)
+            fprintf(stderr, "under fault injection: %d (%s), clean run: %d\n", orc, err, rc);
+        FUZZ_CHECK(orc == rc || orc == RMQ_ENOMEM);
+        FUZZ_CHECK(d->is_empty(o));
+    }
+    d->clear(o);
+    return rc;
+}
+
+/* A target that checks nothing beyond fuzz_decode_checks: runs them on
+ * data, then clears *a, which must leave it empty. Returns 0 (libFuzzer's
+ * "go on"). */
+static inline int fuzz_decode_run(const struct fuzz_decoder *d, const uint8_t *data, size_t size, void *a,
+                                  void *o)
+{
+    (void)fuzz_decode_checks(d, data, size, a, o);
+    d->clear(a);
+    FUZZ_CHECK(d->is_empty(a));
+    return 0;
+}
+
+/* The libFuzzer entry of a target over zero-initialised objects of type T
+ * that checks nothing beyond fuzz_decode_run. */
+#define FUZZ_DECODER_MAIN(var, T)                                                                            \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)                                             \
+    {                                                                                                        \
+        T a = {0}, o = {0};                                                                                  \
+        return fuzz_decode_run(&var, data, size, &a, &o);                                                    \
+    }
+
+/* fuzz_cmd_equal as the binary header carries a command: for FUZZ_DECODER. */
+static inline bool fuzz_cmd_same(const struct rmq_cmd *a, const struct rmq_cmd *b)
+{
+    return fuzz_cmd_equal(a, b, false, false);
+}
+
+/* Encodes a with encode into e (initialised here) and decodes that into b
+ * (likewise), which must be a (json: compared as the JSON header carries
+ * it). The caller frees both. */
+static inline void fuzz_cmd_redecode(const struct rmq_cmd *a,
+                                     int (*encode)(const struct rmq_cmd *, struct buf *),
+                                     int (*decode)(const uint8_t *, size_t, struct rmq_cmd *, char *, size_t),
+                                     bool json, struct buf *e, struct rmq_cmd *b)
+{
+    buf_init(e, 0);
+    FUZZ_CHECK(encode(a, e) == RMQ_OK);
+    rmq_cmd_init(b);
+    char err[160] = "";
+    int rc = decode(buf_head(e), buf_live(e), b, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "re-decode failed: %d %s\n%.*s\n", rc, err, (int)buf_live(e),
+                (const char *)buf_head(e));
+    FUZZ_CHECK(rc == RMQ_OK);
+    FUZZ_CHECK(fuzz_cmd_equal(a, b, json, false));
+}
+
+/* fuzz_cmd_redecode, and the decoded command encodes to the same bytes. */
+static inline void
+fuzz_cmd_round_trip(const struct rmq_cmd *a, int (*encode)(const struct rmq_cmd *, struct buf *),
+                    int (*decode)(const uint8_t *, size_t, struct rmq_cmd *, char *, size_t), bool json)
+{
+    struct buf e1, e2;
+    struct rmq_cmd b;
+    fuzz_cmd_redecode(a, encode, decode, json, &e1, &b);
+    buf_init(&e2, 0);
+    FUZZ_CHECK(encode(&b, &e2) == RMQ_OK);
+    FUZZ_CHECK(buf_live(&e1) == buf_live(&e2) && memcmp(buf_head(&e1), buf_head(&e2), buf_live(&e1)) == 0);
+    rmq_cmd_clear(&b);
+    buf_free(&e1);
+    buf_free(&e2);
 }
 
 #endif

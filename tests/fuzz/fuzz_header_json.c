@@ -14,28 +14,6 @@
 #include "remoting_header.h"
 #include "remoting_header_json_fast.h"
 
-static void check_json_round_trip(const struct rmq_cmd *a)
-{
-    struct buf e1, e2;
-    buf_init(&e1, 0);
-    buf_init(&e2, 0);
-    FUZZ_CHECK(rmq_header_json_encode(a, &e1) == RMQ_OK);
-    struct rmq_cmd b;
-    rmq_cmd_init(&b);
-    char err[160] = "";
-    int rc = rmq_header_json_decode(buf_head(&e1), buf_live(&e1), &b, err, sizeof err);
-    if (rc)
-        fprintf(stderr, "re-decode failed: %d %s\n%.*s\n", rc, err, (int)buf_live(&e1),
-                (const char *)buf_head(&e1));
-    FUZZ_CHECK(rc == RMQ_OK);
-    FUZZ_CHECK(fuzz_cmd_equal(a, &b, true, false));
-    FUZZ_CHECK(rmq_header_json_encode(&b, &e2) == RMQ_OK);
-    FUZZ_CHECK(buf_live(&e1) == buf_live(&e2) && memcmp(buf_head(&e1), buf_head(&e2), buf_live(&e1)) == 0);
-    rmq_cmd_clear(&b);
-    buf_free(&e1);
-    buf_free(&e2);
-}
-
 /* JSON -> binary: code and version narrow to int16, language to a byte. */
 static void check_binary_cross(const struct rmq_cmd *a)
 {
@@ -95,44 +73,27 @@ static void check_fast_path(const uint8_t *data, size_t size, int rc, const stru
     rmq_cmd_clear(&f);
 }
 
+static void check_accepted(const struct rmq_cmd *a)
+{
+    FUZZ_CHECK(a->serialize_type == RMQ_SERIALIZE_JSON);
+    for (size_t i = 0; i < a->ext_len; i++)
+        FUZZ_CHECK(a->ext[i].key && a->ext[i].val);
+    fuzz_cmd_round_trip(a, rmq_header_json_encode, rmq_header_json_decode, true);
+    check_binary_cross(a);
+}
+
+/* Faulted, the full decoder runs alone: the fast path in front would shift
+ * the fail point into jansson's lexer (see fuzz_fail_point_after_json). */
+FUZZ_DECODER(header_json, struct rmq_cmd, rmq_header_json_decode, rmq_header_json_decode_full,
+             fuzz_fail_point_after_json, fuzz_cmd_same, fuzz_cmd_is_empty, rmq_cmd_clear, check_accepted)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fuzz_init();
-    struct rmq_cmd a;
+    struct rmq_cmd a, o;
     rmq_cmd_init(&a);
-    char err[160] = "";
-    int rc = rmq_header_json_decode(data, size, &a, err, sizeof err);
-    if (rc) {
-        FUZZ_CHECK(rc == RMQ_EPROTO);
-        FUZZ_CHECK(err[0] != 0);
-        FUZZ_CHECK(fuzz_cmd_is_empty(&a));
-    } else {
-        FUZZ_CHECK(a.serialize_type == RMQ_SERIALIZE_JSON);
-        for (size_t i = 0; i < a.ext_len; i++)
-            FUZZ_CHECK(a.ext[i].key && a.ext[i].val);
-        check_json_round_trip(&a);
-        check_binary_cross(&a);
-    }
-
-    check_fast_path(data, size, rc, &a);
-
-    struct rmq_cmd o;
     rmq_cmd_init(&o);
-    /* The full decoder alone: the fast path in front would shift the fail
-     * point into jansson's lexer (see fuzz_fail_point_after_json). */
-    rmq_mem_fail_after(fuzz_fail_point_after_json(data, size));
-    int orc = rmq_header_json_decode_full(data, size, &o, err, sizeof err);
-    rmq_mem_fail_after(-1);
-    if (orc == RMQ_OK) {
-        FUZZ_CHECK(rc == RMQ_OK);
-        FUZZ_CHECK(fuzz_cmd_equal(&a, &o, false, false));
-    } else {
-        if (orc != rc && orc != RMQ_ENOMEM)
-            fprintf(stderr, "under fault injection: %d (%s), clean run: %d\n", orc, err, rc);
-        FUZZ_CHECK(orc == rc || orc == RMQ_ENOMEM);
-        FUZZ_CHECK(fuzz_cmd_is_empty(&o));
-    }
-    rmq_cmd_clear(&o);
+    int rc = fuzz_decode_checks(&header_json, data, size, &a, &o);
+    check_fast_path(data, size, rc, &a);
     rmq_cmd_clear(&a);
     return 0;
 }

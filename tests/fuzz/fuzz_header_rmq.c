@@ -11,27 +11,6 @@
 #include "fuzz_common.h"
 #include "remoting_header.h"
 
-static void check_binary_round_trip(const struct rmq_cmd *a)
-{
-    struct buf e1, e2;
-    buf_init(&e1, 0);
-    buf_init(&e2, 0);
-    FUZZ_CHECK(rmq_header_rmq_encode(a, &e1) == RMQ_OK);
-    struct rmq_cmd b;
-    rmq_cmd_init(&b);
-    char err[160] = "";
-    int rc = rmq_header_rmq_decode(buf_head(&e1), buf_live(&e1), &b, err, sizeof err);
-    if (rc)
-        fprintf(stderr, "re-decode failed: %d %s\n", rc, err);
-    FUZZ_CHECK(rc == RMQ_OK);
-    FUZZ_CHECK(fuzz_cmd_equal(a, &b, false, false));
-    FUZZ_CHECK(rmq_header_rmq_encode(&b, &e2) == RMQ_OK);
-    FUZZ_CHECK(buf_live(&e1) == buf_live(&e2) && memcmp(buf_head(&e1), buf_head(&e2), buf_live(&e1)) == 0);
-    rmq_cmd_clear(&b);
-    buf_free(&e1);
-    buf_free(&e2);
-}
-
 /* binary -> JSON, for commands whose strings JSON can carry. */
 static void check_json_cross(const struct rmq_cmd *a)
 {
@@ -41,52 +20,27 @@ static void check_json_cross(const struct rmq_cmd *a)
         if (!fuzz_utf8_valid(a->ext[i].key) || !fuzz_utf8_valid(a->ext[i].val))
             return;
     struct buf e;
-    buf_init(&e, 0);
-    FUZZ_CHECK(rmq_header_json_encode(a, &e) == RMQ_OK);
     struct rmq_cmd b;
-    rmq_cmd_init(&b);
-    char err[160] = "";
-    int rc = rmq_header_json_decode(buf_head(&e), buf_live(&e), &b, err, sizeof err);
-    if (rc)
-        fprintf(stderr, "JSON decode of the JSON encoding failed: %d %s\n%.*s\n", rc, err, (int)buf_live(&e),
-                (const char *)buf_head(&e));
-    FUZZ_CHECK(rc == RMQ_OK);
-    FUZZ_CHECK(fuzz_cmd_equal(a, &b, true, false));
+    fuzz_cmd_redecode(a, rmq_header_json_encode, rmq_header_json_decode, true, &e, &b);
     rmq_cmd_clear(&b);
     buf_free(&e);
 }
 
+static void check_accepted(const struct rmq_cmd *a)
+{
+    FUZZ_CHECK(a->serialize_type == RMQ_SERIALIZE_ROCKETMQ);
+    FUZZ_CHECK(a->remark == NULL || a->remark[0] != 0);
+    fuzz_cmd_round_trip(a, rmq_header_rmq_encode, rmq_header_rmq_decode, false);
+    check_json_cross(a);
+}
+
+FUZZ_DECODER(header_rmq, struct rmq_cmd, rmq_header_rmq_decode, rmq_header_rmq_decode, fuzz_fail_point,
+             fuzz_cmd_same, fuzz_cmd_is_empty, rmq_cmd_clear, check_accepted)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fuzz_init();
-    struct rmq_cmd a;
+    struct rmq_cmd a, o;
     rmq_cmd_init(&a);
-    char err[160] = "";
-    int rc = rmq_header_rmq_decode(data, size, &a, err, sizeof err);
-    if (rc) {
-        FUZZ_CHECK(rc == RMQ_EPROTO);
-        FUZZ_CHECK(err[0] != 0);
-        FUZZ_CHECK(fuzz_cmd_is_empty(&a));
-    } else {
-        FUZZ_CHECK(a.serialize_type == RMQ_SERIALIZE_ROCKETMQ);
-        FUZZ_CHECK(a.remark == NULL || a.remark[0] != 0);
-        check_binary_round_trip(&a);
-        check_json_cross(&a);
-    }
-
-    struct rmq_cmd o;
     rmq_cmd_init(&o);
-    rmq_mem_fail_after(fuzz_fail_point(data, size));
-    int orc = rmq_header_rmq_decode(data, size, &o, err, sizeof err);
-    rmq_mem_fail_after(-1);
-    if (orc == RMQ_OK) {
-        FUZZ_CHECK(rc == RMQ_OK);
-        FUZZ_CHECK(fuzz_cmd_equal(&a, &o, false, false));
-    } else {
-        FUZZ_CHECK(orc == rc || orc == RMQ_ENOMEM);
-        FUZZ_CHECK(fuzz_cmd_is_empty(&o));
-    }
-    rmq_cmd_clear(&o);
-    rmq_cmd_clear(&a);
-    return 0;
+    return fuzz_decode_run(&header_rmq, data, size, &a, &o);
 }

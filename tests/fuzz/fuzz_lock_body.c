@@ -61,39 +61,19 @@ static void check_round_trip(const struct rmq_lock_body *b)
     buf_free(&req);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check_accepted(const struct rmq_lock_body *b)
 {
-    fuzz_init();
-    struct rmq_lock_body b = {0};
-    char err[200] = "";
-    int rc = rmq_lock_body_parse(data, size, &b, err, sizeof err);
-    if (rc) {
-        FUZZ_CHECK(rc == RMQ_EPROTO);
-        FUZZ_CHECK(err[0] != 0);
-        FUZZ_CHECK(is_zero(&b));
-    } else {
-        FUZZ_CHECK(b.client_id && b.client_id[0] && b.consumer_group && b.consumer_group[0]);
-        FUZZ_CHECK(b.nmqs == 0 || b.mqs);
-        for (size_t i = 0; i < b.nmqs; i++) {
-            FUZZ_CHECK(b.mqs[i].topic && b.mqs[i].topic[0]);
-            FUZZ_CHECK(b.mqs[i].broker_name && b.mqs[i].broker_name[0]);
-            FUZZ_CHECK(b.mqs[i].queue_id >= 0);
-        }
-        check_round_trip(&b);
+    FUZZ_CHECK(b->client_id && b->client_id[0] && b->consumer_group && b->consumer_group[0]);
+    FUZZ_CHECK(b->nmqs == 0 || b->mqs);
+    for (size_t i = 0; i < b->nmqs; i++) {
+        FUZZ_CHECK(b->mqs[i].topic && b->mqs[i].topic[0]);
+        FUZZ_CHECK(b->mqs[i].broker_name && b->mqs[i].broker_name[0]);
+        FUZZ_CHECK(b->mqs[i].queue_id >= 0);
     }
-
-    struct rmq_lock_body o = {0};
-    rmq_mem_fail_after(fuzz_fail_point_after_json(data, size));
-    int orc = rmq_lock_body_parse(data, size, &o, err, sizeof err);
-    rmq_mem_fail_after(-1);
-    if (orc == RMQ_OK) {
-        FUZZ_CHECK(rc == RMQ_OK);
-        FUZZ_CHECK(lock_equal(&b, &o));
-    } else {
-        FUZZ_CHECK(orc == rc || orc == RMQ_ENOMEM);
-        FUZZ_CHECK(is_zero(&o));
-    }
-    rmq_lock_body_clear(&o);
-    rmq_lock_body_clear(&b);
-    return 0;
+    check_round_trip(b);
 }
+
+FUZZ_DECODER(lock_body, struct rmq_lock_body, rmq_lock_body_parse, rmq_lock_body_parse,
+             fuzz_fail_point_after_json, lock_equal, is_zero, rmq_lock_body_clear, check_accepted)
+
+FUZZ_DECODER_MAIN(lock_body, struct rmq_lock_body)

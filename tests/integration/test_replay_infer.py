@@ -1,4 +1,4 @@
-"""Issue 18: a recorded mixed run — one client that ignores NOTIFY
+"""A recorded mixed run — one client that ignores NOTIFY
 (`rmqcoord sim --no-notify`, like ali-ons) with a short timer, and clients
 that act on NOTIFY (`rmqcoord sim`) — replays with the double consumption
 found by default: replay infers from the recorded GET_CONSUMER_LIST_BY_GROUP
@@ -78,7 +78,8 @@ class ReplayInferTest(unittest.TestCase):
         slow = beh["10.0.0.2@slow-0"]
         self.assertFalse(slow["notify"], slow)
         self.assertEqual(slow["notifySource"], "inferred")
-        self.assertEqual(slow["rebalanceMs"], SLOW_MS, slow)
+        # measured from the query spacing: a loaded machine fires timers late
+        self.assertLessEqual(abs(slow["rebalanceMs"] - SLOW_MS), SLOW_MS // 10, slow)
         self.assertEqual(slow["periodSource"], "inferred")
         fast = [r for c, r in beh.items() if c.startswith("10.0.0.3@fast")]
         # re-queried right after the late join's NOTIFY

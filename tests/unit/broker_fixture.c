@@ -17,7 +17,6 @@
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
-#include "member_events.h"
 #include "notify.h"
 #include "outbound.h"
 #include "pull_requests.h"
@@ -36,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 void fx_config_defaults(struct config *cfg)
@@ -111,21 +109,7 @@ struct fx *fx_new(const struct config *cfg)
     snprintf(fx->cfg.store_path, sizeof fx->cfg.store_path, "%s", fx->db);
 
     struct broker *s = &fx->b;
-    s->cfg = &fx->cfg;
-    s->signal_fd = -1;
-    s->next_opaque = 1000000;
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    s->wall_base_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-    assert_int_equal(loop_new(&s->loop), 0);
-    s->mono_base_ms = loop_now_ms(s->loop);
-    s->started_ms = s->wall_base_ms;
-    struct registry_hooks hooks;
-    member_events_hooks(s, &hooks);
-    registry_init(&s->reg, &hooks);
-    topics_init(&s->topics);
-    offsets_init(&s->offsets);
-    queue_locks_init(&s->locks);
+    assert_int_equal(broker_init_state(s, &fx->cfg), 0);
     struct conn_set_options copt = {
         .max_frame = fx->cfg.max_frame_bytes,
         .max_output = fx->cfg.max_pending_output,
@@ -205,23 +189,10 @@ void fx_iterate(struct fx *fx)
     struct broker *s = &fx->b;
     fx->last_commit_rc = 0;
     for (int round = 0; round < 4; round++) {
-        conn_set_reap(s->conns);
-        notify_flush(s);
-        bool durable_ok = true;
-        if (store_in_batch(s->store)) {
-            s->writes_at_commit = store_write_count(s->store);
-            s->last_commit_ms = loop_now_ms(s->loop);
-            int rc = store_commit(s->store);
-            if (rc != 0) {
-                fx->last_commit_rc = rc;
-                durable_ok = false;
-                member_events_need_snapshots(s);
-                s->stats.commit_failures++;
-            }
-        }
-        reply_release_held(s, durable_ok);
+        int rc = broker_settle_round(s, true);
+        if (rc != 0)
+            fx->last_commit_rc = rc;
         assert(s->nacks == 0); /* every held reply is sent or replaced once the batch's fate is known */
-        conn_set_flush(s->conns);
         if (!s->reg.pending)
             break;
     }

@@ -87,6 +87,8 @@ void fx_heartbeat(struct fx *fx, size_t i, const char *client_id, const char *gr
 /* cmocka setup/teardown: *state is fx_new(NULL), freed after the test. */
 int fx_setup(void **state);
 int fx_teardown(void **state);
+/* A test run on a fixture of its own (fx_setup, fx_teardown). */
+#define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 /* A request handler of server/requests (handle_heartbeat, handle_pull...). */
 typedef void (*fx_handler)(struct broker *b, struct conn *c, struct rmq_cmd *req);

@@ -90,6 +90,14 @@ int64_t q_int(const char *path, const char *sql)
     return v;
 }
 
+void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
 int topic_cb(void *ctx, const char *topic, const struct store_topic_broker *b, size_t n)
 {
     struct seen_topics *t = ctx;

@@ -18,6 +18,8 @@ struct fx {
  * and removing everything the test left there. */
 int fx_setup(void **state);
 int fx_teardown(void **state);
+/* A test run on a store of its own (fx_setup, fx_teardown). */
+#define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 /* store_open that must succeed. */
 struct store *open_ok(const char *path);
@@ -29,6 +31,9 @@ int64_t raw_int(sqlite3 *db, const char *sql);
 const char *raw_text(sqlite3 *db, const char *sql, char *buf, size_t len);
 /* raw_int on a connection of its own. */
 int64_t q_int(const char *path, const char *sql);
+/* Runs sql on a read-write connection of its own, as another program
+ * changing the file behind the store's back would. */
+void raw_exec(const char *path, const char *sql);
 
 struct seen_topics {
     int n;

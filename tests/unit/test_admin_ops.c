@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "mailbox.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -232,17 +233,6 @@ static void test_cluster_and_unknown(void **state)
     op_status(fx, (enum admin_op)999, NULL, NULL, NULL, 404);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_clients, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_evict, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_clock, fx_setup, fx_teardown),
-        cmocka_unit_test(test_clock_real_refused),
-        cmocka_unit_test_setup_teardown(test_diagnostics, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_metrics, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_reset, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_cluster_and_unknown, fx_setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(FX_TEST(test_clients), FX_TEST(test_evict), FX_TEST(test_clock),
+          cmocka_unit_test(test_clock_real_refused), FX_TEST(test_diagnostics), FX_TEST(test_metrics),
+          FX_TEST(test_reset), FX_TEST(test_cluster_and_unknown))

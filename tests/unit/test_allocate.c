@@ -688,27 +688,12 @@ static void test_one_oom(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_avg_seed),
-        cmocka_unit_test(test_avg_two_brokers),
-        cmocka_unit_test(test_circle_seed),
-        cmocka_unit_test(test_group_seed_unsorted),
-        cmocka_unit_test(test_config),
-        cmocka_unit_test(test_machine_room_example),
-        cmocka_unit_test(test_machine_room_split),
-        cmocka_unit_test(test_nearby_example_maps),
-        cmocka_unit_test(test_nearby_example_rule),
-        cmocka_unit_test(test_nearby_errors),
-        cmocka_unit_test(test_consistent_hash_table),
-        cmocka_unit_test(test_check_errors),
-        cmocka_unit_test(test_duplicate_consumers),
-        cmocka_unit_test(test_string_order),
-        cmocka_unit_test(test_queue_order_and_names),
-        cmocka_unit_test(test_property_coverage),
-        cmocka_unit_test(test_property_group_equals_one),
-        cmocka_unit_test(test_one_oom),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_avg_seed), cmocka_unit_test(test_avg_two_brokers),
+          cmocka_unit_test(test_circle_seed), cmocka_unit_test(test_group_seed_unsorted),
+          cmocka_unit_test(test_config), cmocka_unit_test(test_machine_room_example),
+          cmocka_unit_test(test_machine_room_split), cmocka_unit_test(test_nearby_example_maps),
+          cmocka_unit_test(test_nearby_example_rule), cmocka_unit_test(test_nearby_errors),
+          cmocka_unit_test(test_consistent_hash_table), cmocka_unit_test(test_check_errors),
+          cmocka_unit_test(test_duplicate_consumers), cmocka_unit_test(test_string_order),
+          cmocka_unit_test(test_queue_order_and_names), cmocka_unit_test(test_property_coverage),
+          cmocka_unit_test(test_property_group_equals_one), cmocka_unit_test(test_one_oom))

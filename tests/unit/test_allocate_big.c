@@ -302,13 +302,5 @@ static void test_many_small(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_big_ascii),
-        cmocka_unit_test(test_big_unicode_fresh_strings),
-        cmocka_unit_test(test_big_wide_key),
-        cmocka_unit_test(test_many_small),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_big_ascii), cmocka_unit_test(test_big_unicode_fresh_strings),
+          cmocka_unit_test(test_big_wide_key), cmocka_unit_test(test_many_small))

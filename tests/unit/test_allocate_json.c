@@ -11,6 +11,7 @@
 #include "allocate_json.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,13 +190,5 @@ static void test_long_utf8_error(void **state)
     assert_non_null(strstr(got, "no machine room for consumer id"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_malformed_table),
-        cmocka_unit_test(test_output_shape),
-        cmocka_unit_test(test_parse_case_api),
-        cmocka_unit_test(test_long_utf8_error),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_malformed_table), cmocka_unit_test(test_output_shape),
+          cmocka_unit_test(test_parse_case_api), cmocka_unit_test(test_long_utf8_error))

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "http_admin_api.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -272,18 +273,7 @@ static void test_openapi_covers_table(void **state)
     json_decref(doc);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_match_routes_and_params),
-        cmocka_unit_test(test_methods_and_ops),
-        cmocka_unit_test(test_parse_uint_bounds),
-        cmocka_unit_test(test_cursor_round_trip),
-        cmocka_unit_test(test_page_slice),
-        cmocka_unit_test(test_page_params),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_tokens),
-        cmocka_unit_test(test_openapi_covers_table),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_match_routes_and_params), cmocka_unit_test(test_methods_and_ops),
+          cmocka_unit_test(test_parse_uint_bounds), cmocka_unit_test(test_cursor_round_trip),
+          cmocka_unit_test(test_page_slice), cmocka_unit_test(test_page_params), cmocka_unit_test(test_names),
+          cmocka_unit_test(test_tokens), cmocka_unit_test(test_openapi_covers_table))

@@ -13,6 +13,7 @@
 #include "hashmap.h"
 #include "mem.h"
 #include "parse_int.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,14 +150,6 @@ static void test_error_json(void **state)
     json_decref(v);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow_doubles_from_first),
-        cmocka_unit_test(test_grow_failure_leaves_array),
-        cmocka_unit_test(test_parse_i64),
-        cmocka_unit_test(test_sorted_keys_and_strp_cmp),
-        cmocka_unit_test(test_error_json),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_grow_doubles_from_first), cmocka_unit_test(test_grow_failure_leaves_array),
+          cmocka_unit_test(test_parse_i64), cmocka_unit_test(test_sorted_keys_and_strp_cmp),
+          cmocka_unit_test(test_error_json))

@@ -11,15 +11,10 @@
 #include "body_json.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <jansson.h>
 #include <string.h>
-
-static void assert_buf_str(struct buf *b, const char *want)
-{
-    assert_int_equal(buf_terminate(b), RMQ_OK);
-    assert_string_equal((const char *)buf_head(b), want);
-}
 
 static void test_json_string_escaping(void **state)
 {
@@ -107,14 +102,6 @@ static void test_writers(void **state)
     buf_free(&b);
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_string_escaping),
-        cmocka_unit_test(test_load_object),
-        cmocka_unit_test(test_readers),
-        cmocka_unit_test(test_writers),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_json_string_escaping),
+                cmocka_unit_test(test_load_object), cmocka_unit_test(test_readers),
+                cmocka_unit_test(test_writers))

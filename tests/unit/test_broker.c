@@ -13,6 +13,7 @@
 #include "err.h"
 #include "loop.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -175,14 +176,6 @@ static void test_reset_live(void **state)
     fx_free(fx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_scan_closes_every_expired_channel),
-        cmocka_unit_test(test_expiry_boundary_and_renewal),
-        cmocka_unit_test(test_idle_timeout),
-        cmocka_unit_test(test_clock_advance),
-        cmocka_unit_test(test_reset_live),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_one_scan_closes_every_expired_channel),
+          cmocka_unit_test(test_expiry_boundary_and_renewal), cmocka_unit_test(test_idle_timeout),
+          cmocka_unit_test(test_clock_advance), cmocka_unit_test(test_reset_live))

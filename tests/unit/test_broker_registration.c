@@ -18,6 +18,7 @@
 #include "log.h"
 #include "remoting_frame.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -264,14 +265,6 @@ static void test_register_body(void **state)
     fx_free(fx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_close_without_reply_is_a_failure),
-        cmocka_unit_test(test_success_reply),
-        cmocka_unit_test(test_refusal_is_a_failure),
-        cmocka_unit_test(test_nobody_listening),
-        cmocka_unit_test(test_register_body),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_close_without_reply_is_a_failure), cmocka_unit_test(test_success_reply),
+          cmocka_unit_test(test_refusal_is_a_failure), cmocka_unit_test(test_nobody_listening),
+          cmocka_unit_test(test_register_body))

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -22,8 +23,7 @@ static void test_append_and_live(void **state)
     assert_int_equal(buf_append(&b, "abc", 3), RMQ_OK);
     assert_int_equal(buf_append_str(&b, "de"), RMQ_OK);
     assert_int_equal(buf_append(&b, NULL, 0), RMQ_OK);
-    assert_int_equal(buf_live(&b), 5);
-    assert_memory_equal(buf_head(&b), "abcde", 5);
+    assert_buf_equal(&b, "abcde", 5);
     buf_free(&b);
     assert_null(b.data);
     buf_free(NULL);
@@ -38,8 +38,7 @@ static void test_big_endian_helpers(void **state)
     assert_int_equal(buf_append_be16(&b, 0x0102), RMQ_OK);
     assert_int_equal(buf_append_be32(&b, 0xDEADBEEFu), RMQ_OK);
     static const uint8_t want[] = {0xAB, 0x01, 0x02, 0xDE, 0xAD, 0xBE, 0xEF};
-    assert_int_equal(buf_live(&b), sizeof want);
-    assert_memory_equal(buf_head(&b), want, sizeof want);
+    assert_buf_equal(&b, want, sizeof want);
     buf_free(&b);
 }
 
@@ -53,13 +52,11 @@ static void test_cap_refuses_and_leaves_unchanged(void **state)
     assert_int_equal(buf_append_be32(&b, 1), RMQ_E2BIG);
     assert_int_equal(buf_appendf(&b, "%d", 7), RMQ_E2BIG);
     assert_null(buf_reserve(&b, 1));
-    assert_int_equal(buf_live(&b), 8);
-    assert_memory_equal(buf_head(&b), "12345678", 8);
+    assert_buf_equal(&b, "12345678", 8);
     /* Consuming frees room under the cap again. */
     buf_consume(&b, 3);
     assert_int_equal(buf_append(&b, "abc", 3), RMQ_OK);
-    assert_int_equal(buf_live(&b), 8);
-    assert_memory_equal(buf_head(&b), "45678abc", 8);
+    assert_buf_equal(&b, "45678abc", 8);
     buf_free(&b);
 }
 
@@ -96,8 +93,7 @@ static void test_appendf_small_and_large(void **state)
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(buf_appendf(&b, "x=%d,%s", 42, "y"), RMQ_OK);
-    assert_int_equal(buf_live(&b), 6);
-    assert_memory_equal(buf_head(&b), "x=42,y", 6);
+    assert_buf_equal(&b, "x=42,y", 6);
     char big[1000];
     memset(big, 'q', sizeof big - 1);
     big[sizeof big - 1] = 0;
@@ -143,21 +139,12 @@ static void test_allocation_failure_leaves_buffer(void **state)
     rmq_mem_fail_after(0);
     assert_int_equal(buf_append(&b, big, sizeof big), RMQ_ENOMEM);
     rmq_mem_fail_after(-1);
-    assert_int_equal(buf_live(&b), 3);
-    assert_memory_equal(buf_head(&b), "abc", 3);
+    assert_buf_equal(&b, "abc", 3);
     buf_free(&b);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_append_and_live),
-        cmocka_unit_test(test_big_endian_helpers),
-        cmocka_unit_test(test_cap_refuses_and_leaves_unchanged),
-        cmocka_unit_test(test_consume_and_compaction_keep_data),
-        cmocka_unit_test(test_appendf_small_and_large),
-        cmocka_unit_test(test_reserve_commit_terminate),
-        cmocka_unit_test(test_allocation_failure_leaves_buffer),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_append_and_live), cmocka_unit_test(test_big_endian_helpers),
+          cmocka_unit_test(test_cap_refuses_and_leaves_unchanged),
+          cmocka_unit_test(test_consume_and_compaction_keep_data),
+          cmocka_unit_test(test_appendf_small_and_large), cmocka_unit_test(test_reserve_commit_terminate),
+          cmocka_unit_test(test_allocation_failure_leaves_buffer))

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "clocks.h"
+#include "test_support.h"
 
 static void test_units_agree(void **state)
 {
@@ -33,11 +34,4 @@ static void test_after_ms_is_normalised(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_units_agree),
-        cmocka_unit_test(test_after_ms_is_normalised),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_units_agree), cmocka_unit_test(test_after_ms_is_normalised))

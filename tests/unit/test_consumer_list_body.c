@@ -11,14 +11,9 @@
 #include "consumer_list_body.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <string.h>
-
-static void assert_buf_str(struct buf *b, const char *want)
-{
-    assert_int_equal(buf_terminate(b), RMQ_OK);
-    assert_string_equal((const char *)buf_head(b), want);
-}
 
 static void test_consumer_list_encode(void **state)
 {
@@ -72,12 +67,5 @@ static void test_consumer_list(void **state)
     }
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_consumer_list_encode),
-        cmocka_unit_test(test_consumer_list),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_consumer_list_encode),
+                cmocka_unit_test(test_consumer_list))

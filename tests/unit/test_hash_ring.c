@@ -10,6 +10,7 @@
 #include "err.h"
 #include "hash_ring.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -178,13 +179,7 @@ static void test_limits_and_oom(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hash_is_md5_prefix),   cmocka_unit_test(test_empty_and_unsealed),
-        cmocka_unit_test(test_ceiling_and_wrap),     cmocka_unit_test(test_replica_numbering),
-        cmocka_unit_test(test_collision_overwrites), cmocka_unit_test(test_growth),
-        cmocka_unit_test(test_limits_and_oom),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_hash_is_md5_prefix), cmocka_unit_test(test_empty_and_unsealed),
+          cmocka_unit_test(test_ceiling_and_wrap), cmocka_unit_test(test_replica_numbering),
+          cmocka_unit_test(test_collision_overwrites), cmocka_unit_test(test_growth),
+          cmocka_unit_test(test_limits_and_oom))

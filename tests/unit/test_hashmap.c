@@ -8,6 +8,7 @@
 
 #include "hashmap.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,13 +112,6 @@ static void test_free_calls_value_destructor(void **state)
     assert_int_equal(m.count, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_put_get_remove_many),
-        cmocka_unit_test(test_binary_keys_and_replace),
-        cmocka_unit_test(test_out_of_memory_leaves_map_unchanged),
-        cmocka_unit_test(test_free_calls_value_destructor),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_put_get_remove_many), cmocka_unit_test(test_binary_keys_and_replace),
+          cmocka_unit_test(test_out_of_memory_leaves_map_unchanged),
+          cmocka_unit_test(test_free_calls_value_destructor))

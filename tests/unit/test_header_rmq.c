@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "proto_checks.h"
 #include "remoting_frame.h"
 #include "remoting_header.h"
 #include "test_support.h"
@@ -68,12 +69,7 @@ static void check_route_request(const char *frame_hex, int32_t opaque, const cha
     assert_string_equal(rmq_cmd_ext_get(&c, "topic"), topic);
     assert_null(c.body);
     /* Encoding the decoded command gives back the same bytes. */
-    struct buf b;
-    buf_init(&b, 0);
-    assert_int_equal(rmq_frame_encode(&c, &b), RMQ_OK);
-    assert_int_equal(buf_live(&b), len);
-    assert_memory_equal(buf_head(&b), frame, len);
-    buf_free(&b);
+    assert_frame_bytes(&c, frame, len);
     rmq_cmd_clear(&c);
     free(frame);
 }
@@ -226,8 +222,7 @@ static void test_encode_exact_bytes(void **state)
                         "00066f6666736574"
                         "0000000130",
                         &len);
-    assert_int_equal(buf_live(&b), len);
-    assert_memory_equal(buf_head(&b), want, len);
+    assert_buf_equal(&b, want, len);
     free(want);
     buf_free(&b);
     rmq_cmd_clear(&c);
@@ -258,17 +253,7 @@ static void test_decoder_allocation_failures(void **state)
     free(frame);
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_protocol_example),
-        cmocka_unit_test(test_java_example),
-        cmocka_unit_test(test_truncation_at_every_offset),
-        cmocka_unit_test(test_bad_lengths),
-        cmocka_unit_test(test_duplicates_empty_and_signed_fields),
-        cmocka_unit_test(test_encode_exact_bytes),
-        cmocka_unit_test(test_decoder_allocation_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_protocol_example),
+                cmocka_unit_test(test_java_example), cmocka_unit_test(test_truncation_at_every_offset),
+                cmocka_unit_test(test_bad_lengths), cmocka_unit_test(test_duplicates_empty_and_signed_fields),
+                cmocka_unit_test(test_encode_exact_bytes), cmocka_unit_test(test_decoder_allocation_failures))

@@ -12,6 +12,7 @@
 #include "err.h"
 #include "heartbeat_body.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -19,12 +20,6 @@ static int parse_hb(const char *text, struct rmq_heartbeat *hb, char *err, size_
 {
     memset(hb, 0, sizeof *hb);
     return rmq_heartbeat_parse((const uint8_t *)text, strlen(text), hb, err, errlen);
-}
-
-static void assert_buf_str(struct buf *b, const char *want)
-{
-    assert_int_equal(buf_terminate(b), RMQ_OK);
-    assert_string_equal((const char *)buf_head(b), want);
 }
 
 /* The subscription objects exactly as Java 4.9.8 writes them (java.md). */
@@ -398,20 +393,10 @@ static void test_enum_names(void **state)
     assert_string_equal(rmq_consume_type_name(-1), "UNKNOWN");
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_java_498),
-        cmocka_unit_test(test_java_533_v2_without_sub),
-        cmocka_unit_test(test_ali_ons),
-        cmocka_unit_test(test_cpp),
-        cmocka_unit_test(test_go_and_minimal),
-        cmocka_unit_test(test_heartbeat_malformed_table),
-        cmocka_unit_test(test_heartbeat_allocation_failures),
-        cmocka_unit_test(test_subscription_copy),
-        cmocka_unit_test(test_heartbeat_encode_round_trip),
-        cmocka_unit_test(test_enum_names),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_java_498),
+                cmocka_unit_test(test_java_533_v2_without_sub), cmocka_unit_test(test_ali_ons),
+                cmocka_unit_test(test_cpp), cmocka_unit_test(test_go_and_minimal),
+                cmocka_unit_test(test_heartbeat_malformed_table),
+                cmocka_unit_test(test_heartbeat_allocation_failures),
+                cmocka_unit_test(test_subscription_copy), cmocka_unit_test(test_heartbeat_encode_round_trip),
+                cmocka_unit_test(test_enum_names))

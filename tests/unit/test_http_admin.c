@@ -23,6 +23,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The query parameter key of an op's request, decoded, is want. */
+static void assert_query(const json_t *v, const char *key, const char *want)
+{
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "query"), key)), want);
+}
+
 static void test_routes_reach_ops(void **state)
 {
     struct fixture *f = *state;
@@ -44,12 +50,11 @@ static void test_routes_reach_ops(void **state)
 
     v = expect_op(f, "GET", "/api/groups/G1/allocation?topic=T%201&strategy=AVG&inner=a+b&flag", NULL,
                   ADMIN_OP_GROUP_ALLOCATION, "G1");
-    json_t *q = json_object_get(v, "query");
-    assert_string_equal(json_string_value(json_object_get(q, "topic")), "T 1");
-    assert_string_equal(json_string_value(json_object_get(q, "strategy")), "AVG");
-    assert_string_equal(json_string_value(json_object_get(q, "inner")), "a b");
-    assert_string_equal(json_string_value(json_object_get(q, "flag")), "");
-    assert_int_equal(json_object_size(q), 4);
+    assert_query(v, "topic", "T 1");
+    assert_query(v, "strategy", "AVG");
+    assert_query(v, "inner", "a b");
+    assert_query(v, "flag", "");
+    assert_int_equal(json_object_size(json_object_get(v, "query")), 4);
     json_decref(v);
 }
 
@@ -64,16 +69,15 @@ static void test_new_routes_reach_ops(void **state)
     json_decref(expect_op(f, "POST", "/api/reset", NULL, ADMIN_OP_RESET, NULL));
     json_t *v = expect_op(f, "DELETE", "/api/groups/%25RETRY%25G/clients/c%2F1", NULL, ADMIN_OP_GROUP_EVICT,
                           "%RETRY%G");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "query"), "clientId")), "c/1");
+    assert_query(v, "clientId", "c/1");
     json_decref(v);
     v = expect_op(f, "GET", "/api/groups/G1/clients/c1/running-info?timeout_ms=5", NULL,
                   ADMIN_OP_CLIENT_RUNNING_INFO, "G1");
-    json_t *q = json_object_get(v, "query");
-    assert_string_equal(json_string_value(json_object_get(q, "clientId")), "c1");
-    assert_string_equal(json_string_value(json_object_get(q, "timeout_ms")), "5");
+    assert_query(v, "clientId", "c1");
+    assert_query(v, "timeout_ms", "5");
     json_decref(v);
     v = expect_op(f, "GET", "/api/groups/G1/consistency?topic=T", NULL, ADMIN_OP_GROUP_CONSISTENCY, "G1");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "query"), "topic")), "T");
+    assert_query(v, "topic", "T");
     json_decref(v);
     json_decref(expect_op(f, "GET", "/api/groups/G1/converged", NULL, ADMIN_OP_GROUP_CONVERGED, "G1"));
     v = expect_op(f, "POST", "/api/clock/advance", "{\"ms\":120000}", ADMIN_OP_CLOCK_ADVANCE, NULL);
@@ -276,14 +280,7 @@ static void test_body_over_limit_413(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, http_fx_setup, http_fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_routes_reach_ops),         T(test_new_routes_reach_ops),
-        T(test_openapi_and_dashboard),    T(test_admin_token),
-        T(test_percent_decoding),         T(test_name_length_limits),
-        T(test_put_requires_json_object), T(test_unknown_route_404),
-        T(test_wrong_method_405),         T(test_body_over_limit_413),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_routes_reach_ops), T(test_new_routes_reach_ops), T(test_openapi_and_dashboard),
+          T(test_admin_token), T(test_percent_decoding), T(test_name_length_limits),
+          T(test_put_requires_json_object), T(test_unknown_route_404), T(test_wrong_method_405),
+          T(test_body_over_limit_413))

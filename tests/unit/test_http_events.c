@@ -87,11 +87,4 @@ static void test_events_without_store_file(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, http_fx_setup, http_fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_events_from_store),
-        T(test_events_without_store_file),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_events_from_store), T(test_events_without_store_file))

@@ -59,12 +59,5 @@ static void test_metrics_merges_http_counters(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, http_fx_setup, http_fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_metrics_merges_http_counters),
-        T(test_healthz_merges_stats),
-        T(test_healthz_without_loop_is_ok),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_metrics_merges_http_counters), T(test_healthz_merges_stats),
+          T(test_healthz_without_loop_is_ok))

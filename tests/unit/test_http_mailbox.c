@@ -137,12 +137,6 @@ static void test_start_rejects_bad_host(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, http_fx_setup, http_fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_loop_status_and_null_reply), T(test_mailbox_closed_503),
-        T(test_concurrent_requests),        T(test_client_gone_while_suspended),
-        T(test_stop_while_suspended),       cmocka_unit_test(test_start_rejects_bad_host),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_loop_status_and_null_reply), T(test_mailbox_closed_503), T(test_concurrent_requests),
+          T(test_client_gone_while_suspended), T(test_stop_while_suspended),
+          cmocka_unit_test(test_start_rejects_bad_host))

@@ -11,14 +11,9 @@
 #include "err.h"
 #include "lock_body.h"
 #include "mem.h"
+#include "test_support.h"
 
 #include <string.h>
-
-static void assert_buf_str(struct buf *b, const char *want)
-{
-    assert_int_equal(buf_terminate(b), RMQ_OK);
-    assert_string_equal((const char *)buf_head(b), want);
-}
 
 static void test_lock_ok_encode(void **state)
 {
@@ -199,13 +194,6 @@ static void test_lock_round_trips(void **state)
     rmq_lock_body_clear(&lb);
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lock_ok_encode),      cmocka_unit_test(test_lock_body),
-        cmocka_unit_test(test_lock_body_malformed), cmocka_unit_test(test_lock_body_allocation_failures),
-        cmocka_unit_test(test_lock_round_trips),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_lock_ok_encode),
+                cmocka_unit_test(test_lock_body), cmocka_unit_test(test_lock_body_malformed),
+                cmocka_unit_test(test_lock_body_allocation_failures), cmocka_unit_test(test_lock_round_trips))

@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "lock_requests.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -160,13 +161,7 @@ static void test_oneway_unlock_and_bad_body(void **state)
     fx_expect_reply_prefix(fx, a, 99, RMQ_RESP_SYSTEM_ERROR, "bad LOCK_BATCH_MQ body: ");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_lock_relock_refused_unlock, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_lease_expiry, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_locks_outlive_connection, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_oneway_unlock_and_bad_body, setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, fx_teardown)
+
+TEST_MAIN(T(test_lock_relock_refused_unlock), T(test_lease_expiry), T(test_locks_outlive_connection),
+          T(test_oneway_unlock_and_bad_body))

@@ -10,6 +10,7 @@
 #include "clocks.h"
 #include "err.h"
 #include "loop.h"
+#include "test_support.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -191,12 +192,5 @@ static void test_bulk_set_is_sliced(void **state)
     loop_free(f.l);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_events_timers_and_removal),
-        cmocka_unit_test(test_cancel_and_rearm),
-        cmocka_unit_test(test_bulk_set_is_sliced),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_events_timers_and_removal), cmocka_unit_test(test_cancel_and_rearm),
+          cmocka_unit_test(test_bulk_set_is_sliced))

@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "mailbox.h"
+#include "test_support.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -219,14 +220,7 @@ static void test_free_completes_queued_with_503(void **state)
     mailbox_free(NULL); /* accepts NULL */
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_many_posters_keep_order),
-        cmocka_unit_test(test_eventfd_wakes_poll),
-        cmocka_unit_test(test_post_from_handler_goes_to_next_drain),
-        cmocka_unit_test(test_close_refuses_posts_but_drains_queue),
-        cmocka_unit_test(test_free_completes_queued_with_503),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_many_posters_keep_order), cmocka_unit_test(test_eventfd_wakes_poll),
+          cmocka_unit_test(test_post_from_handler_goes_to_next_drain),
+          cmocka_unit_test(test_close_refuses_posts_but_drains_queue),
+          cmocka_unit_test(test_free_completes_queued_with_503))

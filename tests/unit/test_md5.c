@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "md5.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -118,12 +119,6 @@ static void test_protocol_values(void **state)
     assert_int_equal(d[3], 0xdb);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rfc1321_one_shot),   cmocka_unit_test(test_rfc1321_every_split),
-        cmocka_unit_test(test_padding_boundaries), cmocka_unit_test(test_million_a),
-        cmocka_unit_test(test_protocol_values),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_rfc1321_one_shot), cmocka_unit_test(test_rfc1321_every_split),
+          cmocka_unit_test(test_padding_boundaries), cmocka_unit_test(test_million_a),
+          cmocka_unit_test(test_protocol_values))

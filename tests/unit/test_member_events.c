@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "consumer_requests.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -156,15 +157,6 @@ static void test_heartbeat_reply_v2_fields(void **state)
     rmq_cmd_clear(&r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_heartbeat_stores_every_subscription, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_join_rows_and_retry_topic, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_leave_rows, fx_setup, fx_teardown),
-        cmocka_unit_test(test_heartbeat_over_limit_changes_nothing),
-        cmocka_unit_test_setup_teardown(test_bad_heartbeat_body, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_heartbeat_reply_v2_fields, fx_setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(FX_TEST(test_heartbeat_stores_every_subscription), FX_TEST(test_join_rows_and_retry_topic),
+          FX_TEST(test_leave_rows), cmocka_unit_test(test_heartbeat_over_limit_changes_nothing),
+          FX_TEST(test_bad_heartbeat_body), FX_TEST(test_heartbeat_reply_v2_fields))

@@ -8,6 +8,7 @@
 
 #include "mem.h"
 #include "membership.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -283,19 +284,11 @@ static void test_channel_index_join_seq_wraps(void **state)
     channel_index_random(UINT32_MAX - 1000);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_new_channel_is_a_change_reheartbeat_is_not),
-        cmocka_unit_test(test_newer_sub_version_replaces_without_change),
-        cmocka_unit_test(test_topic_added_and_removed_are_changes),
-        cmocka_unit_test(test_client_id_change_on_known_channel),
-        cmocka_unit_test(test_v2_without_sub_keeps_subscriptions),
-        cmocka_unit_test(test_remove_and_expire),
-        cmocka_unit_test(test_broadcast_does_not_notify),
-        cmocka_unit_test(test_out_of_memory_leaves_group_consistent),
-        cmocka_unit_test(test_channel_index_random),
-        cmocka_unit_test(test_channel_index_join_seq_wraps),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_new_channel_is_a_change_reheartbeat_is_not),
+          cmocka_unit_test(test_newer_sub_version_replaces_without_change),
+          cmocka_unit_test(test_topic_added_and_removed_are_changes),
+          cmocka_unit_test(test_client_id_change_on_known_channel),
+          cmocka_unit_test(test_v2_without_sub_keeps_subscriptions), cmocka_unit_test(test_remove_and_expire),
+          cmocka_unit_test(test_broadcast_does_not_notify),
+          cmocka_unit_test(test_out_of_memory_leaves_group_consistent),
+          cmocka_unit_test(test_channel_index_random), cmocka_unit_test(test_channel_index_join_seq_wraps))

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "metrics_text.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,12 +98,5 @@ static void test_label_escaping(void **state)
     buf_free(&b);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_histogram_is_cumulative),
-        cmocka_unit_test(test_histogram_without_labels),
-        cmocka_unit_test(test_label_escaping),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_histogram_is_cumulative), cmocka_unit_test(test_histogram_without_labels),
+          cmocka_unit_test(test_label_escaping))

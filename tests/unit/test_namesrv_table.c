@@ -16,6 +16,7 @@
 #include "crc32.h"
 #include "namesrv_table.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -288,14 +289,7 @@ static void test_broker_codes_refused(void **state)
     assert_int_equal(fx_drain(fx, a), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_register_and_route, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_registration_checks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unregister_and_forget_on_close, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_broker_codes_refused, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+TEST_MAIN(T(test_register_and_route), T(test_registration_checks), T(test_expiry),
+          T(test_unregister_and_forget_on_close), T(test_broker_codes_refused))

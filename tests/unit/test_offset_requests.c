@@ -12,6 +12,7 @@
 #include "broker_fixture.h"
 #include "offset_requests.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -173,13 +174,5 @@ static void test_update_missing_offset(void **state)
     assert_int_not_equal(offsets_get(&fx->b.offsets, "g", "T", 0, &off), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_commit_then_query, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_query_never_committed, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_max_min_search_earliest, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_update_missing_offset, fx_setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(FX_TEST(test_commit_then_query), FX_TEST(test_query_never_committed),
+          FX_TEST(test_max_min_search_earliest), FX_TEST(test_update_missing_offset))

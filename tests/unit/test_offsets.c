@@ -11,6 +11,7 @@
 #include "err.h"
 #include "mem.h"
 #include "offsets.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -155,12 +156,6 @@ static void test_entries_walk_and_delete(void **state)
     offsets_free(&o);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_put_get_and_never_committed), cmocka_unit_test(test_queue_max),
-        cmocka_unit_test(test_long_names_distinct),         cmocka_unit_test(test_out_of_memory),
-        cmocka_unit_test(test_entries_walk_and_delete),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_put_get_and_never_committed), cmocka_unit_test(test_queue_max),
+          cmocka_unit_test(test_long_names_distinct), cmocka_unit_test(test_out_of_memory),
+          cmocka_unit_test(test_entries_walk_and_delete))

@@ -15,6 +15,7 @@
 #include "consumer_requests.h"
 #include "pull_requests.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -220,17 +221,8 @@ static void test_missing_fields(void **state)
     assert_int_equal(fx->b.pulls.n, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_unsuspended_answered_at_once, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_held_until_deadline, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_released_on_group_change, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_released_when_group_empties, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_dropped_on_close, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_oneway_not_held, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_pull_commits_offset, setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_missing_fields, setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, fx_teardown)
+
+TEST_MAIN(T(test_unsuspended_answered_at_once), T(test_held_until_deadline), T(test_released_on_group_change),
+          T(test_released_when_group_empties), T(test_dropped_on_close), T(test_oneway_not_held),
+          T(test_pull_commits_offset), T(test_missing_fields))

@@ -9,6 +9,7 @@
 
 #include "mem.h"
 #include "registry.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,24 @@ static void test_repeat_only_when_nothing_could_change(void **state)
     assert_false(repeat(&w->r, 1, "B1", 70)); /* no longer a member: it must rejoin in full */
 }
 
+/* A remembered heartbeat points at its groups; once one is freed (its last
+ * member unregistered) the reference dangles and must not be followed: the
+ * next identical body goes the full way and re-creates the group. Under the
+ * sanitizers and valgrind a followed reference is a use after free. */
+static void test_repeat_after_group_freed(void **state)
+{
+    struct world *w = *state;
+    open_channels(&w->r, 1, 1);
+    beat_body(&w->r, 1, "a", "G", "T", "B1", 10);
+    assert_true(repeat(&w->r, 1, "B1", 20));
+    assert_int_equal(registry_unregister(&w->r, 1, "G"), 1);
+    assert_null(registry_group(&w->r, "G"));
+    assert_false(repeat(&w->r, 1, "B1", 30));
+    beat_body(&w->r, 1, "a", "G", "T", "B1", 40);
+    assert_non_null(registry_group(&w->r, "G"));
+    assert_true(repeat(&w->r, 1, "B1", 50));
+}
+
 /* A scan skips a group whose oldest heartbeat cannot be past the expiry
  * (its floor), yet nothing that should expire is missed: a member that
  * stopped heartbeating, one whose peer kept beating, one that joined after
@@ -280,20 +299,9 @@ static void test_expire_floor_skips_but_misses_nothing(void **state)
     assert_int_equal(ids[0], 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_join_close_removes_from_every_group, world_setup,
-                                        world_teardown),
-        cmocka_unit_test_setup_teardown(test_unregister_keeps_channel, world_setup, world_teardown),
-        cmocka_unit_test_setup_teardown(test_expire_reports_channels_once, world_setup, world_teardown),
-        cmocka_unit_test_setup_teardown(test_expire_floor_skips_but_misses_nothing, world_setup,
-                                        world_teardown),
-        cmocka_unit_test_setup_teardown(test_notify_pending_is_coalesced_and_safe, world_setup,
-                                        world_teardown),
-        cmocka_unit_test(test_out_of_memory_heartbeat),
-        cmocka_unit_test_setup_teardown(test_repeat_only_when_nothing_could_change, world_setup,
-                                        world_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(fn) cmocka_unit_test_setup_teardown(fn, world_setup, world_teardown)
+
+TEST_MAIN(T(test_join_close_removes_from_every_group), T(test_unregister_keeps_channel),
+          T(test_expire_reports_channels_once), T(test_expire_floor_skips_but_misses_nothing),
+          T(test_notify_pending_is_coalesced_and_safe), cmocka_unit_test(test_out_of_memory_heartbeat),
+          T(test_repeat_only_when_nothing_could_change), T(test_repeat_after_group_freed))

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -149,6 +150,19 @@ static void test_remark_and_body(void **state)
     rmq_cmd_clear(&c);
 }
 
+/* What a command made by rmqcoord carries: its code and opaque, response
+ * and oneway flags, serialize type, and rmqcoord's version. */
+static void assert_new_cmd(const struct rmq_cmd *c, int32_t code, int32_t opaque, bool response, bool oneway,
+                           int serialize_type)
+{
+    assert_int_equal(c->code, code);
+    assert_int_equal(c->opaque, opaque);
+    assert_int_equal(rmq_cmd_is_response(c), response);
+    assert_int_equal(rmq_cmd_is_oneway(c), oneway);
+    assert_int_equal(c->serialize_type, serialize_type);
+    assert_int_equal(c->version, RMQ_SERVER_VERSION);
+}
+
 static void test_init_response_copies_request(void **state)
 {
     (void)state;
@@ -161,13 +175,8 @@ static void test_init_response_copies_request(void **state)
     req.language = 1;
     req.serialize_type = RMQ_SERIALIZE_ROCKETMQ;
     assert_int_equal(rmq_cmd_init_response(&resp, &req, 17, "no topic"), RMQ_OK);
-    assert_int_equal(resp.code, 17);
-    assert_int_equal(resp.opaque, 77);
-    assert_true(rmq_cmd_is_response(&resp));
-    assert_false(rmq_cmd_is_oneway(&resp));
-    assert_int_equal(resp.serialize_type, RMQ_SERIALIZE_ROCKETMQ);
+    assert_new_cmd(&resp, 17, 77, true, false, RMQ_SERIALIZE_ROCKETMQ);
     assert_int_equal(resp.language, RMQ_LANG_JAVA);
-    assert_int_equal(resp.version, RMQ_SERVER_VERSION);
     assert_string_equal(resp.remark, "no topic");
     rmq_cmd_clear(&resp);
 
@@ -184,12 +193,7 @@ static void test_init_request(void **state)
     (void)state;
     struct rmq_cmd c;
     rmq_cmd_init_request(&c, 40, 9, RMQ_FLAG_ONEWAY);
-    assert_int_equal(c.code, 40);
-    assert_int_equal(c.opaque, 9);
-    assert_true(rmq_cmd_is_oneway(&c));
-    assert_false(rmq_cmd_is_response(&c));
-    assert_int_equal(c.serialize_type, RMQ_SERIALIZE_JSON);
-    assert_int_equal(c.version, RMQ_SERVER_VERSION);
+    assert_new_cmd(&c, 40, 9, false, true, RMQ_SERIALIZE_JSON);
     rmq_cmd_clear(&c);
 }
 
@@ -299,21 +303,9 @@ static void test_ext_append_dedupe(void **state)
     rmq_cmd_clear(&c);
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_defaults),
-        cmocka_unit_test(test_ext_set_get_replace_grow),
-        cmocka_unit_test(test_ext_i64),
-        cmocka_unit_test(test_ext_bool),
-        cmocka_unit_test(test_remark_and_body),
-        cmocka_unit_test(test_init_response_copies_request),
-        cmocka_unit_test(test_init_request),
-        cmocka_unit_test(test_language_table),
-        cmocka_unit_test(test_ext_set_allocation_failures),
-        cmocka_unit_test(test_codec_fail_formats),
-        cmocka_unit_test(test_ext_append_dedupe),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_init_defaults),
+                cmocka_unit_test(test_ext_set_get_replace_grow), cmocka_unit_test(test_ext_i64),
+                cmocka_unit_test(test_ext_bool), cmocka_unit_test(test_remark_and_body),
+                cmocka_unit_test(test_init_response_copies_request), cmocka_unit_test(test_init_request),
+                cmocka_unit_test(test_language_table), cmocka_unit_test(test_ext_set_allocation_failures),
+                cmocka_unit_test(test_codec_fail_formats), cmocka_unit_test(test_ext_append_dedupe))

@@ -1,8 +1,9 @@
 /* test_replay.c — the replay engine on hand-written traces
  * (tests/data/traces/NAME.jsonl) against golden outputs (NAME.expected.txt or .json):
  * join, leave, crash, expiry (notified and silent), subscription change,
- * two brokers with different member views, and a client that misses a
- * NOTIFY and waits for its 20 s timer. RMQ_UPDATE_GOLDEN=1 rewrites the
+ * two brokers with different member views, a client that misses a
+ * NOTIFY and waits for its 20 s timer, and recorded holdings beside the
+ * model. RMQ_UPDATE_GOLDEN=1 rewrites the
  * golden files (review the diff!). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -306,6 +307,59 @@ static void test_json_and_window(void **state)
     check_golden("traces/missed_notify.jsonl", "traces/missed_notify_window.expected.txt", &o);
 }
 
+/* Recorded holdings: real overlaps and gaps beside the model, and where
+ * the two disagree, with the culprit. */
+static void test_truth_trace(void **state)
+{
+    (void)state;
+    struct replay_options o = defaults();
+    check_golden("traces/truth.jsonl", "traces/truth.expected.txt", &o);
+    int rc;
+    char *out = run_replay("traces/truth.jsonl", &o, &rc);
+    assert_int_equal(rc, 0);
+    /* cA kept queues 2-3 for a second after the model gave them to cB */
+    assert_non_null(strstr(out,
+                           "real-overlap G T broker-a:2 1970-01-01T00:00:03.000Z..1970-01-01T00:00:04.000Z "
+                           "(+2000..+3000) 1000ms holders=C1,C2\n"));
+    assert_non_null(strstr(out,
+                           "disagree G C1 1970-01-01T00:00:03.000Z..1970-01-01T00:00:04.000Z (+2000..+3000) "
+                           "1000ms model=T:broker-a:0-1 truth=T:broker-a:0-3: client bug: "));
+    /* the round where cA did not answer judges no gap; the next one does */
+    assert_non_null(strstr(out, "real-gap G T broker-a:3 1970-01-01T00:00:05.000Z..1970-01-01T00:00:05.500Z "
+                                "(+4000..+4500) 500ms nobody held it\n"));
+    assert_non_null(
+        strstr(out, "holdingsSamples 15\nholdingsUnanswered 1\nholdingsRounds 8\nrealOverlaps 2\n"));
+    free(out);
+    /* A wrong override (cA ignores NOTIFY): the model keeps cA on 2-3, the clients did not. */
+    struct replay_client_override ov[] = {{"cA", 0, 60000}};
+    o.overrides = ov;
+    o.n_overrides = 1;
+    check_golden("traces/truth.jsonl", "traces/truth_override.expected.txt", &o);
+    out = run_replay("traces/truth.jsonl", &o, &rc);
+    assert_non_null(
+        strstr(out, "disagree G C1 1970-01-01T00:00:02.500Z..1970-01-01T00:00:03.000Z (+1500..+2000) "
+                    "500ms model=T:broker-a:0-3 truth=T:broker-a:0-1: model bug: C1 had already "
+                    "rebalanced, the model has it waiting for its timer (notify=ignored from override"));
+    assert_non_null(strstr(out, "model=C1,C2 truth=C2: model bug: "));
+    free(out);
+    o.format = REPLAY_JSON;
+    out = run_replay("traces/truth.jsonl", &o, &rc);
+    assert_non_null(strstr(out,
+                           "{\"type\":\"disagreement\",\"group\":\"G\",\"label\":\"C1\",\"clientId\":\"cA\","
+                           "\"from\":1500,\"to\":2000,\"ms\":500,\"open\":false,\"detail\":"));
+    assert_non_null(strstr(out, "\"blame\":\"model\""));
+    assert_non_null(strstr(
+        out, "{\"type\":\"realOverlap\",\"group\":\"G\",\"topic\":\"T\",\"broker\":\"broker-a\","
+             "\"queueId\":2,\"from\":2000,\"to\":3000,\"ms\":1000,\"open\":false,\"holders\":\"C1,C2\"}"));
+    free(out);
+    /* The same trace without the holdings lines: nothing of the truth. */
+    o = defaults();
+    out = run_replay("traces/infer.jsonl", &o, &rc);
+    assert_null(strstr(out, "== truth"));
+    assert_non_null(strstr(out, "holdingsSamples 0\n"));
+    free(out);
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -332,6 +386,10 @@ static void test_alloc_failures(void **state)
         char *out = run_replay("traces/missed_notify.jsonl", &o, &rc);
         rmq_mem_fail_after(-1);
         free(out);
+        rmq_mem_fail_after(n);
+        out = run_replay("traces/truth.jsonl", &o, &rc);
+        rmq_mem_fail_after(-1);
+        free(out);
     }
 }
 
@@ -351,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_infer_behaviour),
         cmocka_unit_test(test_infer_trace),
         cmocka_unit_test(test_explain_unknown),
+        cmocka_unit_test(test_truth_trace),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_alloc_failures),
     };

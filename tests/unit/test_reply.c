@@ -226,17 +226,8 @@ static void test_failed_body_closes_connection(void **state)
     assert_true(fx->peers[a].eof);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_held_until_commit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failed_commit_turns_held_reply_into_system_error, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_oneway_never_answered, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_held_reply_of_closed_connection_dropped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reply_shape, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_required_field_remarks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failed_body_closes_connection, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+TEST_MAIN(T(test_held_until_commit), T(test_failed_commit_turns_held_reply_into_system_error),
+          T(test_oneway_never_answered), T(test_held_reply_of_closed_connection_dropped), T(test_reply_shape),
+          T(test_required_field_remarks), T(test_failed_body_closes_connection))

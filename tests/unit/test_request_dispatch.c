@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "request_codes.h"
 #include "request_dispatch.h"
+#include "test_support.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -213,15 +214,5 @@ static void test_table_reaches_handlers(void **state)
     rmq_cmd_clear(&r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_unknown_code, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_bare_success_codes, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_consumer_list, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_connection_list, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_routes, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_table_reaches_handlers, fx_setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(FX_TEST(test_unknown_code), FX_TEST(test_bare_success_codes), FX_TEST(test_consumer_list),
+          FX_TEST(test_connection_list), FX_TEST(test_routes), FX_TEST(test_table_reaches_handlers))

@@ -12,14 +12,9 @@
 #include "err.h"
 #include "mem.h"
 #include "route_body.h"
+#include "test_support.h"
 
 #include <string.h>
-
-static void assert_buf_str(struct buf *b, const char *want)
-{
-    assert_int_equal(buf_terminate(b), RMQ_OK);
-    assert_string_equal((const char *)buf_head(b), want);
-}
 
 static void test_route_encode_exact(void **state)
 {
@@ -198,13 +193,6 @@ static void test_route_round_trip(void **state)
     }
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_route_encode_exact), cmocka_unit_test(test_route_bare_keys),
-        cmocka_unit_test(test_route_malformed),    cmocka_unit_test(test_route_truncation_and_oom),
-        cmocka_unit_test(test_route_round_trip),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_route_encode_exact),
+                cmocka_unit_test(test_route_bare_keys), cmocka_unit_test(test_route_malformed),
+                cmocka_unit_test(test_route_truncation_and_oom), cmocka_unit_test(test_route_round_trip))

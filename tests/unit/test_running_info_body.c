@@ -12,6 +12,7 @@
 #include "err.h"
 #include "mem.h"
 #include "running_info_body.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -147,21 +148,20 @@ static void test_encode_and_read_back(void **state)
     ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0,"                             \
     "\"transactionMsgMinOffset\":0,\"tryUnlockTimes\":0}"
     assert_string_equal(
-        (const char *)buf_head(&b), "{\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":"
-                                    "\"T\"}:" PQ(
-                                        "5", "7") ",{\"brokerName\":\"b\\\"x\",\"queueId\":3,\"topic\":\"T\"}"
-                                                  ":" PQ("-1",
-                                                         "0") "},\"properties\":{\"PROP_CLIENT_VERSION\":"
-                                                              "\"V5_3_3\",\"allocateMessageQueueStrategy\":"
-                                                              "\"S@1\"},\"statusTable\":{\"T\":{"
-                                                              "\"consumeFailedMsgs\":0,\"consumeFailedTPS\":"
-                                                              "0.0,"
-                                                              "\"consumeOKTPS\":0.0,\"consumeRT\":0.0,"
-                                                              "\"pullRT\":0.0,\"pullTPS\":0.0}},"
-                                                              "\"subscriptionSet\":[{\"classFilterMode\":"
-                                                              "false,\"codeSet\":[],\"expressionType\":"
-                                                              "\"TAG\",\"subString\":\"*\",\"subVersion\":9,"
-                                                              "\"tagsSet\":[],\"topic\":\"T\"}]}");
+        (const char *)buf_head(&b),
+        "{\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":"
+        "\"T\"}:" PQ("5", "7") ",{\"brokerName\":\"b\\\"x\",\"queueId\":3,\"topic\":\"T\"}"
+                               ":" PQ("-1", "0") "},\"properties\":{\"PROP_CLIENT_VERSION\":"
+                                                 "\"V5_3_3\",\"allocateMessageQueueStrategy\":"
+                                                 "\"S@1\"},\"statusTable\":{\"T\":{"
+                                                 "\"consumeFailedMsgs\":0,\"consumeFailedTPS\":"
+                                                 "0.0,"
+                                                 "\"consumeOKTPS\":0.0,\"consumeRT\":0.0,"
+                                                 "\"pullRT\":0.0,\"pullTPS\":0.0}},"
+                                                 "\"subscriptionSet\":[{\"classFilterMode\":"
+                                                 "false,\"codeSet\":[],\"expressionType\":"
+                                                 "\"TAG\",\"subString\":\"*\",\"subVersion\":9,"
+                                                 "\"tagsSet\":[],\"topic\":\"T\"}]}");
 #undef PQ
     struct rmq_running_info ri;
     memset(&ri, 0, sizeof ri);
@@ -181,13 +181,7 @@ static void test_encode_and_read_back(void **state)
     buf_free(&b);
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_java_fastjson_body), cmocka_unit_test(test_string_keys_and_empty_table),
-        cmocka_unit_test(test_malformed_bodies),   cmocka_unit_test(test_every_truncation),
-        cmocka_unit_test(test_out_of_memory),      cmocka_unit_test(test_encode_and_read_back),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_java_fastjson_body),
+                cmocka_unit_test(test_string_keys_and_empty_table), cmocka_unit_test(test_malformed_bodies),
+                cmocka_unit_test(test_every_truncation), cmocka_unit_test(test_out_of_memory),
+                cmocka_unit_test(test_encode_and_read_back))

@@ -10,6 +10,7 @@
 
 #include "acl_sig.h"
 #include "sha1.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -101,12 +102,5 @@ static void test_acl_signature(void **state)
     rmq_cmd_clear(&c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha1_vectors),
-        cmocka_unit_test(test_hmac_and_base64),
-        cmocka_unit_test(test_acl_signature),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_sha1_vectors), cmocka_unit_test(test_hmac_and_base64),
+          cmocka_unit_test(test_acl_signature))

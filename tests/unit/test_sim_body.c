@@ -14,15 +14,10 @@
 #include "err.h"
 #include "mem.h"
 #include "sim_body.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static void assert_buf_str(struct buf *b, const char *want)
-{
-    assert_int_equal(buf_terminate(b), RMQ_OK);
-    assert_string_equal((const char *)buf_head(b), want);
-}
 
 #define SUB(topic, ver)                                                                                      \
     "{\"classFilterMode\":false,\"codeSet\":[],\"expressionType\":\"TAG\",\"subString\":\"*\","              \
@@ -90,168 +85,47 @@ static void test_heartbeat_broadcast_v5(void **state)
     ",\"locked\":false,\"transactionMsgCount\":0,\"transactionMsgMaxOffset\":0,"                             \
     "\"transactionMsgMinOffset\":0,\"tryUnlockTimes\":0}"
 
-static const char rinfo_want[] =
-    "{\"mqTable\":{{\"brokerName\":\"broker-a\",\"queueId\":0,\"topic\":\"%RETRY%G\"}"
-    ":" PQ_INFO("0", "7") ",{\"brokerName\":\"broker-a\",\"queueId\":2,\"topic\":\"T\"}"
-                          ":" PQ_INFO(
-                              "5", "1700000000001") ",{\"brokerName\":\"broker-a\","
-                                                    "\"queueId\":10,\"topic\":\"T\"}"
-                                                    ":" PQ_INFO(
-                                                        "42", "1700000000002") "},"
-                                                                               "\"properties"
-                                                                               "\":{\"PROP_"
-                                                                               "CLIENT_"
-                                                                               "VERSION\":"
-                                                                               "\"V4_9_8\","
-                                                                               "\"PROP_"
-                                                                               "CONSUMEORDER"
-                                                                               "LY\":"
-                                                                               "\"false\","
-                                                                               "\"PROP_"
-                                                                               "CONSUMER_"
-                                                                               "START_"
-                                                                               "TIMESTAMP\":"
-                                                                               "\"1700000000"
-                                                                               "000\","
-                                                                               "\"PROP_"
-                                                                               "CONSUME_"
-                                                                               "TYPE\":"
-                                                                               "\"CONSUME_"
-                                                                               "PASSIVELY\","
-                                                                               "\"PROP_"
-                                                                               "NAMESERVER_"
-                                                                               "ADDR\":"
-                                                                               "\"127.0.0.1:"
-                                                                               "9876;\","
-                                                                               "\"PROP_"
-                                                                               "THREADPOOL_"
-                                                                               "CORE_SIZE\":"
-                                                                               "\"20\","
-                                                                               "\"adjustThre"
-                                                                               "adPoolNumsTh"
-                                                                               "reshold\":"
-                                                                               "\"100000\","
-                                                                               "\"allocateMe"
-                                                                               "ssageQueueSt"
-                                                                               "rategy\":"
-                                                                               "\"org."
-                                                                               "apache."
-                                                                               "rocketmq."
-                                                                               "client."
-                                                                               "consumer."
-                                                                               "rebalance."
-                                                                               "AllocateMess"
-                                                                               "ageQueueAver"
-                                                                               "agelyByCircl"
-                                                                               "e@1\","
-                                                                               "\"awaitTermi"
-                                                                               "nationMillis"
-                                                                               "WhenShutdown"
-                                                                               "\":\"0\","
-                                                                               "\"consumeCon"
-                                                                               "currentlyMax"
-                                                                               "Span\":"
-                                                                               "\"2000\","
-                                                                               "\"consumeFro"
-                                                                               "mWhere\":"
-                                                                               "\"CONSUME_"
-                                                                               "FROM_LAST_"
-                                                                               "OFFSET\","
-                                                                               "\"consumeMes"
-                                                                               "sageBatchMax"
-                                                                               "Size\":"
-                                                                               "\"1\","
-                                                                               "\"consumeThr"
-                                                                               "eadMax\":"
-                                                                               "\"20\","
-                                                                               "\"consumeThr"
-                                                                               "eadMin\":"
-                                                                               "\"20\","
-                                                                               "\"consumeTim"
-                                                                               "eout\":"
-                                                                               "\"15\","
-                                                                               "\"consumeTim"
-                                                                               "estamp\":"
-                                                                               "\"2023111421"
-                                                                               "4320\","
-                                                                               "\"consumerGr"
-                                                                               "oup\":\"G\","
-                                                                               "\"maxReconsu"
-                                                                               "meTimes\":"
-                                                                               "\"-1\","
-                                                                               "\"messageMod"
-                                                                               "el\":"
-                                                                               "\"CLUSTERING"
-                                                                               "\","
-                                                                               "\"postSubscr"
-                                                                               "iptionWhenPu"
-                                                                               "ll\":"
-                                                                               "\"false\","
-                                                                               "\"pullBatchS"
-                                                                               "ize\":"
-                                                                               "\"32\","
-                                                                               "\"pullInterv"
-                                                                               "al\":\"0\","
-                                                                               "\"pullThresh"
-                                                                               "oldForQueue"
-                                                                               "\":\"1000\","
-                                                                               "\"pullThresh"
-                                                                               "oldForTopic"
-                                                                               "\":\"-1\","
-                                                                               "\"pullThresh"
-                                                                               "oldSizeForQu"
-                                                                               "eue\":"
-                                                                               "\"100\","
-                                                                               "\"pullThresh"
-                                                                               "oldSizeForTo"
-                                                                               "pic\":\"-"
-                                                                               "1\","
-                                                                               "\"subscripti"
-                                                                               "on\":\"{}\","
-                                                                               "\"suspendCur"
-                                                                               "rentQueueTim"
-                                                                               "eMillis\":"
-                                                                               "\"1000\","
-                                                                               "\"unitMode\""
-                                                                               ":\"false\"},"
-                                                                               "\"statusTabl"
-                                                                               "e\":{\"%"
-                                                                               "RETRY%G\":{"
-                                                                               "\"consumeFai"
-                                                                               "ledMsgs\":0,"
-                                                                               "\"consumeFai"
-                                                                               "ledTPS\":0."
-                                                                               "0,"
-                                                                               "\"consumeOKT"
-                                                                               "PS\":0.0,"
-                                                                               "\"consumeRT"
-                                                                               "\":0.0,"
-                                                                               "\"pullRT\":"
-                                                                               "0.0,"
-                                                                               "\"pullTPS\":"
-                                                                               "0.0},\"T\":{"
-                                                                               "\"consumeFai"
-                                                                               "ledMsgs\":0,"
-                                                                               "\"consumeFai"
-                                                                               "ledTPS\":0."
-                                                                               "0,"
-                                                                               "\"consumeOKT"
-                                                                               "PS\":0.0,"
-                                                                               "\"consumeRT"
-                                                                               "\":0.0,"
-                                                                               "\"pullRT\":"
-                                                                               "0.0,"
-                                                                               "\"pullTPS\":"
-                                                                               "0.0}},"
-                                                                               "\"subscripti"
-                                                                               "onSet\":"
-                                                                               "[" SUB("%RETRY%"
-                                                                                       "G",
-                                                                                       "2") "," SUB("T",
-                                                                                                    "1") "]}";
+#define CONSUME_STATUS                                                                                       \
+    "{\"consumeFailedMsgs\":0,\"consumeFailedTPS\":0.0,\"consumeOKTPS\":0.0,\"consumeRT\":0.0,"              \
+    "\"pullRT\":0.0,\"pullTPS\":0.0}"
+#define MQ(topic, qid) "{\"brokerName\":\"broker-a\",\"queueId\":" qid ",\"topic\":\"" topic "\"}"
 
-static void fill_rinfo(struct sim_rinfo *ri, struct sim_rinfo_queue *qs, struct sim_sub *subs)
+/* One piece of the body a line (clang-format would break the pieces apart). */
+// clang-format off
+static const char rinfo_want[] =
+    "{\"mqTable\":{" MQ("%RETRY%G", "0") ":" PQ_INFO("0", "7") ","
+    MQ("T", "2") ":" PQ_INFO("5", "1700000000001") ","
+    MQ("T", "10") ":" PQ_INFO("42", "1700000000002") "},"
+    "\"properties\":{\"PROP_CLIENT_VERSION\":\"V4_9_8\",\"PROP_CONSUMEORDERLY\":\"false\","
+    "\"PROP_CONSUMER_START_TIMESTAMP\":\"1700000000000\",\"PROP_CONSUME_TYPE\":\"CONSUME_PASSIVELY\","
+    "\"PROP_NAMESERVER_ADDR\":\"127.0.0.1:9876;\",\"PROP_THREADPOOL_CORE_SIZE\":\"20\","
+    "\"adjustThreadPoolNumsThreshold\":\"100000\","
+    "\"allocateMessageQueueStrategy\":"
+    "\"org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle@1\","
+    "\"awaitTerminationMillisWhenShutdown\":\"0\",\"consumeConcurrentlyMaxSpan\":\"2000\","
+    "\"consumeFromWhere\":\"CONSUME_FROM_LAST_OFFSET\",\"consumeMessageBatchMaxSize\":\"1\","
+    "\"consumeThreadMax\":\"20\",\"consumeThreadMin\":\"20\",\"consumeTimeout\":\"15\","
+    "\"consumeTimestamp\":\"20231114214320\",\"consumerGroup\":\"G\",\"maxReconsumeTimes\":\"-1\","
+    "\"messageModel\":\"CLUSTERING\",\"postSubscriptionWhenPull\":\"false\",\"pullBatchSize\":\"32\","
+    "\"pullInterval\":\"0\",\"pullThresholdForQueue\":\"1000\",\"pullThresholdForTopic\":\"-1\","
+    "\"pullThresholdSizeForQueue\":\"100\",\"pullThresholdSizeForTopic\":\"-1\","
+    "\"subscription\":\"{}\",\"suspendCurrentQueueTimeMillis\":\"1000\",\"unitMode\":\"false\"},"
+    "\"statusTable\":{\"%RETRY%G\":" CONSUME_STATUS ",\"T\":" CONSUME_STATUS "},"
+    "\"subscriptionSet\":[" SUB("%RETRY%G", "2") "," SUB("T", "1") "]}";
+// clang-format on
+
+/* The running info of rinfo_want, with the arrays it points into. */
+struct rinfo_case {
+    struct sim_rinfo ri;
+    struct sim_rinfo_queue qs[3];
+    struct sim_sub subs[2];
+};
+
+static void fill_rinfo(struct rinfo_case *rc)
 {
+    struct sim_rinfo *ri = &rc->ri;
+    struct sim_rinfo_queue *qs = rc->qs;
+    struct sim_sub *subs = rc->subs;
     /* Unsorted on purpose: the body is in MessageQueue / SubscriptionData order. */
     qs[0] = (struct sim_rinfo_queue){{"T", "broker-a", 10}, 42, 1700000000002LL};
     qs[1] = (struct sim_rinfo_queue){{"%RETRY%G", "broker-a", 0}, 0, 7};
@@ -272,22 +146,20 @@ static void fill_rinfo(struct sim_rinfo *ri, struct sim_rinfo_queue *qs, struct 
 static void test_running_info_exact(void **state)
 {
     (void)state;
-    struct sim_rinfo ri;
-    struct sim_rinfo_queue qs[3];
-    struct sim_sub subs[2];
-    fill_rinfo(&ri, qs, subs);
+    struct rinfo_case c;
+    fill_rinfo(&c);
     struct buf b;
     buf_init(&b, 0);
-    assert_int_equal(sim_running_info_encode(&ri, &b), RMQ_OK);
+    assert_int_equal(sim_running_info_encode(&c.ri, &b), RMQ_OK);
     assert_buf_str(&b, rinfo_want);
-    assert_string_equal(qs[0].mq.topic, "T"); /* the caller's arrays are not reordered */
+    assert_string_equal(c.qs[0].mq.topic, "T"); /* the caller's arrays are not reordered */
 
     /* Empty holdings: an empty map, still valid for a fastjson reader. */
     buf_reset(&b);
-    ri.nqueues = 0;
-    ri.nsubs = 0;
-    ri.broadcast = true;
-    assert_int_equal(sim_running_info_encode(&ri, &b), RMQ_OK);
+    c.ri.nqueues = 0;
+    c.ri.nsubs = 0;
+    c.ri.broadcast = true;
+    assert_int_equal(sim_running_info_encode(&c.ri, &b), RMQ_OK);
     assert_int_equal(buf_terminate(&b), RMQ_OK);
     assert_non_null(strstr((const char *)buf_head(&b), "{\"mqTable\":{},\"properties\":{"));
     assert_non_null(strstr((const char *)buf_head(&b), "\"messageModel\":\"BROADCASTING\""));
@@ -298,15 +170,13 @@ static void test_running_info_exact(void **state)
 static void test_running_info_oom(void **state)
 {
     (void)state;
-    struct sim_rinfo ri;
-    struct sim_rinfo_queue qs[3];
-    struct sim_sub subs[2];
-    fill_rinfo(&ri, qs, subs);
+    struct rinfo_case c;
+    fill_rinfo(&c);
     for (long fail = 0;; fail++) {
         struct buf b;
         buf_init(&b, 0);
         rmq_mem_fail_after(fail);
-        int rc = sim_running_info_encode(&ri, &b);
+        int rc = sim_running_info_encode(&c.ri, &b);
         rmq_mem_fail_after(-1);
         if (rc == RMQ_OK) {
             assert_buf_str(&b, rinfo_want);
@@ -320,7 +190,7 @@ static void test_running_info_oom(void **state)
     /* A capped buffer fails cleanly too. */
     struct buf small;
     buf_init(&small, 64);
-    assert_int_not_equal(sim_running_info_encode(&ri, &small), RMQ_OK);
+    assert_int_not_equal(sim_running_info_encode(&c.ri, &small), RMQ_OK);
     assert_int_equal(buf_live(&small), 0);
     buf_free(&small);
 }
@@ -364,16 +234,7 @@ static void test_holdings_line(void **state)
     buf_free(&b);
 }
 
-int main(void)
-{
-    rmq_mem_install_jansson();
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_heartbeat_java_shape),
-        cmocka_unit_test(test_heartbeat_broadcast_v5),
-        cmocka_unit_test(test_running_info_exact),
-        cmocka_unit_test(test_running_info_oom),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_holdings_line),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_heartbeat_java_shape),
+                cmocka_unit_test(test_heartbeat_broadcast_v5), cmocka_unit_test(test_running_info_exact),
+                cmocka_unit_test(test_running_info_oom), cmocka_unit_test(test_names),
+                cmocka_unit_test(test_holdings_line))

@@ -13,6 +13,7 @@
 #include "err.h"
 #include "mem.h"
 #include "sim_rebalance.h"
+#include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -199,14 +200,6 @@ static void test_diff(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mq_all_read_permission),
-        cmocka_unit_test(test_allocate_worked_examples),
-        cmocka_unit_test(test_allocate_errors_and_config),
-        cmocka_unit_test(test_allocate_matches_group),
-        cmocka_unit_test(test_diff),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_mq_all_read_permission), cmocka_unit_test(test_allocate_worked_examples),
+          cmocka_unit_test(test_allocate_errors_and_config), cmocka_unit_test(test_allocate_matches_group),
+          cmocka_unit_test(test_diff))

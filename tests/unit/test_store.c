@@ -292,18 +292,8 @@ static void test_killed_process_keeps_lazy_commits(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_uncommitted_batch_invisible),
-        T(test_batch_is_one_transaction),
-        T(test_failed_write_keeps_batch),
-        T(test_failed_commit_rolls_back),
-        T(test_killed_process_keeps_commits),
-        T(test_lazy_commit_visible_and_checkpointed),
-        T(test_lazy_sync_takes_checkpoints_off_the_writer),
-        T(test_killed_process_keeps_lazy_commits),
-        T(test_soft_writes_are_not_counted),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_uncommitted_batch_invisible), T(test_batch_is_one_transaction),
+          T(test_failed_write_keeps_batch), T(test_failed_commit_rolls_back),
+          T(test_killed_process_keeps_commits), T(test_lazy_commit_visible_and_checkpointed),
+          T(test_lazy_sync_takes_checkpoints_off_the_writer), T(test_killed_process_keeps_lazy_commits),
+          T(test_soft_writes_are_not_counted))

@@ -102,10 +102,4 @@ static void test_queries_and_reset(void **state)
     store_close(s);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_queries_and_reset),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_queries_and_reset))

@@ -15,6 +15,7 @@
 #include "store.h"
 #include "store_fixture.h"
 #include "store_read.h"
+#include "test_support.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -50,18 +51,13 @@ static void test_second_writer_refused(void **state)
 static void test_foreign_file_refused_untouched(void **state)
 {
     struct fx *fx = *state;
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine')", NULL,
-                                  NULL, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    raw_exec(fx->path, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine')");
     struct store *s = (struct store *)1;
     char err[512] = "";
     assert_int_equal(store_open(fx->path, &s, err, sizeof err), RMQ_EINVAL);
     assert_null(s);
     assert_non_null(strstr(err, "not an rmqcoord store"));
-    db = raw_open(fx->path);
+    sqlite3 *db = raw_open(fx->path);
     char mode[16];
     assert_string_equal(raw_text(db, "PRAGMA journal_mode", mode, sizeof mode), "delete");
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master"), 1);
@@ -190,8 +186,8 @@ static void test_end_run_and_resync(void **state)
     store_close(s);
 }
 
-static void append(struct store *s, const char *group, const char *kind, const char *client, const char *before,
-                   const char *after, bool delta, int64_t index)
+static void append(struct store *s, const char *group, const char *kind, const char *client,
+                   const char *before, const char *after, bool delta, int64_t index)
 {
     struct store_event ev = {1, group, kind, client, 0, before, after, delta, index};
     assert_int_equal(store_append_event(s, &ev, NULL), 0);
@@ -221,12 +217,7 @@ static void test_event_numbers_and_gap(void **state)
         assert_true(json_is_array(json_object_get(json_array_get(evs, i), "after")));
     json_decref(out);
     /* the join of c removed by hand: the two closes after it cannot be rebuilt */
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "DELETE FROM events WHERE client_id = 'c' AND kind = 'join'", NULL, NULL,
-                                  NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    raw_exec(fx->path, "DELETE FROM events WHERE client_id = 'c' AND kind = 'join'");
     out = store_reader_events(r, "g", 0, 100, err, sizeof err);
     assert_non_null(out);
     evs = json_object_get(out, "events");
@@ -239,16 +230,7 @@ static void test_event_numbers_and_gap(void **state)
     store_close(s);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_second_writer_refused, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_file_refused_untouched, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_ours_carries_application_id, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_outside_lock_fails_fast_and_recovers, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_prune_keeps_the_bound, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_end_run_and_resync, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_event_numbers_and_gap, fx_setup, fx_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(FX_TEST(test_second_writer_refused), FX_TEST(test_foreign_file_refused_untouched),
+          FX_TEST(test_ours_carries_application_id), FX_TEST(test_outside_lock_fails_fast_and_recovers),
+          FX_TEST(test_prune_keeps_the_bound), FX_TEST(test_end_run_and_resync),
+          FX_TEST(test_event_numbers_and_gap))

@@ -152,13 +152,5 @@ static void test_event_ids_increase(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_recover),
-        T(test_not_found_and_duplicates),
-        T(test_subscriptions_replace_set),
-        T(test_event_ids_increase),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_recover), T(test_not_found_and_duplicates), T(test_subscriptions_replace_set),
+          T(test_event_ids_increase))

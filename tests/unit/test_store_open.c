@@ -221,11 +221,5 @@ static void test_open_and_load_oom(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_open_applies_migrations), T(test_reopen_is_idempotent),   T(test_file_mode_is_0600),
-        T(test_future_version_refused),  T(test_bad_paths_fail_cleanly), T(test_open_and_load_oom),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_open_applies_migrations), T(test_reopen_is_idempotent), T(test_file_mode_is_0600),
+          T(test_future_version_refused), T(test_bad_paths_fail_cleanly), T(test_open_and_load_oom))

@@ -432,20 +432,7 @@ static void test_delta_events_rebuilt(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_paging_since_limit),
-        T(test_group_filter),
-        T(test_limit_clamped),
-        T(test_event_shape),
-        T(test_uncommitted_invisible_to_reader),
-        T(test_reads_recovery_events),
-        T(test_invalid_utf8_is_lossy),
-        T(test_reader_after_writer_closed),
-        T(test_reader_open_errors),
-        T(test_events_oom),
-        T(test_delta_events_rebuilt),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_paging_since_limit), T(test_group_filter), T(test_limit_clamped), T(test_event_shape),
+          T(test_uncommitted_invisible_to_reader), T(test_reads_recovery_events),
+          T(test_invalid_utf8_is_lossy), T(test_reader_after_writer_closed), T(test_reader_open_errors),
+          T(test_events_oom), T(test_delta_events_rebuilt))

@@ -84,12 +84,4 @@ static void test_offsets_survive_reopen(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        T(test_topics_survive_reopen),
-        T(test_load_topics_callback_stops),
-        T(test_offsets_survive_reopen),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(T(test_topics_survive_reopen), T(test_load_topics_callback_stops), T(test_offsets_survive_reopen))

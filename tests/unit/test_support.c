@@ -1,14 +1,24 @@
 /* test_support.c — see test_support.h. */
 #include "test_support.h"
 
+#include "buf.h"
+#include "err.h"
+#include "mem.h"
+#include "parse_int.h"
+
 #include <dirent.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 static off_t file_size(const char *path)
 {
@@ -129,17 +139,6 @@ const char *test_tmpdir(void)
     return mkdtemp(path);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 uint8_t *test_hex_decode(const char *hex, size_t *len)
 {
     size_t n = strlen(hex);
@@ -149,7 +148,7 @@ uint8_t *test_hex_decode(const char *hex, size_t *len)
     if (!out)
         return NULL;
     for (size_t i = 0; i < n / 2; i++) {
-        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        int hi = rmq_hex_digit(hex[2 * i]), lo = rmq_hex_digit(hex[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             free(out);
             return NULL;
@@ -168,4 +167,23 @@ uint32_t test_rnd(uint32_t n)
     test_rng_state ^= test_rng_state >> 7;
     test_rng_state ^= test_rng_state << 17;
     return (uint32_t)(test_rng_state % n);
+}
+
+int test_install_jansson(void **state)
+{
+    (void)state;
+    rmq_mem_install_jansson();
+    return 0;
+}
+
+void assert_buf_equal(const struct buf *b, const void *want, size_t len)
+{
+    assert_int_equal(buf_live(b), len);
+    assert_memory_equal(buf_head(b), want, len);
+}
+
+void assert_buf_str(struct buf *b, const char *want)
+{
+    assert_int_equal(buf_terminate(b), RMQ_OK);
+    assert_string_equal((const char *)buf_head(b), want);
 }

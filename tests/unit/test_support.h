@@ -34,9 +34,27 @@ int test_fsize_limit(const char *db, struct test_fsize_guard *g);
 int test_fsize_restore(const struct test_fsize_guard *g);
 /* Decodes hex text into a new malloc'd buffer; NULL on bad hex. */
 uint8_t *test_hex_decode(const char *hex, size_t *len);
+struct buf;
+/* Asserts that the live bytes of b are exactly want[0..len). */
+void assert_buf_equal(const struct buf *b, const void *want, size_t len);
+/* Asserts that the live bytes of b (NUL-terminated here) are the text want. */
+void assert_buf_str(struct buf *b, const char *want);
 /* Seeded xorshift64 for the property tests: set test_rng_state (non-zero),
  * then test_rnd(n) draws from 0..n-1. */
 extern uint64_t test_rng_state;
 uint32_t test_rnd(uint32_t n);
+
+/* A test file's main: the CMUnitTest entries given, run as one group between
+ * the cmocka group fixtures group_setup and group_teardown (either NULL). */
+#define TEST_MAIN_GROUP(group_setup, group_teardown, ...)                                                    \
+    int main(void)                                                                                           \
+    {                                                                                                        \
+        const struct CMUnitTest tests[] = {__VA_ARGS__};                                                     \
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);                                   \
+    }
+#define TEST_MAIN(...) TEST_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
+/* Group setup of the codec tests: jansson allocates through the funnel
+ * (rmq_mem_install_jansson), so the fault-injection tests reach it too. */
+int test_install_jansson(void **state);
 
 #endif

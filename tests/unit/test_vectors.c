@@ -285,13 +285,6 @@ static void test_json_oom(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_case_both_apis),
-        cmocka_unit_test(test_every_case_json),
-        cmocka_unit_test(test_group_oom),
-        cmocka_unit_test(test_json_oom),
-    };
-    return cmocka_run_group_tests(tests, load_cases, free_cases);
-}
+TEST_MAIN_GROUP(load_cases, free_cases, cmocka_unit_test(test_every_case_both_apis),
+                cmocka_unit_test(test_every_case_json), cmocka_unit_test(test_group_oom),
+                cmocka_unit_test(test_json_oom))

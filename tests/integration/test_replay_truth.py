@@ -1,0 +1,163 @@
+"""Recorded holdings as ground truth. The daemon runs with
+`--record-holdings-ms`, so every 250 ms it asks each consumer for its queues
+(GET_CONSUMER_RUNNING_INFO, which `rmqcoord sim` answers) and records the
+answers. The run: one client that ignores NOTIFY (`sim --no-notify`, a 4 s
+timer), two that act on it, and a later join. Replay then reports the
+overlaps the clients really had beside the modeled ones: by default the model
+(with the inferred behaviour) and the truth agree; with a deliberately wrong
+override for a NOTIFY-acting client the model keeps that client on its old
+queues, and replay flags the disagreement and blames the model."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from rmqclient import Daemon  # noqa: E402
+
+BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
+SLOW_MS = 4000
+SAMPLE_MS = 250
+WRONG = "10.0.0.3@fast-0:notify=off,rebalance-ms=60000"
+
+
+def replay(path, *flags):
+    p = subprocess.run([BIN, "replay", path] + list(flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    if p.returncode != 0:
+        raise AssertionError("replay failed (%d): %s" % (p.returncode, p.stderr.decode()))
+    return p.stdout.decode()
+
+
+def records(path, *flags):
+    return [json.loads(line) for line in replay(path, "--format", "json", *flags).splitlines()]
+
+
+def by_type(recs, t):
+    return [r for r in recs if r["type"] == t]
+
+
+class ReplayTruthTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="rmqcoord-truth-")
+        cls.trace = os.path.join(cls.tmp, "trace.jsonl")
+        d = Daemon("--record", cls.trace, "--record-holdings-ms", str(SAMPLE_MS), "--topic", "T:8",
+                   store=os.path.join(cls.tmp, "s.db"))
+        procs = []
+        try:
+            ns = "127.0.0.1:%d" % d.port
+            common = ["--namesrv", ns, "--group", "G", "--topic", "T", "--quiet", "--heartbeat-ms", "1000"]
+            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.2@slow-0", "--no-notify",
+                                                                     "--rebalance-ms", str(SLOW_MS)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(1.5)
+            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-prefix", "10.0.0.3@fast", "--clients",
+                                                                     "2"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(3.5)
+            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.4@late-0"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(4.5)
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % d.http_port, timeout=5) as r:
+                cls.metrics = r.read().decode()
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(10)
+            time.sleep(0.3)
+            d.stop()
+        cls.default = records(cls.trace)
+        cls.wrong = records(cls.trace, "--client", WRONG)
+
+    def test_holdings_recorded(self):
+        rounds = {}
+        with open(self.trace) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("event") != "holdings":
+                    continue
+                self.assertEqual(r["group"], "G")
+                self.assertLessEqual(r["asked"], r["ts"])
+                self.assertLess(r["ts"] - r["asked"], SAMPLE_MS, r)  # sims answer at once
+                self.assertIsInstance(r["queues"], list, r)  # every sim answers
+                for q in r["queues"]:
+                    self.assertEqual(set(q), {"topic", "brokerName", "queueId"})
+                rounds.setdefault(r["asked"], []).append(r["clientId"])
+        self.assertGreaterEqual(len(rounds), 20, "about one round per %d ms expected" % SAMPLE_MS)
+        for asked, ids in rounds.items():
+            self.assertEqual(len(ids), len(set(ids)), "one ask per member a round: %s" % ids)
+        # every member of the busiest moment was asked in one round
+        self.assertEqual(max(len(ids) for ids in rounds.values()), 4)
+        self.assertRegex(self.metrics, r"(?m)^rmqcoord_holdings_asks_total [1-9]")
+        self.assertRegex(self.metrics, r"(?m)^rmqcoord_holdings_answers_total [1-9]")
+        self.assertRegex(self.metrics, r"(?m)^rmqcoord_holdings_unanswered_total 0$")
+
+    def test_model_and_truth_agree_by_default(self):
+        recs = self.default
+        labels = {r["label"]: r["clientId"] for r in by_type(recs, "client")}
+        real = by_type(recs, "realOverlap")
+        model = by_type(recs, "overlap")
+        self.assertTrue(real, "the clients' answers show no overlap")
+        self.assertTrue(model, "the model shows no overlap")
+        for r in real:
+            self.assertIn("10.0.0.2@slow-0", [labels.get(x, x) for x in r["holders"].split(",")], r)
+            # beside a modeled overlap of the same queue that covers it (the model acts
+            # at the event, the clients are sampled every SAMPLE_MS)
+            same = [m for m in model if (m["topic"], m["broker"], m["queueId"]) ==
+                    (r["topic"], r["broker"], r["queueId"]) and m["from"] <= r["from"] + SAMPLE_MS + 50
+                    and m["to"] + SAMPLE_MS + 50 >= r["to"]]
+            self.assertTrue(same, "real overlap %s has no modeled overlap beside it" % r)
+        tot = by_type(recs, "totals")[0]
+        self.assertEqual(tot["realOverlaps"], len(real))
+        self.assertGreater(tot["holdingsSamples"], 0)
+        self.assertEqual(tot["holdingsUnanswered"], 0)
+        self.assertEqual(by_type(recs, "disagreement"), [], "model and truth should agree")
+        self.assertEqual(tot["disagreements"], 0)
+        text = replay(self.trace)
+        self.assertIn("== truth", text)
+        self.assertRegex(text, r"(?m)^real-overlap G T broker-a:\d \S+\.\.\S+ \(\+\d+\.\.\+\d+\) \d+ms holders=C")
+
+    def test_wrong_override_disagrees(self):
+        recs = self.wrong
+        beh = {r["client"]: r for r in by_type(recs, "behaviour")}
+        self.assertEqual(beh["10.0.0.3@fast-0"]["notifySource"], "override")
+        dis = by_type(recs, "disagreement")
+        self.assertTrue(dis, "a wrong override must disagree with the recorded holdings")
+        label = beh["10.0.0.3@fast-0"]["label"]
+        mine = [r for r in dis if r.get("label") == label]
+        self.assertTrue(mine, "no disagreement for the overridden client: %s" % dis)
+        for r in mine:
+            self.assertEqual(r["blame"], "model", r)
+            self.assertGreater(r["ms"], 0)
+        # the model now has overlaps the clients did not have, blamed on the model
+        self.assertTrue([r for r in dis if "queueId" in r and r["blame"] == "model"], dis)
+        tot = by_type(recs, "totals")[0]
+        self.assertEqual(tot["disagreements"], len(dis))
+        self.assertGreater(tot["disagreementsModel"], 0)
+        # the real overlaps are the same whatever the model says
+        key = lambda r: (r["topic"], r["broker"], r["queueId"], r["from"], r["to"])  # noqa: E731
+        self.assertEqual(sorted(map(key, by_type(recs, "realOverlap"))),
+                         sorted(map(key, by_type(self.default, "realOverlap"))))
+        text = replay(self.trace, "--client", WRONG)
+        self.assertRegex(text, r"(?m)^disagree G %s .* model bug: %s had already rebalanced" % (label, label))
+
+    def test_old_trace_without_holdings_replays(self):
+        old = os.path.join(self.tmp, "old.jsonl")
+        with open(self.trace) as f, open(old, "w") as out:
+            out.writelines(line for line in f if '"event":"holdings"' not in line)
+        recs = records(old)
+        tot = by_type(recs, "totals")[0]
+        self.assertEqual(tot["holdingsSamples"], 0)
+        self.assertEqual(by_type(recs, "realOverlap"), [])
+        self.assertEqual(len(by_type(recs, "overlap")), len(by_type(self.default, "overlap")))
+        self.assertNotIn("== truth", replay(old))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
