@@ -16,6 +16,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,44 +177,158 @@ int rmq_header_json_decode_full(const uint8_t *p, size_t len, struct rmq_cmd *cm
     return RMQ_OK;
 }
 
-static int append_ext_fields(const struct rmq_cmd *cmd, struct buf *out)
+/* The header is written straight into one reservation, sized by a bound
+ * (by the exact length only near the buffer's cap): a formatted append per
+ * field cost more than the rest of answering a repeated heartbeat. */
+
+/* Bytes of s as a JSON string, quotes included; the escapes are those of
+ * rmq_json_append_string (\" \\ and \u00XX below 0x20, other bytes as is). */
+static size_t json_str_len(const char *s)
 {
-    int rc = buf_append_str(out, "\"extFields\":{");
-    for (size_t i = 0; !rc && i < cmd->ext_len; i++) {
-        if (i)
-            rc = buf_append_u8(out, ',');
-        if (!rc)
-            rc = rmq_json_append_string(out, cmd->ext[i].key);
-        if (!rc)
-            rc = buf_append_u8(out, ':');
-        if (!rc)
-            rc = rmq_json_append_string(out, cmd->ext[i].val);
+    size_t n = 2;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        n += c < 0x20 ? 6 : (c == '"' || c == '\\') ? 2 : 1;
     }
-    return rc ? rc : buf_append_str(out, "},");
+    return n;
+}
+
+static uint8_t *put_str(uint8_t *w, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(w, s, n);
+    return w + n;
+}
+
+static uint8_t *put_json_str(uint8_t *w, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    *w++ = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *w++ = c;
+        } else if (c >= 0x20) {
+            *w++ = '\\';
+            *w++ = c;
+        } else {
+            memcpy(w, "\\u00", 4);
+            w[4] = (uint8_t)hex[c >> 4];
+            w[5] = (uint8_t)hex[c & 15];
+            w += 6;
+        }
+    }
+    *w++ = '"';
+    return w;
+}
+
+/* Decimal digits of v with its sign, at most 11 (INT32_MIN). */
+static size_t i32_len(int32_t v)
+{
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    size_t n = v < 0 ? 2 : 1;
+    while (u >= 10) {
+        u /= 10;
+        n++;
+    }
+    return n;
+}
+
+static uint8_t *put_i32(uint8_t *w, int32_t v)
+{
+    uint8_t tmp[11];
+    size_t i = sizeof tmp;
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    do {
+        tmp[--i] = (uint8_t)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *w++ = '-';
+    memcpy(w, tmp + i, sizeof tmp - i);
+    return w + (sizeof tmp - i);
+}
+
+/* name comes from a fixed table (language, serialize type), so it needs no escaping. */
+static uint8_t *put_key_name(uint8_t *w, const char *key, const char *name)
+{
+    w = put_str(put_str(w, key), name);
+    *w++ = '"';
+    *w++ = ',';
+    return w;
+}
+
+static uint8_t *put_key_i32(uint8_t *w, const char *key, int32_t v, char end)
+{
+    w = put_i32(put_str(w, key), v);
+    *w++ = (uint8_t)end;
+    return w;
+}
+
+#define LIT_LEN(s) (sizeof(s) - 1)
+
+/* The header's length: exact, or (cheaper: no pass over the strings) a
+ * bound taking every byte of a string as a six-byte escape and every
+ * integer as eleven characters. */
+static size_t header_len(const struct rmq_cmd *cmd, const char *lang, const char *ser, bool exact)
+{
+    size_t n = LIT_LEN("{\"code\":,\"flag\":,\"language\":\"\",\"opaque\":,\"serializeTypeCurrentRPC\":\"\","
+                       "\"version\":}") +
+               strlen(lang) + strlen(ser);
+    n += exact ? i32_len(cmd->code) + i32_len(cmd->flag) + i32_len(cmd->opaque) + i32_len(cmd->version)
+               : 4 * 11;
+    size_t strs = 0;
+    if (cmd->ext_len) {
+        n += LIT_LEN("\"extFields\":{},") + (cmd->ext_len - 1) + cmd->ext_len;
+        for (size_t i = 0; i < cmd->ext_len; i++)
+            strs += exact ? json_str_len(cmd->ext[i].key) + json_str_len(cmd->ext[i].val)
+                          : 6 * (strlen(cmd->ext[i].key) + strlen(cmd->ext[i].val)) + 4;
+    }
+    if (cmd->remark) {
+        n += LIT_LEN("\"remark\":,");
+        strs += exact ? json_str_len(cmd->remark) : 6 * strlen(cmd->remark) + 2;
+    }
+    return n + strs;
 }
 
 /* Appends the header in fastjson's sorted key order. extFields is left out
  * when empty, as a Java peer does for a null custom header; its entries keep
  * their insertion order (a Java HashMap is not sorted either). On failure
- * the buffer is restored to its previous contents. */
+ * the buffer is left as it was. */
 int rmq_header_json_encode(const struct rmq_cmd *cmd, struct buf *out)
 {
-    size_t mark = buf_live(out);
-    int rc = buf_appendf(out, "{\"code\":%" PRId32 ",", cmd->code);
-    if (!rc && cmd->ext_len)
-        rc = append_ext_fields(cmd, out);
-    if (!rc)
-        rc = buf_appendf(out, "\"flag\":%" PRId32 ",\"language\":\"%s\",\"opaque\":%" PRId32 ",", cmd->flag,
-                         rmq_language_name(cmd->language), cmd->opaque);
-    if (!rc && cmd->remark) {
-        rc = buf_append_str(out, "\"remark\":");
-        if (!rc)
-            rc = rmq_json_append_string(out, cmd->remark);
-        if (!rc)
-            rc = buf_append_u8(out, ',');
+    const char *lang = rmq_language_name(cmd->language);
+    const char *ser = cmd->serialize_type == RMQ_SERIALIZE_ROCKETMQ ? "ROCKETMQ" : "JSON";
+    size_t room = out->cap - buf_live(out);
+    size_t n = header_len(cmd, lang, ser, false);
+    /* Near the cap only the exact length says whether it fits. */
+    if (n > room && (n = header_len(cmd, lang, ser, true)) > room)
+        return RMQ_E2BIG;
+    uint8_t *start = buf_reserve(out, n);
+    if (!start)
+        return RMQ_ENOMEM;
+    uint8_t *w = put_key_i32(start, "{\"code\":", cmd->code, ',');
+    if (cmd->ext_len) {
+        w = put_str(w, "\"extFields\":{");
+        for (size_t i = 0; i < cmd->ext_len; i++) {
+            if (i)
+                *w++ = ',';
+            w = put_json_str(w, cmd->ext[i].key);
+            *w++ = ':';
+            w = put_json_str(w, cmd->ext[i].val);
+        }
+        w = put_str(w, "},");
     }
-    if (!rc)
-        rc = buf_appendf(out, "\"serializeTypeCurrentRPC\":\"%s\",\"version\":%" PRId32 "}",
-                         cmd->serialize_type == RMQ_SERIALIZE_ROCKETMQ ? "ROCKETMQ" : "JSON", cmd->version);
-    return buf_undo_on_error(out, mark, rc);
+    w = put_key_i32(w, "\"flag\":", cmd->flag, ',');
+    w = put_key_name(w, "\"language\":\"", lang);
+    w = put_key_i32(w, "\"opaque\":", cmd->opaque, ',');
+    if (cmd->remark) {
+        w = put_str(w, "\"remark\":");
+        w = put_json_str(w, cmd->remark);
+        *w++ = ',';
+    }
+    w = put_key_name(w, "\"serializeTypeCurrentRPC\":\"", ser);
+    w = put_key_i32(w, "\"version\":", cmd->version, '}');
+    buf_commit(out, (size_t)(w - start));
+    return RMQ_OK;
 }

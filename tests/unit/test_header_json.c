@@ -14,6 +14,8 @@
 #include "remoting_header.h"
 #include "test_support.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static int decode_str(const char *text, struct rmq_cmd *c, char *err, size_t errlen)
@@ -285,6 +287,177 @@ static void test_encode_rolls_back_on_cap(void **state)
     rmq_cmd_clear(&c);
 }
 
+/* The reference: the header as formatted text, the way the encoder produced
+ * it before it wrote digits by hand. The encoder must match it byte for byte. */
+static void ref_append_json_str(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(out);
+    n += (size_t)snprintf(out + n, cap - n, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20)
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", c);
+        else if (c == '"' || c == '\\')
+            n += (size_t)snprintf(out + n, cap - n, "\\%c", c);
+        else
+            n += (size_t)snprintf(out + n, cap - n, "%c", c);
+    }
+    snprintf(out + n, cap - n, "\"");
+}
+
+static void ref_encode(const struct rmq_cmd *c, char *out, size_t cap)
+{
+    snprintf(out, cap, "{\"code\":%" PRId32 ",", c->code);
+    if (c->ext_len) {
+        strcat(out, "\"extFields\":{");
+        for (size_t i = 0; i < c->ext_len; i++) {
+            if (i)
+                strcat(out, ",");
+            ref_append_json_str(out, cap, c->ext[i].key);
+            strcat(out, ":");
+            ref_append_json_str(out, cap, c->ext[i].val);
+        }
+        strcat(out, "},");
+    }
+    size_t n = strlen(out);
+    snprintf(out + n, cap - n, "\"flag\":%" PRId32 ",\"language\":\"%s\",\"opaque\":%" PRId32 ",", c->flag,
+             rmq_language_name(c->language), c->opaque);
+    if (c->remark) {
+        strcat(out, "\"remark\":");
+        ref_append_json_str(out, cap, c->remark);
+        strcat(out, ",");
+    }
+    n = strlen(out);
+    snprintf(out + n, cap - n, "\"serializeTypeCurrentRPC\":\"%s\",\"version\":%" PRId32 "}",
+             c->serialize_type == RMQ_SERIALIZE_ROCKETMQ ? "ROCKETMQ" : "JSON", c->version);
+}
+
+/* Encodes c after a prefix already in the buffer and compares with the reference. */
+static void assert_matches_reference(const struct rmq_cmd *c)
+{
+    static char want[8192];
+    ref_encode(c, want, sizeof want);
+    assert_true(strlen(want) < sizeof want - 1);
+    struct buf b;
+    buf_init(&b, 0);
+    assert_int_equal(buf_append_str(&b, "pre"), RMQ_OK);
+    assert_int_equal(rmq_header_json_encode(c, &b), RMQ_OK);
+    assert_int_equal(buf_live(&b), 3 + strlen(want));
+    assert_memory_equal(buf_head(&b), "pre", 3);
+    assert_memory_equal(buf_head(&b) + 3, want, strlen(want));
+    buf_free(&b);
+}
+
+static void test_encode_matches_reference_table(void **state)
+{
+    (void)state;
+    static const int32_t ints[] = {0,   1,   -1,      9,          10,        -10,      99,
+                                   100, 409, 1000000, -123456789, INT32_MAX, INT32_MIN};
+    static const char *const remarks[] = {NULL,
+                                          "",
+                                          "ok",
+                                          "a\"b",
+                                          "back\\slash",
+                                          "\n\r\t\x01\x1f\x7f",
+                                          "\xc3\xa9t\xc3\xa9",
+                                          "not stored: the store could not commit"};
+    static const int32_t langs[] = {0, 1, 9, 12, -1, 200};
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        for (size_t j = 0; j < sizeof remarks / sizeof remarks[0]; j++, k++) {
+            struct rmq_cmd c;
+            rmq_cmd_init(&c);
+            c.code = ints[i];
+            c.flag = ints[(i + 3) % (sizeof ints / sizeof ints[0])];
+            c.opaque = ints[(i + 7) % (sizeof ints / sizeof ints[0])];
+            c.version = ints[(i + j) % (sizeof ints / sizeof ints[0])];
+            c.language = langs[k % (sizeof langs / sizeof langs[0])];
+            c.serialize_type = (k & 1) ? RMQ_SERIALIZE_ROCKETMQ : RMQ_SERIALIZE_JSON;
+            if (remarks[j])
+                assert_int_equal(rmq_cmd_set_remark(&c, remarks[j]), RMQ_OK);
+            if (k % 3 == 1)
+                assert_int_equal(rmq_cmd_ext_set(&c, "topic", "T1"), RMQ_OK);
+            if (k % 3 == 2) {
+                assert_int_equal(rmq_cmd_ext_set(&c, "k\"\\\x02", "v\n\x1f"), RMQ_OK);
+                assert_int_equal(rmq_cmd_ext_set(&c, "", ""), RMQ_OK);
+                assert_int_equal(rmq_cmd_ext_set(&c, "consumerGroup", "G\xe4\xb8\xad"), RMQ_OK);
+            }
+            assert_matches_reference(&c);
+            rmq_cmd_clear(&c);
+        }
+    }
+}
+
+/* Random headers: any int32s, language codes in and out of range, remarks
+ * and extFields of random bytes 1..255 (every escape class). */
+static void test_encode_matches_reference_random(void **state)
+{
+    (void)state;
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int iter = 0; iter < 3000; iter++) {
+        uint32_t r[8];
+        for (int i = 0; i < 8; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            r[i] = (uint32_t)(x >> 16);
+        }
+        struct rmq_cmd c;
+        rmq_cmd_init(&c);
+        c.code = (int32_t)r[0];
+        c.flag = (int32_t)(r[1] >> (r[1] & 31));
+        c.opaque = (int32_t)r[2];
+        c.version = (int32_t)(r[3] % 2000) - 500;
+        c.language = (int32_t)(r[4] % 20) - 2;
+        c.serialize_type = (r[4] >> 8) & 1 ? RMQ_SERIALIZE_ROCKETMQ : RMQ_SERIALIZE_JSON;
+        char s[3][24];
+        for (int t = 0; t < 3; t++) {
+            size_t len = (r[5 + t] >> 4) % sizeof s[t];
+            for (size_t i = 0; i < len; i++) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s[t][i] = (char)(1 + (x >> 32) % 255);
+            }
+            s[t][len] = 0;
+        }
+        if (r[5] & 1)
+            assert_int_equal(rmq_cmd_set_remark(&c, s[0]), RMQ_OK);
+        if (r[6] & 1)
+            assert_int_equal(rmq_cmd_ext_set(&c, s[1], s[2]), RMQ_OK);
+        if (r[7] & 1)
+            assert_int_equal(rmq_cmd_ext_set(&c, "bname", s[0]), RMQ_OK);
+        assert_matches_reference(&c);
+        rmq_cmd_clear(&c);
+    }
+}
+
+static void test_encode_cap_boundary(void **state)
+{
+    (void)state;
+    struct rmq_cmd c;
+    rmq_cmd_init(&c);
+    c.code = INT32_MIN;
+    assert_int_equal(rmq_cmd_set_remark(&c, "r\x01"), RMQ_OK);
+    char want[256];
+    ref_encode(&c, want, sizeof want);
+    size_t n = strlen(want);
+    /* Exactly enough room succeeds; one byte less fails and changes nothing. */
+    struct buf b;
+    buf_init(&b, n + 2);
+    assert_int_equal(buf_append_str(&b, "ab"), RMQ_OK);
+    assert_int_equal(rmq_header_json_encode(&c, &b), RMQ_OK);
+    assert_int_equal(buf_live(&b), n + 2);
+    assert_memory_equal(buf_head(&b) + 2, want, n);
+    buf_free(&b);
+    buf_init(&b, n + 1);
+    assert_int_equal(buf_append_str(&b, "ab"), RMQ_OK);
+    assert_int_equal(rmq_header_json_encode(&c, &b), RMQ_E2BIG);
+    assert_buf_equal(&b, "ab", 2);
+    buf_free(&b);
+    rmq_cmd_clear(&c);
+}
+
 static void test_decoder_allocation_failures(void **state)
 {
     (void)state;
@@ -316,4 +489,7 @@ TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_java_headers_d
                 cmocka_unit_test(test_malformed_table),
                 cmocka_unit_test(test_encode_remark_escaping_and_type),
                 cmocka_unit_test(test_encode_rolls_back_on_cap),
+                cmocka_unit_test(test_encode_matches_reference_table),
+                cmocka_unit_test(test_encode_matches_reference_random),
+                cmocka_unit_test(test_encode_cap_boundary),
                 cmocka_unit_test(test_decoder_allocation_failures))
