@@ -7,62 +7,24 @@ its interval and names the cause. No replay flag is needed; --client
 overrides still replace what was inferred."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon  # noqa: E402
+from mixed_run import record_mixed_run, records, replay  # noqa: E402
 
-BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 SLOW_MS = 4000
-
-
-def replay(path, *flags):
-    p = subprocess.run([BIN, "replay", path] + list(flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=120)
-    if p.returncode != 0:
-        raise AssertionError("replay failed (%d): %s" % (p.returncode, p.stderr.decode()))
-    return p.stdout.decode()
 
 
 class ReplayInferTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="rmqcoord-infer-")
-        cls.trace = os.path.join(cls.tmp, "trace.jsonl")
-        d = Daemon("--record", cls.trace, "--topic", "T:8", store=os.path.join(cls.tmp, "s.db"))
-        procs = []
-        try:
-            ns = "127.0.0.1:%d" % d.port
-            common = ["--namesrv", ns, "--group", "G", "--topic", "T", "--quiet", "--heartbeat-ms", "1000"]
-            # The slow one first: it holds every queue, ignores the NOTIFYs the
-            # later joins send and gives queues up only on its own timer.
-            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.2@slow-0", "--no-notify",
-                                                                     "--rebalance-ms", str(SLOW_MS)],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            time.sleep(1.5)
-            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-prefix", "10.0.0.3@fast", "--clients",
-                                                                     "2"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            # A later join: a membership change the fast clients react to
-            # (their own joins' NOTIFYs tell nothing) and the slow one ignores.
-            time.sleep(3.5)
-            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.4@late-0"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            time.sleep(5.5)
-        finally:
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                p.wait(10)
-            time.sleep(0.3)
-            d.stop()
+        cls.trace = record_mixed_run(cls.tmp, SLOW_MS, 5.5)
 
     def records(self, *flags):
-        return [json.loads(line) for line in replay(self.trace, "--format", "json", *flags).splitlines()]
+        return records(self.trace, *flags)
 
     def test_trace_has_queries(self):
         codes = set()

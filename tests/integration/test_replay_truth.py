@@ -9,32 +9,17 @@ override for a NOTIFY-acting client the model keeps that client on its old
 queues, and replay flags the disagreement and blames the model."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon  # noqa: E402
+from mixed_run import record_mixed_run, records, replay  # noqa: E402
 
-BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 SLOW_MS = 4000
 SAMPLE_MS = 250
 WRONG = "10.0.0.3@fast-0:notify=off,rebalance-ms=60000"
-
-
-def replay(path, *flags):
-    p = subprocess.run([BIN, "replay", path] + list(flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=120)
-    if p.returncode != 0:
-        raise AssertionError("replay failed (%d): %s" % (p.returncode, p.stderr.decode()))
-    return p.stdout.decode()
-
-
-def records(path, *flags):
-    return [json.loads(line) for line in replay(path, "--format", "json", *flags).splitlines()]
 
 
 def by_type(recs, t):
@@ -45,33 +30,12 @@ class ReplayTruthTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="rmqcoord-truth-")
-        cls.trace = os.path.join(cls.tmp, "trace.jsonl")
-        d = Daemon("--record", cls.trace, "--record-holdings-ms", str(SAMPLE_MS), "--topic", "T:8",
-                   store=os.path.join(cls.tmp, "s.db"))
-        procs = []
-        try:
-            ns = "127.0.0.1:%d" % d.port
-            common = ["--namesrv", ns, "--group", "G", "--topic", "T", "--quiet", "--heartbeat-ms", "1000"]
-            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.2@slow-0", "--no-notify",
-                                                                     "--rebalance-ms", str(SLOW_MS)],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            time.sleep(1.5)
-            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-prefix", "10.0.0.3@fast", "--clients",
-                                                                     "2"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            time.sleep(3.5)
-            procs.append(subprocess.Popen([BIN, "sim"] + common + ["--client-id", "10.0.0.4@late-0"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            time.sleep(4.5)
+
+        def read_metrics(d):
             with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % d.http_port, timeout=5) as r:
                 cls.metrics = r.read().decode()
-        finally:
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                p.wait(10)
-            time.sleep(0.3)
-            d.stop()
+
+        cls.trace = record_mixed_run(cls.tmp, SLOW_MS, 4.5, ("--record-holdings-ms", str(SAMPLE_MS)), read_metrics)
         cls.default = records(cls.trace)
         cls.wrong = records(cls.trace, "--client", WRONG)
 
