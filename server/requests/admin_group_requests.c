@@ -99,12 +99,7 @@ void handle_update_sub_group(struct broker *s, struct conn *c, struct rmq_cmd *r
     s->group_configs_version++;
     log_info("subscription group %s configured by an admin request from %s", name, c->peer);
     rmq_free(name);
-    struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
-        conn_close_async(c, "out of memory building a reply");
-        return;
-    }
-    reply_send(s, c, req, &resp, true);
+    reply_ok(s, c, req, true);
 }
 
 /* The config a broker auto-creates at a group's first heartbeat. */
@@ -176,12 +171,7 @@ void handle_delete_sub_group(struct broker *s, struct conn *c, struct rmq_cmd *r
     }
     log_info("subscription group %s deleted (%zu offset(s)) by an admin request from %s", group, noffsets,
              c->peer);
-    struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
-        conn_close_async(c, "out of memory building a reply");
-        return;
-    }
-    reply_send(s, c, req, &resp, had || noffsets);
+    reply_ok(s, c, req, had || noffsets);
 }
 
 /* ---- GET_CONSUMER_RUNNING_INFO forwarded ---- */

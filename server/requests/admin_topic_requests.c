@@ -91,8 +91,7 @@ void handle_topic_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
         for (int q = 0; table && q < nq; q++) {
             char *key = admin_mq_key(tb->broker_name, tp->name, q);
             json_t *v = json_pack("{s:I,s:I,s:I}", "lastUpdateTimestamp", (json_int_t)0, "maxOffset",
-                                  (json_int_t)broker_queue_end(s, tp->name, q), "minOffset",
-                                  (json_int_t)0);
+                                  (json_int_t)broker_queue_end(s, tp->name, q), "minOffset", (json_int_t)0);
             if (!key || !v || json_object_set_new(table, key, v) != 0) {
                 json_decref(table);
                 table = NULL;
@@ -230,12 +229,7 @@ void handle_create_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
     }
     log_info("topic %s %s with %lld/%lld queue(s), perm %lld by an admin request from %s", topic,
              tp ? "updated" : "created", (long long)r, (long long)w, (long long)perm, c->peer);
-    struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
-        conn_close_async(c, "out of memory building a reply");
-        return;
-    }
-    reply_send(s, c, req, &resp, true);
+    reply_ok(s, c, req, true);
 }
 
 /* DELETE_TOPIC_IN_BROKER (215): the topic and every group's offsets of it;
@@ -268,10 +262,5 @@ void handle_delete_topic_in_broker(struct broker *s, struct conn *c, struct rmq_
     if (existed || noffsets)
         log_info("topic %s deleted (%zu committed offset(s)) by an admin request from %s", topic, noffsets,
                  c->peer);
-    struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
-        conn_close_async(c, "out of memory building a reply");
-        return;
-    }
-    reply_send(s, c, req, &resp, existed || noffsets);
+    reply_ok(s, c, req, existed || noffsets);
 }

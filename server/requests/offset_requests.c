@@ -121,12 +121,7 @@ void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     struct offset_entry *e = offsets_find(&s->offsets, group, topic, qid);
     if (e)
         e->channel_id = c->id; /* the reported holder of GET /api/groups/{g}/offsets */
-    struct rmq_cmd resp;
-    if (rmq_cmd_init_response(&resp, req, RMQ_RESP_SUCCESS, NULL) != 0) {
-        conn_close_async(c, "out of memory building a reply");
-        return;
-    }
-    reply_send(s, c, req, &resp, true);
+    reply_ok(s, c, req, true);
 }
 
 void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)

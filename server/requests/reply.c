@@ -2,13 +2,13 @@
  * store commit (see reply.h). Loop thread only. */
 #include "reply.h"
 
+#include "array.h"
 #include "buf.h"
 #include "conn.h"
 #include "err.h"
 #include "mem.h"
 #include "request_codes.h"
 #include "topics.h"
-#include "array.h"
 
 #include <stdio.h>
 
@@ -63,14 +63,25 @@ void reply_forget_conn(struct broker *s, const struct conn *c)
             s->acks[i].conn = NULL;
 }
 
-void reply_code(struct broker *s, struct conn *c, const struct rmq_cmd *req, int32_t code, const char *remark)
+static void reply_plain(struct broker *s, struct conn *c, const struct rmq_cmd *req, int32_t code,
+                        const char *remark, bool durable)
 {
     struct rmq_cmd resp;
     if (rmq_cmd_init_response(&resp, req, code, remark) != 0) {
         conn_close_async(c, "out of memory building a reply");
         return;
     }
-    reply_send(s, c, req, &resp, false);
+    reply_send(s, c, req, &resp, durable);
+}
+
+void reply_code(struct broker *s, struct conn *c, const struct rmq_cmd *req, int32_t code, const char *remark)
+{
+    reply_plain(s, c, req, code, remark, false);
+}
+
+void reply_ok(struct broker *s, struct conn *c, const struct rmq_cmd *req, bool durable)
+{
+    reply_plain(s, c, req, RMQ_RESP_SUCCESS, NULL, durable);
 }
 
 void reply_body(struct broker *s, struct conn *c, const struct rmq_cmd *req, int built, struct buf *body,

@@ -26,6 +26,9 @@ void reply_body(struct broker *s, struct conn *c, const struct rmq_cmd *req, int
 /* Replies code with remark and no body. */
 void reply_code(struct broker *s, struct conn *c, const struct rmq_cmd *req, int32_t code,
                 const char *remark);
+/* Replies SUCCESS with no body; held until the store commits when durable
+ * (the request changed stored state). */
+void reply_ok(struct broker *s, struct conn *c, const struct rmq_cmd *req, bool durable);
 /* Replies SYSTEM_ERROR "missing or non-integer field <name>" when field is
  * absent or not an integer and returns that error; 0 with *out set otherwise. */
 int reply_require_i64(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *field,
