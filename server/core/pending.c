@@ -231,6 +231,19 @@ bool pending_complete(struct pending_table *t, const void *conn, int32_t opaque,
     return true;
 }
 
+bool pending_cancel(struct pending_table *t, const void *conn, int32_t opaque)
+{
+    uint8_t key[KEY_LEN];
+    req_key(key, conn, opaque);
+    struct pending_req *r = hashmap_get(&t->by_key, key, sizeof key);
+    if (!r)
+        return false;
+    unlink_req(t, r);
+    rmq_free(r);
+    pending_sanity(t);
+    return true;
+}
+
 size_t pending_expire(struct pending_table *t, int64_t now_ms)
 {
     struct pending_req *chain = NULL, **tail = &chain;

@@ -69,6 +69,9 @@ int pending_add(struct pending_table *t, const void *conn, int32_t opaque, int64
 /* A response for (conn, opaque): removes the request and runs its callback
  * with resp. false when nothing was waiting (nothing runs). */
 bool pending_complete(struct pending_table *t, const void *conn, int32_t opaque, const struct rmq_cmd *resp);
+/* Takes back a request without running its callback (it was never sent).
+ * false when (conn, opaque) was not waiting. */
+bool pending_cancel(struct pending_table *t, const void *conn, int32_t opaque);
 /* Runs with NULL, in deadline order, every request whose deadline is <=
  * now_ms (those its callbacks add wait for the next call). Returns how
  * many ran. */

@@ -12,6 +12,7 @@
 #include "loop.h"
 #include "member_events.h"
 #include "notify.h"
+#include "outbound.h"
 #include "pull_requests.h"
 #include "reply.h"
 #include "stats.h"
@@ -38,7 +39,7 @@ int broker_init_state(struct broker *s, const struct config *cfg)
     topics_init(&s->topics);
     offsets_init(&s->offsets);
     queue_locks_init(&s->locks);
-    return RMQ_OK;
+    return outbound_init(s);
 }
 
 int broker_settle_round(struct broker *s, bool commit)

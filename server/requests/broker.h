@@ -19,6 +19,7 @@
 #include "held_pulls.h"
 #include "log.h"
 #include "offsets.h"
+#include "pending.h"
 #include "queue_locks.h"
 #include "registry.h"
 #include "remoting_cmd.h"
@@ -36,7 +37,6 @@ struct mailbox;
 struct http_admin;
 struct trace_recorder;
 struct acl;
-struct outbound_pending;
 struct holdings_round;
 struct namesrv_table;
 struct broker_reg;
@@ -67,8 +67,7 @@ struct broker {
     uint64_t writes_at_commit; /* store_write_count at the last commit */
     int64_t last_commit_ms;    /* loop clock of the last commit */
     size_t nacks, acks_cap;
-    struct outbound_pending *outbound; /* owned: requests sent to clients awaiting a reply */
-    size_t noutbound, outbound_cap;
+    struct pending_table outbound; /* requests sent to clients awaiting a reply (outbound.c) */
     struct holdings_round *rounds; /* owned list: admin holdings checks in progress */
     struct mailbox *mailbox;
     struct http_admin *http;
