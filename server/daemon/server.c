@@ -231,7 +231,7 @@ static void before_sleep(struct loop *l, void *ctx)
     if (store_prune(s->store, broker_now_ms(s), NULL) != 0)
         log_error("store: pruning closed channels failed: %s", store_errmsg(s->store));
     for (int round = 0; round < 4; round++) {
-        (void)broker_settle_round(s, store_in_batch(s->store) && commit_due(s, l));
+        (void)broker_settle_round(s, store_commit_due(s->store) && commit_due(s, l));
         cluster_before_sleep(s);
         /* Only a group marked during this round and due at once needs another. */
         if (!s->reg.pending ||
@@ -551,7 +551,7 @@ void server_fini(struct broker *s)
         log_error("store: ending the run's members failed: %s", store_errmsg(s->store));
     if (gone > 0)
         log_info("store: %d group(s) still had stored members at stop; marked gone", gone);
-    if (s->store && store_in_batch(s->store) && store_commit(s->store) != 0)
+    if (s->store && store_commit_due(s->store) && store_commit(s->store) != 0)
         log_error("store: final commit failed: %s", store_errmsg(s->store));
     reply_release_held(s, false);
     rmq_free(s->acks);

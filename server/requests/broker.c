@@ -19,6 +19,8 @@
 #include "store.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
+
 /* Channel ids collected per registry_expire call. */
 #define BROKER_EXPIRE_BATCH 256
 
@@ -47,19 +49,29 @@ int broker_settle_round(struct broker *s, bool commit)
     conn_set_reap(s->conns);
     notify_flush(s);
     int rc = RMQ_OK;
-    if (commit && store_in_batch(s->store)) {
+    /* store_commit_due, not store_in_batch: a batch SQLite rolled back by
+     * itself, with nothing written after it, must still fail its replies. */
+    if (commit && store_commit_due(s->store)) {
         s->writes_at_commit = store_write_count(s->store);
         s->last_commit_ms = loop_now_ms(s->loop);
         uint64_t t0 = rmq_mono_us();
         /* Only a batch an acknowledgement depends on waits for fsync. */
         rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
         if (rc != 0) {
-            log_error("store: commit failed: %s", store_errmsg(s->store));
+            log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "store: commit failed: %s",
+                        store_errmsg(s->store));
             member_events_need_snapshots(s);
             s->stats.commit_failures++;
+            /* The live view must not run ahead of what was acknowledged. */
+            if (broker_offsets_reload(s) != 0)
+                log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "store: reloading offsets failed: %s",
+                            store_errmsg(s->store));
+        } else {
+            s->offsets_at_commit = s->offsets.changes;
         }
         stats_histogram_add(&s->stats.commit, rmq_mono_us() - t0);
     }
+    assert(!commit || rc != RMQ_OK || !store_commit_due(s->store));
     reply_release_held(s, rc == RMQ_OK);
     conn_set_flush(s->conns);
     return rc;

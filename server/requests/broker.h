@@ -66,6 +66,8 @@ struct broker {
     struct held_ack *acks;     /* owned */
     uint64_t writes_at_commit; /* store_write_count at the last commit */
     int64_t last_commit_ms;    /* loop clock of the last commit */
+    uint64_t offsets_at_commit; /* offsets.changes at the last good commit: what a lost batch undoes */
+    struct log_limit store_log; /* storage failures, once a second (a full disk fails every turn) */
     size_t nacks, acks_cap;
     struct pending_table outbound; /* requests sent to clients awaiting a reply (outbound.c) */
     struct holdings_round *rounds; /* owned list: admin holdings checks in progress */
@@ -122,6 +124,11 @@ const struct topic *broker_create_topic(struct broker *s, const char *name, int 
 /* Commits group's offset of (topic, qid): the in-memory table and a store
  * write in the open batch. 0 or an error. */
 int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset);
+/* After a batch was lost: the in-memory offsets go back to what the store
+ * holds (what was acknowledged), keeping each unchanged entry's reporting
+ * channel and reset flag. Nothing happens when no offset moved since the
+ * last good commit. 0 or the store's error (the table is then unchanged). */
+int broker_offsets_reload(struct broker *s);
 
 /* One expiry scan: closes idle connections (--idle-timeout-ms) and channels
  * whose members all expired (docs/protocol.md: an expired channel is closed). */

@@ -9,6 +9,7 @@
 #include "conn.h"
 #include "err.h"
 #include "log.h"
+#include "loop.h"
 #include "mem.h"
 #include "reply.h"
 #include "request_codes.h"
@@ -19,10 +20,49 @@
 
 int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset)
 {
-    int rc = offsets_put_at(&s->offsets, group, topic, qid, offset, broker_now_ms(s));
+    /* The store first: a write it refuses must not move the live view
+     * (the view answers QUERY_CONSUMER_OFFSET; it may never be ahead of
+     * what was acknowledged). A batch lost later is undone by
+     * broker_offsets_reload. */
+    int rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
     if (rc == 0)
-        rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
+        rc = offsets_put_at(&s->offsets, group, topic, qid, offset, broker_now_ms(s));
     return rc;
+}
+
+static int reload_one(void *ctx, const char *group, const char *topic, int queue_id, int64_t offset)
+{
+    return offsets_put(ctx, group, topic, queue_id, offset);
+}
+
+/* Carries over what the store does not keep, for entries whose value the
+ * reload did not change. */
+static void keep_meta(void *ctx, const char *group, const char *topic, int32_t qid, struct offset_entry *e)
+{
+    const struct offset_entry *old = offsets_find(ctx, group, topic, qid);
+    if (old && old->offset == e->offset) {
+        e->updated_ms = old->updated_ms;
+        e->reset_pending = old->reset_pending;
+        e->channel_id = old->channel_id;
+    }
+}
+
+int broker_offsets_reload(struct broker *s)
+{
+    if (s->offsets.changes == s->offsets_at_commit)
+        return RMQ_OK;
+    struct offsets fresh;
+    offsets_init(&fresh);
+    int rc = store_load_offsets(s->store, reload_one, &fresh);
+    if (rc != 0) {
+        offsets_free(&fresh);
+        return rc;
+    }
+    offsets_each(&fresh, keep_meta, &s->offsets);
+    offsets_free(&s->offsets);
+    s->offsets = fresh;
+    s->offsets_at_commit = s->offsets.changes;
+    return RMQ_OK;
 }
 
 int64_t broker_queue_end(const struct broker *s, const char *topic, int32_t qid)
@@ -114,7 +154,8 @@ void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return;
     }
     if (broker_offset_commit(s, group, topic, qid, off) != 0) {
-        log_error("offset %s/%s/%d not stored: %s", group, topic, (int)qid, store_errmsg(s->store));
+        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "offset %s/%s/%d not stored: %s", group, topic,
+                    (int)qid, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
         return;
     }

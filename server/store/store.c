@@ -596,6 +596,11 @@ bool store_in_batch(const struct store *s)
     return s->in_batch;
 }
 
+bool store_commit_due(const struct store *s)
+{
+    return s->in_batch || s->batch_lost;
+}
+
 /* With lazy sync on the connection runs at synchronous=OFF (SQLite
  * refuses to change it inside a transaction, and a batch starts before
  * anyone knows whether a reply will depend on it), so a commit that must

@@ -137,7 +137,7 @@ void fx_free(struct fx *fx)
     pull_free_all(s);
     conn_set_free(s->conns);
     s->conns = NULL;
-    if (store_in_batch(s->store))
+    if (store_commit_due(s->store))
         assert_int_equal(store_commit(s->store), 0);
     reply_release_held(s, false);
     rmq_free(s->acks);
