@@ -290,7 +290,12 @@ void handle_forward_running_info(struct broker *s, struct conn *c, struct rmq_cm
         rc = outbound_send(s, ch->conn, &out, FORWARD_TIMEOUT_MS, forward_done, f);
     }
     rmq_cmd_clear(&out);
-    if (rc != 0) {
+    if (rc == RMQ_E2BIG) {
+        rmq_free(f);
+        snprintf(remark, sizeof remark, "[OVERLOAD] %d requests to consumer %s %s already wait for its answer",
+                 OUTBOUND_MAX_PER_CONN, group, client_id);
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_BUSY, remark);
+    } else if (rc != 0) {
         rmq_free(f);
         snprintf(remark, sizeof remark, "invoke consumer %s %s Exception: the request could not be sent",
                  group, client_id);
