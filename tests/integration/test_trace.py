@@ -198,6 +198,16 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(predicted("--compat", "broker-4.9"), sent)
         self.assertEqual(predicted(), [], "rmqcoord's own dialect notifies no broadcasting group")
         self.assertEqual(predicted("--compat", "broker-5"), [])
+        # As for serve: --compat sets the broker's expiry rules, a flag given with it (before or after) wins.
+        for flags, want in ((("--compat", "broker-4.9"), (10000, False)),
+                            (("--notify-on-expiry", "on", "--compat=broker-4.9", "--expiry-scan-ms", "500"),
+                             (500, True))):
+            out = run("replay", self.trace, "--format", "json", *flags).stdout.decode()
+            meta = [json.loads(line) for line in out.splitlines() if '"type":"meta"' in line][0]
+            self.assertEqual((meta["expiryScanMs"], meta["notifyOnExpiry"]), want, flags)
+        bad = run("replay", self.trace, "--compat", "broker-3", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn(b"--compat takes", bad.stderr)
 
 
 if __name__ == "__main__":
