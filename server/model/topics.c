@@ -54,8 +54,10 @@ bool topics_name_ok(const char *name)
         if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
             return false;
     /* Names reach JSON (the admin API, the store's readers): bytes that are
-     * not UTF-8 would make every listing that includes them unreadable. */
-    return utf8_valid(name, n);
+     * not UTF-8 would make every listing that includes them unreadable; and
+     * terminals and pages: a C1 control or a bidi override would let one
+     * name pass for another. */
+    return utf8_valid(name, n) && !utf8_has_controls(name, n);
 }
 
 static int cmp_broker(const void *a, const void *b)

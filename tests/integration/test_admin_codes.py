@@ -286,6 +286,14 @@ class AdminCodesTest(DaemonCase):
             self.assertEqual(st, 400, (bad, body))
             self.assertIn("error", body)
         self.assertEqual([query(c, GROUP, TOPIC, q) for q in range(4)], [100, 50, 102, 103], "nothing moved")
+        # Group names in the path follow the same rule as remoting's: no
+        # bytes that are not UTF-8, no C1 control, no bidi override.
+        for name in ("%FFbad", "a%C2%9B31m", "ab%E2%80%AEcd"):
+            for route, b in (("reset", {"topic": TOPIC}), ("clone", {"from": OTHER})):
+                st, body = self.d.http("POST", "/api/groups/%s/offsets/%s" % (name, route), b)
+                self.assertEqual(st, 400, (name, route, body))
+        r = c.request(34, body=heartbeat_body("c-bidi", {"ab\u202ecd": [TOPIC]}))
+        self.assertEqual(r.code, 1, "remoting refuses the same names")
         # Clone OTHER's offsets into a new group.
         clone = "/api/groups/GC/offsets/clone"
         st, body = self.d.http("POST", clone, {"from": OTHER, "topic": TOPIC, "dryRun": True})
