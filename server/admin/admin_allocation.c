@@ -11,7 +11,7 @@
  * neither map, rooms follow the rule "text after the last '-'"), and
  * config=brokerName:queueId,... (CONFIG). Loop thread only. */
 #include "admin_allocation.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 
 #include "broker.h"
 #include "err.h"

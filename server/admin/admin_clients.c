@@ -3,7 +3,7 @@
  * on several channels (two processes, or one reconnecting) is one entry
  * listing each channel. Loop thread only. */
 #include "admin_clients.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 #include "broker.h"
 #include "conn.h"
 #include "log.h"

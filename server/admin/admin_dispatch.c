@@ -7,6 +7,7 @@
 #include "admin_holdings.h"
 #include "admin_offsets.h"
 #include "admin_ops.h"
+#include "admin_reply.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"

@@ -22,7 +22,7 @@
  * converged, the whole wait). Loop thread only. */
 #include "admin_holdings.h"
 #include "admin_allocation.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 #include "array.h"
 #include "broker.h"
 #include "conn.h"

@@ -2,7 +2,7 @@
 #include "admin_offsets.h"
 
 #include "admin_allocation.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 #include "admin_requests.h"
 #include "broker.h"
 #include "conn.h"

@@ -1,4 +1,4 @@
-/* admin_extra.c — loop-side handlers of the admin surface's ops (from
+/* admin_ops.c — loop-side handlers of the admin surface's ops (from
  * ADMIN_OP_EXTRA_FIRST on): reset, the virtual clock, group diagnostics and
  * the allocation of a given member list (for /api/groups/{g}/at). Clients
  * and evictions are in admin_clients.c, /metrics in metrics.c.
@@ -9,19 +9,18 @@
 
 #include "admin_allocation.h"
 #include "admin_clients.h"
+#include "admin_reply.h"
 #include "allocate.h"
 #include "broker.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
-#include "error_json.h"
 #include "log.h"
 #include "mailbox.h"
 #include "mem.h"
 #include "metrics.h"
 #include "rmq_body.h"
 #include "store.h"
-#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,44 +28,6 @@
 #define CLOCK_ADVANCE_MAX_MS (366LL * 24 * 3600 * 1000)
 /* A RocketMQ client heartbeats every 30 s: two missed beats is worth a look. */
 #define DIAG_STALE_MS 60000
-
-json_t *admin_error_json(int *status, int code, const char *error, const char *detail)
-{
-    *status = code;
-    return rmq_error_json(error, detail);
-}
-
-json_t *admin_json_name(const char *name)
-{
-    const unsigned char *p = (const unsigned char *)name;
-    size_t len = strlen(name), bad = 0;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq_len(p + i);
-        bad += n == 0;
-        i += n ? n : 1;
-    }
-    if (!bad)
-        return json_string(name);
-    char *out = rmq_malloc(len + 3 * bad + 1);
-    if (!out)
-        return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq_len(p + i);
-        if (n) {
-            memcpy(out + j, p + i, n);
-            j += n;
-            i += n;
-        } else {
-            j += (size_t)snprintf(out + j, 5, "\\x%02X", p[i]);
-            i++;
-        }
-    }
-    out[j] = 0;
-    json_t *v = json_string(out);
-    rmq_free(out);
-    return v;
-}
 
 /* POST /api/reset: closes every channel (each close is recorded, then wiped
  * with the rest), forgets live state, empties the store tables. */
