@@ -3,13 +3,21 @@
  * the bearer token on mutating methods, name decoding and validation, query
  * parsing, body parsing), then either answers on the HTTP thread (history,
  * streams, static files, the OpenAPI document) or posts the route's op to
- * the loop through http_admin_post, saying in an api_post how api_finish
+ * the loop through the server's api_host post, saying in an api_post how api_finish
  * should turn the loop's reply into the response (pagination, store
  * augmentation, metrics text).
  *
  * HTTP thread only.
  */
-#include "http_admin_api.h"
+#include "api_dispatch.h"
+#include "api_events.h"
+#include "api_openapi.h"
+#include "api_params.h"
+#include "api_routes.h"
+#include "api_static.h"
+#include "api_stream.h"
+#include "http_reply.h"
+#include "mailbox.h"
 
 #include "api_cluster.h"
 
@@ -185,7 +193,7 @@ static int post(struct call *c, int op, json_t *body, struct api_post *p)
     json_t *q = c->query;
     c->name[0] = NULL;
     c->query = NULL;
-    return http_admin_post(c->env->h, c->conn, c->req, op, arg, q, body, p);
+    return c->env->host->post(c->env->h, c->conn, c->req, op, arg, q, body, p);
 }
 
 /* A paginated loop list: limit/cursor checked here, sliced in api_finish. */
@@ -289,7 +297,7 @@ static int route_call(struct call *c)
     case API_ROUTE_OPENAPI: return http_admin_reply_json(conn, 200, api_openapi_document());
     case API_ROUTE_EVENTS: return api_events_get(conn, c->query, e->store_path, e->reader);
     case API_ROUTE_EVENTS_STREAM:
-        return api_stream_start(e->h, conn, c->query,
+        return api_stream_start(e->host, e->h, conn, c->query,
                                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
                                 e->store_path, e->reader);
     case API_ROUTE_GROUP_HISTORY:
@@ -353,7 +361,7 @@ static int route_call(struct call *c)
     }
 }
 
-/* See http_admin_api.h. */
+/* See api_dispatch.h. */
 int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *req, const char *url,
                  const char *method, const char *body, size_t body_len, enum api_route *route_out)
 {
@@ -414,7 +422,7 @@ static struct store_reader *reader_quiet(const struct api_env *env)
 }
 
 /* /metrics: the loop's text, then this thread's counters. */
-static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, json_t *reply)
+static int finish_metrics(struct MHD_Connection *conn, const struct api_env *env, json_t *reply)
 {
     json_t *text = json_object_get(reply, "text");
     struct buf b;
@@ -423,7 +431,7 @@ static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, jso
     int rc =
         json_is_string(text) ? buf_append(&b, json_string_value(text), json_string_length(text)) : RMQ_EINVAL;
     if (rc == 0)
-        rc = http_admin_metrics_append(h, &b);
+        rc = env->host->metrics_append(env->h, &b);
     json_decref(reply);
     int r = rc == 0 ? http_admin_reply_bytes(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
                                              buf_head(&b), buf_live(&b), true)
@@ -432,7 +440,7 @@ static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, jso
     return r;
 }
 
-/* See http_admin_api.h. */
+/* See api_dispatch.h. */
 int api_finish(const struct api_env *env, struct MHD_Connection *conn, int status, json_t *reply,
                struct api_post *post)
 {
@@ -484,7 +492,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         return http_admin_reply_json(conn, (unsigned)status, reply);
     }
     switch (fin) {
-    case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env->h, reply);
+    case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env, reply);
     case API_FINISH_LOOP_PAGE:
         if (api_page_next_from_hex(reply) != 0) {
             json_decref(reply);

@@ -1,4 +1,4 @@
-/* api_util.c — pure helpers of the admin API: pagination cursors and page
+/* api_params.c — pure helpers of the admin API: pagination cursors and page
  * slicing, name rules, bearer tokens. No I/O and no state; any thread.
  *
  * Cursors are opaque to clients but simple inside: base64url (no padding)
@@ -7,7 +7,8 @@
  * cursor from /api/events handed to /api/groups is refused (400) instead of
  * silently skipping groups.
  */
-#include "http_admin_api.h"
+#include "api_params.h"
+#include "api_routes.h"
 
 #include "err.h"
 #include "mem.h"
@@ -33,7 +34,7 @@ static int b64_value(char c)
     return p ? (int)(p - b64) : -1;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 char *api_cursor_encode(char kind, const char *value)
 {
     size_t vn = strlen(value), n = vn + 2;
@@ -66,7 +67,7 @@ char *api_cursor_encode(char kind, const char *value)
     return out;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 int api_cursor_decode(const char *cursor, char kind, char **value)
 {
     size_t n = strlen(cursor);
@@ -101,7 +102,7 @@ int api_cursor_decode(const char *cursor, char kind, char **value)
     return 0;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 int api_page_params(const json_t *query, char kind, int64_t *limit, char **after, const char **why)
 {
     const char *ls = json_string_value(json_object_get(query, "limit"));
@@ -121,7 +122,7 @@ int api_page_params(const json_t *query, char kind, int64_t *limit, char **after
     return 0;
 }
 
-/* See http_admin_api.h. A linear pass: the loop built the whole sorted list
+/* See api_params.h. A linear pass: the loop built the whole sorted list
  * anyway, and lists are at most a few thousand entries. */
 int api_page_slice(json_t *reply, const char *key, const char *field, const char *after, int64_t limit)
 {
@@ -162,7 +163,7 @@ int api_page_slice(json_t *reply, const char *key, const char *field, const char
     return 0;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 int api_page_next_from_hex(json_t *reply)
 {
     json_t *hex = json_object_get(reply, "_nextHex");
@@ -192,7 +193,7 @@ int api_page_next_from_hex(json_t *reply)
     return 0;
 }
 
-/* See http_admin_api.h. RocketMQ's client Validators and the broker's
+/* See api_params.h. RocketMQ's client Validators and the broker's
  * TopicValidator both use this character set; the topic limit is 127. */
 bool api_name_topic_valid(const char *name)
 {
@@ -220,7 +221,7 @@ bool api_name_lookup_valid(const char *name)
     return true;
 }
 
-/* See http_admin_api.h. Every byte of want is visited whatever given holds,
+/* See api_params.h. Every byte of want is visited whatever given holds,
  * and differences are OR-ed together instead of returning at the first. */
 bool api_token_equal(const char *given, size_t given_len, const char *want, size_t want_len)
 {
@@ -267,7 +268,7 @@ static bool wildcard_host(const char *h)
     return !h || !*h || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "[::]");
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 bool api_host_allowed(const char *host, const char *cfg_host)
 {
     if (wildcard_host(cfg_host))
@@ -305,7 +306,7 @@ bool api_host_allowed(const char *host, const char *cfg_host)
     return cn == n && !strncasecmp(name, c, n);
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 bool api_content_type_json(const char *ct)
 {
     if (!ct)
