@@ -19,6 +19,8 @@
 #include "mem.h"
 #include "parse_int.h"
 #include "replay.h"
+#include "replay_feed.h"
+#include "replay_infer.h"
 #include "replay_io.h"
 #include "replay_live.h"
 #include "request_codes.h"

@@ -1,4 +1,4 @@
-/* replay_feed.c — trace events into the replay engine (see replay.h):
+/* replay_feed.c — trace events into the replay engine (see replay_feed.h):
  * connections, HEART_BEAT / UNREGISTER_CLIENT through the daemon's registry,
  * closes, recorded NOTIFYs, routes, daemon restarts (a header line in the
  * middle of an appended trace), and the virtual clock that runs client
@@ -6,7 +6,14 @@
  */
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_feed.h"
+#include "replay_infer.h"
+#include "replay_out.h"
+#include "replay_own.h"
+#include "replay_report.h"
+#include "replay_state.h"
+#include "replay_truth.h"
+#include "replay_views.h"
 #include "request_codes.h"
 #include "topics.h"
 
@@ -367,7 +374,7 @@ int replay_finish(struct replay *rp)
         return RMQ_ESTATE;
     rp->finished = true;
     if (!rp->started)
-        return rp_out_report(rp);
+        return rp_report(rp);
     int64_t end = rp->opt.has_to ? rp->to_abs : rp->end_ms;
     if (end < rp->now)
         end = rp->now;
@@ -375,5 +382,5 @@ int replay_finish(struct replay *rp)
     rp->now = rp->end_ms = end;
     rp_truth_finish(rp);
     rp_queue_close_all(rp, end);
-    return rp_out_report(rp);
+    return rp_report(rp);
 }

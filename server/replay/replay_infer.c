@@ -15,7 +15,8 @@
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_infer.h"
+#include "replay_state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,14 +94,6 @@ void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size
     rmq_free(gaps);
 }
 
-size_t rp_client_key(char *key, uint64_t conn, const char *group)
-{
-    size_t n = strlen(group);
-    memcpy(key, &conn, sizeof conn);
-    memcpy(key + sizeof conn, group, n);
-    return sizeof conn + n;
-}
-
 static struct rp_obs *obs_get(struct replay *rp, uint64_t conn, const char *group, bool create)
 {
     char key[8 + 512];
@@ -123,6 +116,14 @@ static int push_time(int64_t **v, size_t *n, size_t *cap, int64_t t)
         return RMQ_ENOMEM;
     (*v)[(*n)++] = t;
     return RMQ_OK;
+}
+
+int replay_note_recorded_notify(struct replay *rp, uint64_t conn)
+{
+    rp->any_recorded_notify = true;
+    return hashmap_get(&rp->notified, &conn, sizeof conn)
+               ? RMQ_OK
+               : hashmap_put(&rp->notified, &conn, sizeof conn, rp, NULL);
 }
 
 int replay_note_notify(struct replay *rp, uint64_t conn, const char *group, int64_t ts)

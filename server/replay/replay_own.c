@@ -14,7 +14,8 @@
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_own.h"
+#include "replay_out.h"
 #include "topics.h"
 
 #include <stdio.h>

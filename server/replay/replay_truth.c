@@ -18,7 +18,9 @@
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_truth.h"
+#include "replay_out.h"
+#include "replay_own.h"
 
 #include <stdio.h>
 #include <stdlib.h>
