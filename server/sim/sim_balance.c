@@ -4,7 +4,13 @@
  * a round runs one more round after it, and a changed result updates the
  * subscription version and heartbeats every broker (messageQueueChanged).
  * Loop thread only. */
-#include "sim.h"
+#include "sim_balance.h"
+
+#include "sim_body.h"
+#include "sim_conn.h"
+#include "sim_heartbeat.h"
+#include "sim_pull.h"
+#include "sim_timer.h"
 
 #include "clocks.h"
 #include "err.h"
@@ -14,6 +20,7 @@
 #include "request_codes.h"
 #include "sim_rebalance.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *sim_reason_name(enum sim_reason r)
@@ -23,6 +30,27 @@ const char *sim_reason_name(enum sim_reason r)
     case SIM_REASON_NOTIFY: return "notify";
     default: return "timer";
     }
+}
+
+/* Prints a holdings line for client c's topic t (--quiet: none). */
+static void emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim_reason why)
+{
+    struct sim *sim = c->sim;
+    if (sim->cfg->quiet)
+        return;
+    struct allocate_queue *qs = rmq_calloc(t->nheld ? t->nheld : 1, sizeof *qs);
+    if (!qs)
+        return;
+    for (size_t i = 0; i < t->nheld; i++)
+        qs[i] = (struct allocate_queue){t->name, t->held[i]->broker_name, t->held[i]->queue_id};
+    buf_reset(&sim->line);
+    if (sim_holdings_line_encode(&sim->line, rmq_wall_ms(), c->id, t->name, qs, t->nheld,
+                                 sim_reason_name(why)) == 0 &&
+        buf_append_u8(&sim->line, '\n') == 0) {
+        fwrite(buf_head(&sim->line), 1, buf_live(&sim->line), stdout);
+        fflush(stdout); /* tests time these lines: never hold one back */
+    }
+    rmq_free(qs);
 }
 
 /* The held queues as allocate_queue values (strings borrowed). */
@@ -118,7 +146,7 @@ static void apply(struct sim_client *c, struct sim_topic *t, char **ids, size_t 
     bool changed = sim_diff_changed(&d);
     if ((changed || !t->allocated) && replace_holdings(t, alloc, n, &d) == 0) {
         t->allocated = true;
-        sim_emit_holdings(c, t, c->rb_reason);
+        emit_holdings(c, t, c->rb_reason);
         if (changed) {
             c->sim->stats.changes++;
             /* PROTOCOL: docs/protocol.md §10.1 messageQueueChanged: new subVersion, heartbeat all. */

@@ -3,7 +3,12 @@
  * GET_CONSUMER_RUNNING_INFO (answer for the named client), anything else
  * (REQUEST_CODE_NOT_SUPPORTED unless oneway); and the reconnect hook that
  * re-registers every client of a connection. Loop thread only. */
-#include "sim.h"
+#include "sim_inbound.h"
+
+#include "sim_heartbeat.h"
+#include "sim_rinfo.h"
+#include "sim_state.h"
+#include "sim_timer.h"
 
 #include "err.h"
 #include "log.h"

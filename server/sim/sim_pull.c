@@ -8,7 +8,10 @@
  * A queue lives while the client holds it or while a request about it is
  * outstanding (refs); a dropped queue's late reply only releases it.
  * Loop thread only. */
-#include "sim.h"
+#include "sim_pull.h"
+
+#include "sim_conn.h"
+#include "sim_timer.h"
 
 #include "clocks.h"
 #include "err.h"
