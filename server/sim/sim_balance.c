@@ -167,7 +167,7 @@ out:
 static const char *list_addr(const struct sim_topic *t)
 {
     for (size_t i = 0; i < t->route.nbrokers; i++) {
-        const char *a = sim_route_addr_of(&t->route, t->route.brokers[i].name);
+        const char *a = rmq_route_info_addr_of(&t->route, t->route.brokers[i].name);
         if (a)
             return a;
     }

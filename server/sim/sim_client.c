@@ -74,7 +74,7 @@ void sim_client_fini(struct sim_client *c)
             sim_pq_unref(t->held[j]);
         rmq_free(t->held);
         rmq_free(t->mq_all);
-        sim_route_clear(&t->route);
+        rmq_route_info_clear(&t->route);
         rmq_free(t->name);
     }
     rmq_free(c->id);
@@ -92,14 +92,14 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
                                  : "empty");
         return;
     }
-    struct sim_route r = {0};
+    struct rmq_route_info r = {0};
     char err[160];
-    if (sim_route_parse(resp->body, resp->body_len, &r, err, sizeof err) != 0) {
+    if (rmq_route_parse(resp->body, resp->body_len, &r, err, sizeof err) != 0) {
         log_warn("sim: %s: bad route for %s: %s", t->client->id, t->name, err);
         return;
     }
-    if (t->has_route && sim_route_equal(&t->route, &r)) {
-        sim_route_clear(&r);
+    if (t->has_route && rmq_route_info_equal(&t->route, &r)) {
+        rmq_route_info_clear(&r);
         return;
     }
     /* The subscribe set changes only with the route: sort it once here,
@@ -109,11 +109,11 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
     int rc = sim_rebalance_mq_all(&r, t->name, &mq, &nmq);
     if (rc) {
         log_warn("sim: %s: route for %s unusable: %s", t->client->id, t->name, rmq_strerror(rc));
-        sim_route_clear(&r);
+        rmq_route_info_clear(&r);
         return;
     }
     rmq_free(t->mq_all);
-    sim_route_clear(&t->route);
+    rmq_route_info_clear(&t->route);
     t->route = r;
     t->has_route = true;
     t->mq_all = mq; /* strings borrowed from t->route and t->name */

@@ -16,7 +16,7 @@ static size_t broker_addrs(const struct sim_client *c, const char **addrs, size_
 {
     size_t n = 0;
     for (size_t i = 0; i < c->ntopics; i++) {
-        const struct sim_route *r = &c->topics[i].route;
+        const struct rmq_route_info *r = &c->topics[i].route;
         for (size_t b = 0; b < r->nbrokers; b++)
             for (size_t a = 0; a < r->brokers[b].naddrs; a++) {
                 const char *addr = r->brokers[b].addrs[a];

@@ -56,7 +56,7 @@ static struct sim *sim_of(const struct sim_pq *pq)
 /* The connection for the queue's broker, or NULL when the route has none. */
 static struct rclient_conn *pq_conn(const struct sim_pq *pq)
 {
-    const char *addr = sim_route_addr_of(&pq->topic->route, pq->broker_name);
+    const char *addr = rmq_route_info_addr_of(&pq->topic->route, pq->broker_name);
     return addr ? sim_group_conn(pq->client->grp, addr) : NULL;
 }
 

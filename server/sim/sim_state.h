@@ -99,7 +99,7 @@ struct sim_topic {
     char *name; /* owned */
     bool retry; /* %RETRY%<group> */
     int64_t sub_version;
-    struct sim_route route; /* owned */
+    struct rmq_route_info route; /* owned */
     bool has_route;
     struct allocate_queue *mq_all; /* owned array: the route's sorted subscribe set */
     size_t nmq_all;
