@@ -16,6 +16,7 @@
 #include "replay_truth.h"
 #include "replay_views.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,7 @@ int replay_new(const struct replay_options *opt, struct replay **out, char *err,
         replay_free(rp);
         return RMQ_ENOMEM;
     }
+    assert(rp->nviews == 1 && rp->views[0]->name[0] == '\0'); /* the default view comes first */
     *out = rp;
     return RMQ_OK;
 }

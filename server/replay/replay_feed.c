@@ -17,6 +17,7 @@
 #include "request_codes.h"
 #include "topics.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ static bool heartbeat_acceptable(const struct rmq_heartbeat *hb)
 
 static struct rp_conn *open_conn(struct replay *rp, uint64_t id, const char *broker)
 {
+    assert(!hashmap_get(&rp->conns, &id, sizeof id)); /* ids are opened once; callers look first */
     struct rp_view *v = rp_get_view(rp, broker ? broker : "");
     struct rp_conn *c = v ? rmq_calloc(1, sizeof *c) : NULL;
     if (!c)
@@ -130,6 +132,7 @@ static struct rp_client *conn_client(struct replay *rp, const struct rp_conn *c,
 
 static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace_event *ev)
 {
+    assert(c->open);
     rp->st.heartbeats++;
     int rc = parse_heartbeat(c, ev);
     if (rc != 0)
@@ -154,6 +157,7 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
         struct rp_client *cl = conn_client(rp, c, cd->group);
         if (!cl)
             continue;
+        assert(cl->conn == c->id && cl->alive);
         rp_heartbeat_seen(rp, cl);
         if (full && cl->topics_seq != c->parse_seq) { /* same parse, same topics: skip the sort */
             if ((rc = rp_client_set_topics(rp, cl, cd)) != 0)
@@ -223,8 +227,10 @@ static int restart(struct replay *rp, const struct trace_event *ev)
         return RMQ_ENOMEM;
     size_t n = 0, b;
     for (struct hashmap_entry *e = hashmap_first(&rp->conns, &b); e; e = hashmap_next(&rp->conns, e, &b))
-        if (((struct rp_conn *)e->val)->open)
+        if (((struct rp_conn *)e->val)->open) {
+            assert(n < rp->conns.count + 1);
             ids[n++] = ((struct rp_conn *)e->val)->id;
+        }
     qsort(ids, n, sizeof *ids, cmp_u64);
     rp->restarting = true;
     for (size_t i = 0; i < n; i++)
@@ -299,6 +305,7 @@ static void run_scan(struct replay *rp)
 static void run_action(struct replay *rp, struct rp_action a)
 {
     struct rp_client *c = a.c;
+    assert(a.kind == RP_ACT_START || a.kind == RP_ACT_NOTIFY || a.kind == RP_ACT_TIMER);
     if (!c->alive)
         return;
     if (a.kind == RP_ACT_TIMER) {
@@ -330,6 +337,7 @@ static void advance(struct replay *rp, int64_t limit, bool inclusive)
             return;
         if (t > rp->now)
             rp->now = t;
+        assert(rp->now >= t); /* a late scan runs at now: time never goes back */
         if (ts <= ta)
             run_scan(rp);
         else
@@ -358,6 +366,7 @@ int replay_feed(struct replay *rp, const struct trace_event *ev)
         rp->st.time_regressions++; /* e.g. a restart after a clock step: keep time monotonic */
         ts = rp->now;
     }
+    assert(ts >= rp->now);
     if (rp->opt.has_to && ts > rp->to_abs)
         return 1;
     rp->st.events++;
@@ -379,6 +388,7 @@ int replay_finish(struct replay *rp)
     if (end < rp->now)
         end = rp->now;
     advance(rp, end, true);
+    assert(end >= rp->now);
     rp->now = rp->end_ms = end;
     rp_truth_finish(rp);
     rp_queue_close_all(rp, end);

@@ -20,6 +20,9 @@ static bool act_less(const struct rp_action *a, const struct rp_action *b)
 
 int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c)
 {
+    assert(kind == RP_ACT_START || kind == RP_ACT_NOTIFY || kind == RP_ACT_TIMER);
+    assert(c != NULL);
+    assert(at >= rp->now); /* virtual time only moves forward: nothing is due in the past */
     if (RMQ_GROW(rp->heap, rp->heap_cap, rp->nheap + 1, 256) != 0)
         return RMQ_ENOMEM;
     size_t i = rp->nheap++;
@@ -34,6 +37,7 @@ int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c)
 
 struct rp_action rp_pop_action(struct replay *rp)
 {
+    assert(rp->nheap > 0);
     struct rp_action top = rp->heap[0], last = rp->heap[--rp->nheap];
     size_t i = 0, n = rp->nheap;
     for (;;) {
@@ -50,11 +54,13 @@ struct rp_action rp_pop_action(struct replay *rp)
     }
     if (n > 0)
         rp->heap[i] = last;
+    assert(n == 0 || !act_less(&rp->heap[0], &top)); /* the heap gave its least action */
     return top;
 }
 
 void rp_heartbeat_seen(struct replay *rp, struct rp_client *c)
 {
+    assert(c->alive);
     c->last_hb = rp->now;
     if (c->in_hb_order) {
         if (rp->hb_last == c)
@@ -73,6 +79,8 @@ void rp_heartbeat_seen(struct replay *rp, struct rp_client *c)
         rp->hb_first = c;
     rp->hb_last = c;
     c->in_hb_order = true;
+    /* The list stays in last-heartbeat order because now never goes back. */
+    assert(!c->hb_prev || c->hb_prev->last_hb <= c->last_hb);
 }
 
 /* The first expiry-scan tick that will remove someone, or INT64_MAX. Only
@@ -96,7 +104,9 @@ int64_t rp_next_scan(struct replay *rp)
     if (!c)
         return INT64_MAX;
     int64_t d = c->last_hb + rp->opt.expiry_ms, s = rp->opt.scan_ms;
+    assert(s > 0); /* replay_new refuses a non-positive scan period */
     int64_t k = d >= rp->scan_base ? (d - rp->scan_base) / s + 1 : 1;
+    assert(rp->scan_base + k * s > d); /* the first tick strictly past the deadline */
     return rp->scan_base + k * s; /* PROTOCOL: docs/protocol.md §4.5 — removed when now - last > expiry */
 }
 
@@ -127,6 +137,7 @@ struct rp_conn *rp_find_conn(struct replay *rp, uint64_t id)
         return c;
     if ((c = hashmap_get(&rp->conns, &id, sizeof id)) != NULL)
         rp->conn_front[slot] = c;
+    assert(!c || c->id == id);
     return c;
 }
 
@@ -134,6 +145,7 @@ int rp_ptr_push(void ***arr, size_t *n, size_t *cap, void *p)
 {
     if (RMQ_GROW(*arr, *cap, *n + 1, 4) != 0)
         return RMQ_ENOMEM;
+    assert(*n < *cap);
     (*arr)[(*n)++] = p;
     return RMQ_OK;
 }
@@ -158,7 +170,9 @@ void rp_mark_stale(struct replay *rp, struct rp_client *c)
      * same change sends. */
     int64_t p = c->rebalance_ms > 0 ? c->rebalance_ms : rp->opt.rebalance_ms,
             k = (rp->now - c->joined_ms) / p + 1;
+    assert(p > 0 && rp->now >= c->joined_ms);
     c->tick_at = c->joined_ms + k * p;
+    assert(c->tick_at > rp->now);
     if (rp_push_action(rp, c->tick_at, RP_ACT_TIMER, c) != 0)
         c->tick_at = RP_NO_TIME;
 }

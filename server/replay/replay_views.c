@@ -69,6 +69,7 @@ static struct rp_client *client_new(struct replay *rp, struct rp_view *v, const 
         rp_ptr_push((void ***)&rp->all, &rp->nall, &rp->all_cap, c) != 0)
         goto fail;
     c->seq = rp->nall;
+    assert(rp->all[c->seq - 1] == c); /* labels are C<seq>, positions in rp->all from 1 */
     c->conn = m->channel_id;
     c->view = v;
     c->alive = true;
@@ -112,12 +113,14 @@ static void hook_joined(void *ctx, struct reg_group *g, const struct mship_membe
 
 static void client_end(struct replay *rp, struct rp_client *c, const char *why)
 {
+    assert(c->alive); /* hook_left found it alive; a client ends once */
     rp_client_drop_all(rp, c, why);
     rp_gt_subscribers(rp, c, -1);
     c->alive = false;
     c->left_ms = rp->now;
     c->left_why = why;
     rp_ptr_remove((void **)c->gv->clients, &c->gv->n, c);
+    assert(c->left_ms >= c->joined_ms);
     struct rp_conn *conn = rp_find_conn(rp, c->conn);
     if (conn)
         rp_ptr_remove((void **)conn->clients, &conn->nclients, c);
@@ -195,6 +198,7 @@ struct rp_view *rp_get_view(struct replay *rp, const char *name)
     };
     v->rp = rp;
     registry_init(&v->reg, &hooks);
+    assert(rp->views[rp->nviews - 1] == v);
     return v;
 }
 
@@ -222,6 +226,7 @@ static void notify_group(struct replay *rp, struct rp_view *v, struct reg_group 
         if (rp->opt.notify_source != REPLAY_NOTIFY_TRACE)
             rp_push_action(rp, rp->now + rp->opt.notify_delay_ms, RP_ACT_NOTIFY, c);
     }
+    assert(delivered + deaf <= g->g.nmembers);
     rp->st.notify_groups++;
     rp->st.notify_deliveries += delivered;
     rp->st.notify_skipped_deaf += deaf;
@@ -237,6 +242,7 @@ void rp_flush_notifies(struct replay *rp)
             size_t n = 0;
             for (; list && n < 64; list = list->next_pending)
                 arr[n++] = list;
+            assert(n > 0 && n <= sizeof arr / sizeof arr[0]);
             qsort(arr, n, sizeof arr[0], cmp_group_name); /* output order must not depend on marking order */
             for (size_t i = 0; i < n; i++)
                 notify_group(rp, v, arr[i]);
