@@ -26,6 +26,7 @@
 #include "proc.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
@@ -59,6 +60,7 @@ static void on_unregistered(void *ctx, int status, const struct rmq_cmd *resp)
     if (status == RMQ_ESTATE)
         return;
     sim->stats.unregistered += status == 0 && resp->code == RMQ_RESP_SUCCESS;
+    assert(sim->unregister_waiting > 0); /* one callback per request counted in unregister() */
     if (--sim->unregister_waiting == 0)
         loop_stop(sim->loop);
 }
@@ -89,6 +91,7 @@ static void begin_shutdown(struct sim *sim)
 {
     if (sim->stopping)
         return;
+    assert(sim->unregister_waiting == 0); /* shutdown begins once */
     for (size_t i = 0; i < sim->nclients; i++)
         sim_pq_persist_all(&sim->clients[i]);
     sim->stopping = true;
@@ -170,6 +173,7 @@ static int sim_build(struct sim *sim)
         rmq_free(members);
         return RMQ_ENOMEM;
     }
+    assert(sim->ngroups * (size_t)cfg->per_conn >= sim->nclients); /* every client has a group */
     for (size_t g = 0; g < sim->ngroups; g++) {
         sim->groups[g].sim = sim;
         sim->groups[g].members = members + g * (size_t)cfg->per_conn;
@@ -181,6 +185,7 @@ static int sim_build(struct sim *sim)
         int rc = sim_client_init(&sim->clients[i], sim, grp, id);
         if (rc)
             return rc;
+        assert(grp->nmembers < (size_t)cfg->per_conn); /* the group's slice of members */
         grp->members[grp->nmembers++] = &sim->clients[i];
     }
     return RMQ_OK;

@@ -20,6 +20,7 @@
 #include "request_codes.h"
 #include "sim_rebalance.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +84,7 @@ static int replace_holdings(struct sim_topic *t, const struct allocate_queue *al
         size_t old = d->old_of_new[i];
         if (old == SIM_DIFF_DUP)
             continue;
+        assert(old == SIM_DIFF_ADDED || old < t->nheld); /* a kept queue's index into the old holdings */
         made[k] = old == SIM_DIFF_ADDED;
         held[k] = made[k] ? sim_pq_new(t->client, t, alloc[i].broker_name, alloc[i].queue_id) : t->held[old];
         if (!held[k])
@@ -97,14 +99,19 @@ static int replace_holdings(struct sim_topic *t, const struct allocate_queue *al
         rmq_free(made);
         return RMQ_ENOMEM;
     }
-    for (size_t i = 0; i < d->nremoved; i++)
+    assert(k == n - count_dups(d, n));
+    for (size_t i = 0; i < d->nremoved; i++) {
+        assert(d->removed[i] < t->nheld);
         sim_pq_drop(t->held[d->removed[i]]);
+    }
     rmq_free(t->held);
     t->held = held;
     t->nheld = k;
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
+        assert(held[i]->topic == t && held[i]->client == t->client && !held[i]->dropped);
         if (made[i])
             sim_pq_begin(held[i]);
+    }
     rmq_free(made);
     return RMQ_OK;
 }
@@ -183,6 +190,7 @@ static void on_list(void *ctx, int status, const struct rmq_cmd *resp)
         c->rb_running = false;
         return;
     }
+    assert(c->rb_running && c->rb_cursor < c->ntopics); /* the round waits on this topic's list */
     struct sim_topic *t = &c->topics[c->rb_cursor];
     char **ids = NULL;
     size_t n = 0;
@@ -216,6 +224,7 @@ static int request_list(struct sim_client *c, const struct sim_topic *t)
 
 static void next_topic(struct sim_client *c)
 {
+    assert(c->rb_running);
     while (c->rb_cursor < c->ntopics) {
         struct sim_topic *t = &c->topics[c->rb_cursor];
         if (t->has_route) {
@@ -226,6 +235,7 @@ static void next_topic(struct sim_client *c)
         }
         c->rb_cursor++;
     }
+    assert(c->rb_cursor == c->ntopics);
     c->rb_running = false;
     if (c->rb_again) {
         c->rb_again = false;

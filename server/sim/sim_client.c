@@ -18,6 +18,7 @@
 #include "request_codes.h"
 #include "sim_rebalance.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,7 @@ static void on_timer(struct loop *l, int id, void *ctx);
 
 static int add_topic(struct sim_client *c, const char *name, bool retry, int64_t version)
 {
+    assert(c->ntopics < SIM_MAX_TOPICS); /* sim_opts.c caps --topic below it, the retry topic included */
     struct sim_topic *t = &c->topics[c->ntopics];
     memset(t, 0, sizeof *t);
     t->client = c;
@@ -112,6 +114,7 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
         rmq_route_info_clear(&r);
         return;
     }
+    assert(nmq == 0 || mq != NULL);
     rmq_free(t->mq_all);
     rmq_route_info_clear(&t->route);
     t->route = r;
@@ -145,6 +148,7 @@ static void start_running(struct sim_client *c)
 {
     const struct sim_config *cfg = c->sim->cfg;
     int64_t now = loop_now_ms(c->sim->loop);
+    assert(!c->running && c->start_waiting == 0); /* starts once, when the start sequence is done */
     c->running = true;
     c->due_heartbeat = now + cfg->heartbeat_ms;
     c->due_route = now + cfg->route_ms;

@@ -30,5 +30,6 @@ struct rclient_conn *sim_group_conn(struct sim_group *g, const char *addr)
         return NULL;
     }
     g->conns[g->nconns++] = c;
+    assert(g->nconns <= SIM_MAX_CONNS_PER_GROUP);
     return c;
 }

@@ -27,6 +27,7 @@ static size_t broker_addrs(const struct sim_client *c, const char **addrs, size_
                     addrs[n++] = addr;
             }
     }
+    assert(n <= cap);
     return n;
 }
 
@@ -44,6 +45,7 @@ bool sim_client_is_broker(const struct sim_client *c, const char *addr)
 int sim_heartbeat_send(struct sim_client *c, rclient_reply_cb cb)
 {
     struct sim_sub subs[SIM_MAX_TOPICS];
+    assert(c->ntopics <= SIM_MAX_TOPICS);
     for (size_t i = 0; i < c->ntopics; i++)
         subs[i] = (struct sim_sub){c->topics[i].name, c->topics[i].sub_version};
     struct sim_heartbeat_spec hb = {
@@ -69,6 +71,7 @@ int sim_heartbeat_send(struct sim_client *c, rclient_reply_cb cb)
                 sent++;
         }
     }
+    assert(sent >= 0 && sent <= SIM_MAX_CONNS_PER_GROUP); /* one per distinct broker address */
     c->sim->stats.heartbeats += (uint64_t)sent;
     rmq_cmd_clear(&cmd);
     buf_free(&body);

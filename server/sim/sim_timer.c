@@ -25,6 +25,7 @@ void sim_client_wake(struct sim_client *c, enum sim_reason why)
     }
     c->due_rebalance = loop_now_ms(c->sim->loop);
     c->due_reason = why;
+    assert(c->running && !c->sim->stopping);
     sim_client_arm(c);
 }
 
@@ -41,5 +42,6 @@ void sim_client_arm(struct sim_client *c)
                 next = at && at < next ? at : next;
             }
     }
+    assert(next <= NEVER && (next == NEVER || c->running)); /* a client that is not running sleeps */
     loop_timer_set(c->sim->loop, c->timer_id, next);
 }
