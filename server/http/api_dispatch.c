@@ -26,6 +26,7 @@
 #include "mem.h"
 #include "store_read.h"
 
+#include <assert.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +58,7 @@ static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n,
             "the %s name has a malformed percent-escape (encode '%%' as %%25; %%00 is not allowed)", what);
         return NULL;
     }
+    assert(rc == RMQ_E2BIG || name != NULL); /* decoded, or too long to try */
     size_t len = name ? strlen(name) : n;
     if (len == 0 || len > HTTP_ADMIN_NAME_MAX) {
         rmq_free(name);
@@ -191,6 +193,7 @@ static int post(struct call *c, int op, json_t *body, struct api_post *p)
 {
     char *arg = c->name[0];
     json_t *q = c->query;
+    assert(q != NULL); /* collected before any route runs */
     c->name[0] = NULL;
     c->query = NULL;
     return c->env->host->post(c->env->h, c->conn, c->req, op, arg, q, body, p);
@@ -206,6 +209,7 @@ static int post_page(struct call *c, int op, enum api_finish fin, const char *ke
         return http_admin_reply_error(c->conn, 400, "bad parameter", "%s", why);
     if (rc != 0)
         return http_admin_reply_json(c->conn, 500, NULL);
+    assert(p.limit >= 1 && p.limit <= API_LIST_LIMIT_MAX);
     return post(c, op, NULL, &p);
 }
 
@@ -389,6 +393,7 @@ int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *r
                                       method);
     struct call c = {env, conn, req, route, method, {NULL, NULL}, NULL, body, body_len};
     int r = 0;
+    assert(m.nparams >= 0 && m.nparams <= API_MAX_PARAMS && m.def && m.def->id == route);
     for (int i = 0; i < m.nparams; i++) {
         if (!(c.name[i] = decode_name(conn, m.param[i], m.param_len[i], m.param_name[i], &r))) {
             call_clear(&c);
@@ -491,6 +496,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         api_post_clear(post);
         return http_admin_reply_json(conn, (unsigned)status, reply);
     }
+    assert(reply && status >= 200 && status <= 299); /* only a success is finished further */
     switch (fin) {
     case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env, reply);
     case API_FINISH_LOOP_PAGE:
@@ -501,6 +507,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         break;
     case API_FINISH_PAGE:
     case API_FINISH_CLIENTS:
+        assert(post->page_key && post->page_field && post->limit >= 1); /* post_page's */
         r = api_page_slice(reply, post->page_key, post->page_field, post->after, post->limit);
         if (r == RMQ_ENOMEM) {
             json_decref(reply);
@@ -540,6 +547,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
     default: break;
     }
     api_post_clear(post);
+    assert(!post->after && !post->extra); /* nothing of the post outlives the answer */
     r = http_admin_reply_json(conn, 200, reply);
     return r;
 }

@@ -13,6 +13,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <arpa/inet.h>
 #include <string.h>
 #include <strings.h>
@@ -62,6 +63,7 @@ char *api_cursor_encode(char kind, const char *value)
         if (i + 2 < n)
             out[j++] = b64[v & 63];
     }
+    assert(j <= (n + 2) / 3 * 4); /* within what was allocated, before the NUL */
     out[j] = 0;
     rmq_free(raw);
     return out;
@@ -92,6 +94,7 @@ int api_cursor_decode(const char *cursor, char kind, char **value)
             raw[j++] = (char)(acc >> bits & 0xff);
         }
     }
+    assert(j <= n); /* 6 bits a character give fewer bytes than characters */
     raw[j] = 0;
     if (j < 2 || raw[0] != kind || raw[1] != ':' || memchr(raw, 0, j) != NULL) {
         rmq_free(raw);
@@ -150,6 +153,7 @@ int api_page_slice(json_t *reply, const char *key, const char *field, const char
         }
         last = v;
     }
+    assert((int64_t)json_array_size(page) <= limit && (!more || last)); /* a full page has a last name */
     json_t *next = json_null();
     if (more && last) {
         char *c = api_cursor_encode('n', last);

@@ -17,6 +17,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <microhttpd.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ int api_routes_pct_decode(const char *s, size_t n, bool plus_is_space, char **ou
         }
         d[j++] = c;
     }
+    assert(j <= n); /* an escape only shortens */
     d[j] = 0;
     *out = d;
     return 0;
@@ -204,6 +206,7 @@ static bool match_template(const char *tpl, const char *url, struct api_match *m
             m->param[m->nparams] = u;
             m->param_len[m->nparams] = ul;
             m->nparams++;
+            assert(m->nparams <= API_MAX_PARAMS);
         } else if (tl != ul || memcmp(t, u, tl) != 0) {
             return false;
         }
@@ -221,6 +224,7 @@ enum api_route api_routes_match(const char *url, struct api_match *m)
     memset(m, 0, sizeof *m);
     for (size_t i = 0; i < NROUTES; i++) {
         if (match_template(routes[i].path, url, m)) {
+            assert(routes[i].id > API_ROUTE_NONE && routes[i].id < API_ROUTE_COUNT);
             m->def = &routes[i];
             return routes[i].id;
         }

@@ -28,6 +28,7 @@
 #include "mem.h"
 #include "store_read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
@@ -54,6 +55,7 @@ struct api_stream {
 /* Appends every event after last_id (one batch) to st->out. */
 static void poll_store(struct api_stream *st)
 {
+    assert(*st->reader && buf_live(&st->out) == 0); /* the previous batch went out first */
     char err[256] = "";
     json_t *page = store_reader_events(*st->reader, st->group, st->last_id, STREAM_BATCH, err, sizeof err);
     if (!page) {
@@ -76,6 +78,7 @@ static void poll_store(struct api_stream *st)
         jfree(text);
         if (rc != 0)
             break;
+        assert(id > st->last_id); /* the store pages events after last_id, in id order */
         st->last_id = id;
     }
     json_decref(page);
@@ -120,6 +123,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     }
     if (n > max)
         n = max;
+    assert(n > 0 && n <= max);
     memcpy(buf, buf_head(&st->out), n);
     buf_consume(&st->out, n);
     st->last_write_ms = now;
@@ -193,6 +197,7 @@ int api_stream_start(const struct api_host *host, struct http_admin *h, struct M
     st->last_id = start;
     st->heartbeat_ms = heartbeat;
     st->last_write_ms = st->last_poll_ms = rmq_mono_ms();
+    assert(*reader && st->heartbeat_ms >= 100); /* opened and checked above */
     buf_init(&st->out, 0);
     /* Sent at once so the client sees the headers and knows the position. */
     buf_appendf(&st->out, "retry: 2000\n: stream open after event %" PRId64 "\n\n", start);

@@ -118,6 +118,7 @@ static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void pending_free(struct pending *p)
 {
+    assert(p->refs == 0 && !p->conn); /* the last reference, and no longer suspended or listed */
     api_post_clear(&p->post);
     rmq_free(p->msg.arg);
     json_decref(p->msg.query);
@@ -129,6 +130,7 @@ static void pending_free(struct pending *p)
 /* pending_lock held. Removes p from its server's suspended list. */
 static void pending_unlink(struct pending *p)
 {
+    assert(p->conn && (p->prev || p->h->inflight == p)); /* linked while conn is set */
     if (p->prev)
         p->prev->next = p->next;
     else
@@ -143,6 +145,7 @@ static void pending_unlink(struct pending *p)
 static void resume_done(struct http_admin *h)
 {
     pthread_mutex_lock(&pending_lock);
+    assert(h->resumes_running > 0);
     if (--h->resumes_running == 0)
         pthread_cond_broadcast(&h->resumes_done);
     pthread_mutex_unlock(&pending_lock);
@@ -153,6 +156,7 @@ static void complete_pending(struct pending *p)
 {
     struct http_admin *h = NULL;
     pthread_mutex_lock(&pending_lock);
+    assert(!p->completed && p->refs > 0); /* done runs once, with the mailbox's reference */
     p->completed = true;
     struct MHD_Connection *resume = p->conn;
     if (resume) {
@@ -238,6 +242,7 @@ static int post_to_loop(struct http_admin *h, struct MHD_Connection *conn, void 
                     json_t *query, json_t *body, struct api_post *post)
 {
     struct request *req = req_cls;
+    assert(!req->pending); /* one message in flight per request */
     struct pending *p = rmq_calloc(1, sizeof *p);
     if (!p) {
         rmq_free(arg);
@@ -299,6 +304,7 @@ static enum MHD_Result finish_pending(struct http_admin *h, struct MHD_Connectio
     struct pending *p = req->pending;
     req->pending = NULL;
     pthread_mutex_lock(&pending_lock);
+    assert(p->refs > 0); /* the request's own reference */
     bool completed = p->completed;
     if (p->conn) /* not reachable today (whoever resumes unlinks); keeps the list honest */
         pending_unlink(p);
@@ -360,6 +366,7 @@ static void body_append(struct request *req, const char *data, size_t n)
     memcpy(req->body + req->body_len, data, n);
     req->body_len += n;
     req->body[req->body_len] = 0;
+    assert(req->body_len <= HTTP_ADMIN_BODY_MAX && req->body_len < req->body_cap);
 }
 
 /* First call for a request (headers complete): refuse what the URI log
@@ -486,6 +493,7 @@ static bool stream_acquire(struct http_admin *h)
     bool ok = !h->stopping && h->streams < API_STREAM_MAX;
     if (ok)
         h->streams++;
+    assert(h->streams <= API_STREAM_MAX);
     pthread_mutex_unlock(&pending_lock);
     return ok;
 }
@@ -493,6 +501,7 @@ static bool stream_acquire(struct http_admin *h)
 static void stream_release(struct http_admin *h)
 {
     pthread_mutex_lock(&pending_lock);
+    assert(h->streams > 0); /* released once per acquired slot */
     h->streams--;
     pthread_mutex_unlock(&pending_lock);
 }
@@ -518,6 +527,7 @@ static void stream_park(struct http_admin *h, struct MHD_Connection *conn, struc
     }
     MHD_suspend_connection(conn);
     h->parked[h->nparked++] = conn;
+    assert(h->nparked <= h->streams); /* at most one parked entry per open stream */
     pthread_cond_signal(&h->tick_wake);
     pthread_mutex_unlock(&pending_lock);
 }
@@ -576,6 +586,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct pending *p = req->pending;
     if (p) {
         pthread_mutex_lock(&pending_lock);
+        assert(p->refs > 0);
         if (p->conn)
             pending_unlink(p);
         bool last = --p->refs == 0;
@@ -740,6 +751,7 @@ void http_admin_stop(struct http_admin *h)
     }
     while (h->resumes_running)
         pthread_cond_wait(&h->resumes_done, &pending_lock);
+    assert(!h->inflight && h->nparked == 0); /* nothing suspended is left for MHD to panic over */
     pthread_mutex_unlock(&pending_lock);
 
     MHD_stop_daemon(h->daemon);
