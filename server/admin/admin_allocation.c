@@ -1,4 +1,4 @@
-/* admin_alloc.c — GET /api/groups/{group}/allocation: which queue every live
+/* admin_allocation.c — GET /api/groups/{group}/allocation: which queue every live
  * member takes under a strategy, computed on the loop thread from the
  * consumer list GET_CONSUMER_LIST_BY_GROUP returns right now and the
  * topic's subscribe set as clients derive it from the route (readable

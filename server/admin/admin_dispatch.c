@@ -1,4 +1,4 @@
-/* admin_live.c — the loop-thread side of the HTTP admin API: answers
+/* admin_dispatch.c — the loop-thread side of the HTTP admin API: answers
  * mailbox messages from live state (groups, topics, allocations, counters)
  * and applies topic changes. Each reply is a new JSON value handed to the
  * HTTP thread; nothing here keeps a pointer into the message. Loop thread. */

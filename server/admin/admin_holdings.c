@@ -1,12 +1,12 @@
 /* admin_holdings.c — what clients really hold, checked against what they
  * should hold. The loop asks each member with GET_CONSUMER_RUNNING_INFO
  * (307) over its own channel (outbound.c: matched by opaque, with a timeout,
- * never blocking), parses the queues from each reply (running_info.c), and
+ * never blocking), parses the queues from each reply (running_info_body.c), and
  * answers the deferred HTTP request once every member has answered or timed
  * out:
  *   running-info  one client's holdings as it reports them;
  *   consistency   every client's holdings vs the expected allocation
- *                 (admin_alloc.c), with overlaps, gaps and unresponsive clients;
+ *                 (admin_allocation.c), with overlaps, gaps and unresponsive clients;
  *   converged     consistency, repeated every 100 ms until it holds or
  *                 timeout_ms passes — so tests wait for convergence instead
  *                 of sleeping;

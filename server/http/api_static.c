@@ -1,5 +1,5 @@
 /* api_static.c — the dashboard: GET / (index.html) and GET /ui/{asset},
- * served from the files embedded at build time (server/web/, see
+ * served from the files embedded at build time (server/http/web/, see
  * web/web_assets.h). Static data, so responses are zero-copy. HTTP thread. */
 #include "api_static.h"
 #include "http_reply.h"

@@ -1,4 +1,4 @@
-/* sim_opts.c — the flags of `rmqcoord sim` (see sim.h for struct
+/* sim_opts.c — the flags of `rmqcoord sim` (see sim_state.h for struct
  * sim_config). Every value is validated here so the rest can trust it.
  * Main thread, before the loop starts. */
 #include "sim_opts.h"
