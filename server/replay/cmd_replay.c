@@ -25,6 +25,7 @@
 #include "replay_live.h"
 #include "request_codes.h"
 #include "trace_fmt.h"
+#include "trace_fmt_scan.h"
 
 #include <errno.h>
 #include <getopt.h>
