@@ -1,12 +1,14 @@
 /* allocate_group.c — allocate_group(): every consumer of a group from
  * unsorted lists in one pass (one plan, one slice per consumer), the owners
  * view built from the assignments, and the result's lookups. Checks and the
- * strategy math are shared with allocate_one() (allocate.c,
+ * strategy math are shared with allocate_one() (allocate_check.c,
  * allocate_plan.c). Pure; any thread.
  */
-#include "allocate.h"
+#include "allocate_group.h"
 
-#include "allocate_internal.h"
+#include "allocate_check.h"
+#include "allocate_order.h"
+#include "allocate_plan.h"
 #include "err.h"
 #include "mem.h"
 

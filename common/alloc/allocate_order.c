@@ -4,9 +4,8 @@
  * multikey quicksort for ASCII ids, a packed radix sort for queues) that
  * must give exactly the comparison sort's order. Pure; any thread.
  */
-#include "allocate.h"
+#include "allocate_order.h"
 
-#include "allocate_internal.h"
 #include "err.h"
 #include "mem.h"
 

@@ -4,8 +4,10 @@
  * grouping and the CONSISTENT_HASH ring owners, each written from
  * docs/protocol.md §11.3–11.8. Pure; any thread.
  */
-#include "allocate_internal.h"
+#include "allocate_plan.h"
 
+#include "allocate_order.h"
+#include "allocate_room.h"
 #include "array.h"
 #include "err.h"
 #include "hash_ring.h"

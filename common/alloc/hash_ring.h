@@ -1,4 +1,4 @@
-/* hash_ring.h — consistent-hash ring with virtual nodes (used by allocate.c).
+/* hash_ring.h — consistent-hash ring with virtual nodes (used by allocate_plan.c).
  *
  * Reproduces the ring the Java client builds for its ConsistentHash strategy:
  * a map from 32-bit hash to physical node, where node `name` with `replicas`

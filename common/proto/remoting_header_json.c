@@ -7,7 +7,7 @@
  * what a Java peer emits: fastjson's sorted keys, no spaces, string values.
  * Pure; one thread.
  */
-#include "remoting_header.h"
+#include "remoting_header_json.h"
 
 #include "body_json.h"
 #include "err.h"

@@ -9,13 +9,12 @@
  * other input and on error messages. For every header it accepts it yields
  * what the full decoder yields (the fuzz target checks this). Pure; one thread.
  */
-#include "remoting_header.h"
+#include "remoting_header_json_fast.h"
 
 #include "err.h"
 #include "json_scan.h"
 #include "mem.h"
 #include "parse_int.h"
-#include "remoting_header_json_fast.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

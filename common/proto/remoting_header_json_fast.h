@@ -11,7 +11,5 @@
  * 0 on success; RMQ_EAGAIN when the input is anything else (cmd cleared:
  * use rmq_header_json_decode's full path); RMQ_ENOMEM (cmd cleared). */
 int rmq_header_json_decode_fast(const uint8_t *p, size_t len, struct rmq_cmd *cmd);
-/* The full (jansson) decoder alone, for tests that compare the two. */
-int rmq_header_json_decode_full(const uint8_t *p, size_t len, struct rmq_cmd *cmd, char *err, size_t errlen);
 
 #endif

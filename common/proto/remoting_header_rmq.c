@@ -7,7 +7,7 @@
  * and is checked against the bytes that remain before it is used. Pure; one
  * thread.
  */
-#include "remoting_header.h"
+#include "remoting_header_rmq.h"
 
 #include "err.h"
 #include "mem.h"

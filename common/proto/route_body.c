@@ -128,7 +128,7 @@ static int fail(char *err, size_t errlen, const char *what)
 }
 
 /* brokerAddrs {id: addr}: addresses in ascending id order, master = id 0. */
-static int parse_addrs(const json_t *addrs, struct sim_route_broker *b, char *err, size_t errlen)
+static int parse_addrs(const json_t *addrs, struct rmq_route_info_broker *b, char *err, size_t errlen)
 {
     size_t n = json_object_size(addrs);
     if (n > RMQ_ROUTE_MAX_ENTRIES)
@@ -173,7 +173,7 @@ static int parse_addrs(const json_t *addrs, struct sim_route_broker *b, char *er
 /* brokerDatas[i] into b. */
 static int parse_broker(const json_t *bd, void *elem, char *err, size_t errlen)
 {
-    struct sim_route_broker *b = elem;
+    struct rmq_route_info_broker *b = elem;
     const json_t *name = json_object_get(bd, "brokerName");
     const json_t *addrs = json_object_get(bd, "brokerAddrs");
     if (!json_is_string(name) || !json_is_object(addrs))
@@ -186,7 +186,7 @@ static int parse_broker(const json_t *bd, void *elem, char *err, size_t errlen)
 /* queueDatas[i] into q. */
 static int parse_queue(const json_t *qd, void *elem, char *err, size_t errlen)
 {
-    struct sim_route_queue *q = elem;
+    struct rmq_route_info_queue *q = elem;
     const json_t *name = json_object_get(qd, "brokerName");
     const json_t *rq = json_object_get(qd, "readQueueNums");
     const json_t *perm = json_object_get(qd, "perm");
@@ -224,7 +224,7 @@ static int parse_array(const json_t *root, const char *key, size_t size, void **
     return RMQ_OK;
 }
 
-int sim_route_parse(const uint8_t *body, size_t len, struct sim_route *out, char *err, size_t errlen)
+int rmq_route_parse(const uint8_t *body, size_t len, struct rmq_route_info *out, char *err, size_t errlen)
 {
     struct buf fixed;
     buf_init(&fixed, 0);
@@ -248,16 +248,16 @@ int sim_route_parse(const uint8_t *body, size_t len, struct sim_route *out, char
     json_decref(root);
     buf_free(&fixed);
     if (rc)
-        sim_route_clear(out);
+        rmq_route_info_clear(out);
     return rc;
 }
 
-void sim_route_clear(struct sim_route *r)
+void rmq_route_info_clear(struct rmq_route_info *r)
 {
     if (!r)
         return;
     for (size_t i = 0; i < r->nbrokers; i++) {
-        struct sim_route_broker *b = &r->brokers[i];
+        struct rmq_route_info_broker *b = &r->brokers[i];
         rmq_free(b->name);
         rmq_free(b->master);
         rmq_json_strings_free(b->addrs, b->naddrs);
@@ -274,12 +274,12 @@ static bool str_eq(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
-bool sim_route_equal(const struct sim_route *a, const struct sim_route *b)
+bool rmq_route_info_equal(const struct rmq_route_info *a, const struct rmq_route_info *b)
 {
     if (a->nbrokers != b->nbrokers || a->nqueues != b->nqueues)
         return false;
     for (size_t i = 0; i < a->nbrokers; i++) {
-        const struct sim_route_broker *x = &a->brokers[i], *y = &b->brokers[i];
+        const struct rmq_route_info_broker *x = &a->brokers[i], *y = &b->brokers[i];
         if (!str_eq(x->name, y->name) || !str_eq(x->master, y->master) || x->naddrs != y->naddrs)
             return false;
         for (size_t j = 0; j < x->naddrs; j++)
@@ -287,7 +287,7 @@ bool sim_route_equal(const struct sim_route *a, const struct sim_route *b)
                 return false;
     }
     for (size_t i = 0; i < a->nqueues; i++) {
-        const struct sim_route_queue *x = &a->queues[i], *y = &b->queues[i];
+        const struct rmq_route_info_queue *x = &a->queues[i], *y = &b->queues[i];
         if (!str_eq(x->broker_name, y->broker_name) || x->read_queue_nums != y->read_queue_nums ||
             x->perm != y->perm)
             return false;
@@ -295,10 +295,10 @@ bool sim_route_equal(const struct sim_route *a, const struct sim_route *b)
     return true;
 }
 
-const char *sim_route_addr_of(const struct sim_route *r, const char *broker_name)
+const char *rmq_route_info_addr_of(const struct rmq_route_info *r, const char *broker_name)
 {
     for (size_t i = 0; i < r->nbrokers; i++) {
-        const struct sim_route_broker *b = &r->brokers[i];
+        const struct rmq_route_info_broker *b = &r->brokers[i];
         if (strcmp(b->name, broker_name) != 0)
             continue;
         if (b->master)

@@ -1,7 +1,7 @@
 /* route_body.h — the TopicRouteData body (GET_ROUTEINFO_BY_TOPIC, 105):
  * the daemon's encoder (borrowed strings in, compact JSON out) and the
- * client side's parser (owned structs out; its one user is `rmqcoord sim`,
- * hence the sim_ names). Pure; any thread.
+ * client side's parser (owned struct rmq_route_info out, with the lookups a
+ * client does on it; `rmqcoord sim` uses it today). Pure; any thread.
  */
 #ifndef RMQ_ROUTE_BODY_H
 #define RMQ_ROUTE_BODY_H
@@ -37,21 +37,21 @@ int rmq_route_encode(const struct rmq_route_broker *brokers, size_t nbrokers,
 #define RMQ_ROUTE_MAX_ENTRIES 4096
 #define RMQ_ROUTE_MAX_DEPTH 64
 
-struct sim_route_broker {
+struct rmq_route_info_broker {
     char *name;   /* owned */
     char *master; /* owned copy of brokerAddrs[0], NULL when absent */
     char **addrs; /* owned: every address, ascending broker id */
     size_t naddrs;
 };
-struct sim_route_queue {
+struct rmq_route_info_queue {
     char *broker_name; /* owned */
     int read_queue_nums;
     int perm;
 };
-struct sim_route {
-    struct sim_route_broker *brokers; /* owned */
+struct rmq_route_info {
+    struct rmq_route_info_broker *brokers; /* owned */
     size_t nbrokers;
-    struct sim_route_queue *queues; /* owned */
+    struct rmq_route_info_queue *queues; /* owned */
     size_t nqueues;
 };
 
@@ -59,13 +59,13 @@ struct sim_route {
  * numeric map keys fastjson writes for old clients (PROTOCOL: docs/protocol.md §3.4) as well
  * as quoted ones. 0, RMQ_EPROTO (reason in err) or RMQ_ENOMEM; on error
  * *out is left cleared. */
-int sim_route_parse(const uint8_t *body, size_t len, struct sim_route *out, char *err, size_t errlen);
-void sim_route_clear(struct sim_route *r);
+int rmq_route_parse(const uint8_t *body, size_t len, struct rmq_route_info *out, char *err, size_t errlen);
+void rmq_route_info_clear(struct rmq_route_info *r);
 /* Same brokers, addresses and queue data (order-sensitive; both come from
  * one name server that writes them in a stable order). */
-bool sim_route_equal(const struct sim_route *a, const struct sim_route *b);
+bool rmq_route_info_equal(const struct rmq_route_info *a, const struct rmq_route_info *b);
 /* The address a client uses for brokerName: the master (id 0), else the
  * lowest id present, else NULL. Borrowed from r. */
-const char *sim_route_addr_of(const struct sim_route *r, const char *broker_name);
+const char *rmq_route_info_addr_of(const struct rmq_route_info *r, const char *broker_name);
 
 #endif

@@ -14,21 +14,14 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
-#include "trace_fmt_internal.h"
+#include "trace_fmt_cache.h"
+#include "trace_fmt_scan.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char *const kind_names[] = {"header", "connect", "request", "close",
-                                         "notify", "route",   "holdings"};
-
-const char *trace_kind_name(enum trace_kind k)
-{
-    return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "?";
-}
 
 void trace_decoder_init(struct trace_decoder *d)
 {
@@ -608,9 +601,9 @@ static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_even
     if (req_str(c, ps, K_EVENT, &kind) != 0)
         return RMQ_EPROTO;
     size_t k = 1;
-    while (k < sizeof kind_names / sizeof kind_names[0] && strcmp(kind_names[k], kind) != 0)
+    while (k <= TRACE_HOLDINGS && strcmp(trace_kind_name((enum trace_kind)k), kind) != 0)
         k++;
-    if (k == sizeof kind_names / sizeof kind_names[0])
+    if (k > TRACE_HOLDINGS)
         return bad(c, "unknown event \"%s\"", kind);
     ev->kind = (enum trace_kind)k;
     if (ev->kind == TRACE_ROUTE)

@@ -20,119 +20,10 @@
 #ifndef RMQ_TRACE_FMT_H
 #define RMQ_TRACE_FMT_H
 
-#include "buf.h"
+#include "trace_event.h"
+#include "trace_fmt_enc.h"
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-
-#define TRACE_FMT_VERSION 1
-/* Longest line accepted: a 16 MiB frame body, escaped, with room to spare. */
-#define TRACE_FMT_MAX_LINE ((size_t)48 << 20)
-/* Deepest JSON nesting accepted inside a body. */
-#define TRACE_FMT_MAX_DEPTH 64
-
-enum trace_kind {
-    TRACE_HEADER = 0,
-    TRACE_CONNECT,
-    TRACE_REQUEST,
-    TRACE_CLOSE,
-    TRACE_NOTIFY,
-    TRACE_ROUTE,
-    TRACE_HOLDINGS,
-};
-
-/* "connect", "request", ... ("header" for TRACE_HEADER); static string. */
-const char *trace_kind_name(enum trace_kind k);
-
-struct trace_kv {
-    const char *key; /* borrowed */
-    const char *val; /* borrowed, never NULL */
-};
-
-/* One queue a client reported holding (holdings). */
-struct trace_mq {
-    const char *topic;       /* borrowed */
-    const char *broker_name; /* borrowed */
-    int32_t queue_id;
-};
-
-struct trace_broker {
-    const char *broker_name; /* borrowed */
-    int read_queue_nums, write_queue_nums, perm;
-};
-
-/* One decoded (or to-be-encoded) line. Every pointer is borrowed: from the
- * decoder (valid until its next decode) or from the caller (encode). Fields
- * a kind does not use are zero/NULL. */
-struct trace_event {
-    enum trace_kind kind;
-    int64_t ts;          /* ms since the epoch */
-    int version;         /* header: format version */
-    uint64_t conn;       /* connect, request, close, notify */
-    const char *peer;    /* "ip:port", may be NULL */
-    const char *broker;  /* connect: broker view the connection belongs to, NULL = the coordinator */
-    int32_t code;        /* request */
-    int32_t language;    /* request: RMQ_LANG_* byte code (JAVA when absent) */
-    int32_t cmd_version; /* request: client version (0 when absent) */
-    int32_t flag;        /* request: header flag (0 when absent) */
-    const struct trace_kv *ext;
-    size_t next;
-    const uint8_t *body; /* request: the body bytes, NULL when there is none */
-    size_t body_len;
-    const char *group;                  /* notify */
-    const char *reason;                 /* close, may be NULL */
-    const char *topic;                  /* route */
-    const struct trace_broker *brokers; /* route; NULL with deleted */
-    size_t nbrokers;
-    bool deleted; /* route: "brokers":null, the topic was deleted */
-    /* holdings: the client's answer to GET_CONSUMER_RUNNING_INFO for group;
-     * queues NULL when it gave none (reason says why: "no answer", "code N",
-     * "unreadable"). asked: when the daemon asked (ms since the epoch), which
-     * names the sampling round: one ask per member of the group. */
-    const char *client_id;
-    int64_t asked;
-    const struct trace_mq *queues;
-    size_t nqueues;
-    bool answered;
-    /* Request lines the line cache keeps get a tag, unique in the process:
-     * two events with the same nonzero tag were decoded from lines equal but
-     * for "ts" (so, e.g., their bodies are equal without comparing them).
-     * 0: no such promise. */
-    uint64_t tag;
-};
-
-/* Request lines already decoded, kept per connection: clients re-send
- * byte-identical heartbeats, so most request lines equal an earlier line of
- * theirs but for the leading "ts". Such a line decodes to the earlier event
- * with the new ts, which costs one memcmp instead of the strict scan (see
- * trace_fmt.c for why that is exact). Bounded: TRACE_FMT_LINE_SLOTS lines
- * (sets of TRACE_FMT_LINE_WAYS picked by the bytes after ts, which name the
- * connection first), each at most TRACE_FMT_LINE_CACHE_MAX bytes,
- * TRACE_FMT_LINE_CACHE_BUDGET bytes in all. */
-#define TRACE_FMT_LINE_SLOTS 8192
-#define TRACE_FMT_LINE_WAYS 4
-#define TRACE_FMT_LINE_CACHE_MAX ((size_t)16 << 10)
-#define TRACE_FMT_LINE_CACHE_BUDGET ((size_t)32 << 20)
-struct trace_line_ref;
-
-struct trace_decoder {
-    struct buf line;     /* private copy of the current line, unescaped in place */
-    struct trace_kv *kv; /* owned */
-    size_t nkv, kv_cap;
-    struct trace_broker *brokers; /* owned */
-    size_t nbrokers, brokers_cap;
-    struct trace_mq *mqs; /* owned: a holdings line's queues */
-    size_t nmqs, mqs_cap;
-    uint8_t *body64; /* owned: decoded bodyBase64 */
-    size_t body64_cap;
-    struct trace_line_ref *lines; /* owned, TRACE_FMT_LINE_SLOTS of them, allocated at first use */
-    unsigned line_evict;          /* round robin within a full set */
-    size_t line_bytes;            /* allocated for cached lines */
-    bool line_cache_off;          /* set after init: decode every line in full (tests, benchmarks) */
-    uint64_t line_hits;           /* lines decoded from the cache */
-    char error[256];              /* why the last decode failed: "line N: ..." */
-};
 
 void trace_decoder_init(struct trace_decoder *d);
 void trace_decoder_free(struct trace_decoder *d);
@@ -142,20 +33,5 @@ void trace_decoder_free(struct trace_decoder *d);
  * RMQ_E2BIG (longer than TRACE_FMT_MAX_LINE) or RMQ_ENOMEM. */
 int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, size_t lineno,
                       struct trace_event *ev);
-
-/* Appends ev as one line, newline included. Strings that are not valid
- * UTF-8 are written with U+FFFD in place of the bad bytes (JSON must be
- * UTF-8); a body that is not strict JSON goes out as "bodyBase64". 0,
- * RMQ_EINVAL (an unusable event, e.g. a route without a topic) or
- * RMQ_ENOMEM / RMQ_E2BIG from the buffer (left unchanged then). */
-int trace_encode_event(const struct trace_event *ev, struct buf *out);
-
-/* memmem(hay, n, needle, m), for finding lines worth decoding: 16 bytes a
- * step where SSE2 is there (x86-64 always), memmem elsewhere. */
-const char *trace_find(const char *hay, size_t n, const char *needle, size_t m);
-
-/* Whether p[0..len) is exactly one strict JSON value (whitespace around it
- * allowed), nested at most TRACE_FMT_MAX_DEPTH. */
-bool trace_json_valid(const uint8_t *p, size_t len);
 
 #endif

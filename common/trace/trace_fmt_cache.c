@@ -1,10 +1,11 @@
-/* trace_fmt_cache.c — the decoder's line cache (see trace_fmt.h): request
+/* trace_fmt_cache.c — the decoder's line cache (see trace_fmt_cache.h): request
  * lines equal but for "ts" to one decoded before are answered from a copy of
  * that decode. Split from trace_fmt.c, which does the full decode. */
+#include "trace_fmt_cache.h"
+
 #include "err.h"
 #include "mem.h"
-#include "trace_fmt.h"
-#include "trace_fmt_internal.h"
+#include "trace_event.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -40,7 +41,7 @@ void trace_line_cache_free(struct trace_decoder *d)
     d->lines = NULL;
 }
 
-/* ---- the line cache (see trace_fmt.h) ----
+/* ---- the line cache (see trace_fmt_cache.h) ----
  *
  * Why a hit gives exactly what the full decode would: a line L = `{"ts":D,` T
  * is only looked up when D is digits get_int accepts for "ts" (no sign, no

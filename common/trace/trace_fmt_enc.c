@@ -1,43 +1,25 @@
-/* trace_fmt_enc.c — the encoding half of trace_fmt.h: one event to one
+/* trace_fmt_enc.c — the encoding half of the trace format (trace_fmt_enc.h): one event to one
  * JSON line. Keys are written in a fixed order and strings always as valid
  * UTF-8, so a trace reads with any JSON Lines tool and two recordings of the
  * same events are byte-identical. */
+#include "trace_fmt_enc.h"
+
 #include "err.h"
 #include "remoting_cmd.h"
-#include "trace_fmt.h"
-#include "trace_fmt_internal.h"
+#include "trace_fmt_scan.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-const char trace_fmt_b64[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char *const kind_names[] = {"header", "connect", "request", "close",
+                                         "notify", "route",   "holdings"};
 
-size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end)
+const char *trace_kind_name(enum trace_kind k)
 {
-    unsigned c = p[0], cp, min;
-    size_t n;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        n = 3, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if ((size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
+    return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "?";
 }
+
+const char trace_fmt_b64[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* Appends s as a JSON string literal; bytes that are not valid UTF-8 become
  * U+FFFD, control characters \u escapes. */

@@ -2,14 +2,42 @@
  * (validated UTF-8, escapes decoded in place), numbers, literals and
  * containers with a depth bound. It never reads past s->end and never
  * allocates. */
+#include "trace_fmt_scan.h"
+
 #include "err.h"
-#include "trace_fmt.h"
-#include "trace_fmt_internal.h"
+#include "trace_event.h"
 
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+
+size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0], cp, min;
+    size_t n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        n = 3, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if ((size_t)(end - p) < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
 
 static size_t utf8_put(unsigned char *w, unsigned cp)
 {

@@ -1,4 +1,4 @@
-/* admin_alloc.c — GET /api/groups/{group}/allocation: which queue every live
+/* admin_allocation.c — GET /api/groups/{group}/allocation: which queue every live
  * member takes under a strategy, computed on the loop thread from the
  * consumer list GET_CONSUMER_LIST_BY_GROUP returns right now and the
  * topic's subscribe set as clients derive it from the route (readable
@@ -11,7 +11,7 @@
  * neither map, rooms follow the rule "text after the last '-'"), and
  * config=brokerName:queueId,... (CONFIG). Loop thread only. */
 #include "admin_allocation.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 
 #include "broker.h"
 #include "err.h"
@@ -19,6 +19,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,7 @@ static long split_list(char *text, char **items)
             return -1;
         items[n++] = tok;
     }
+    assert(n <= MAX_LIST); /* items, and the arrays it fills, hold MAX_LIST */
     return n;
 }
 
@@ -72,6 +74,7 @@ static int split_pair(char *item, const char **name, const char **value)
     *colon = 0;
     *name = item;
     *value = colon + 1;
+    assert(**name && **value); /* both halves non-empty */
     return RMQ_OK;
 }
 
@@ -111,6 +114,7 @@ static int parse_config(char *text, const char *topic, struct allocate_queue *cf
 static char *scratch_copy(struct alloc_args *a, const char *v, size_t *used, size_t cap)
 {
     size_t n = strlen(v) + 1;
+    assert(*used + n <= cap); /* cap was summed over the same parameters */
     if (*used + n > cap)
         return NULL;
     char *p = a->scratch + *used;
@@ -225,6 +229,7 @@ static int collect_queues(struct alloc_args *a, const struct topic *tp, const st
         if (!strcmp(extra[i].topic, tp->name) && !has_queue(a, &extra[i]))
             a->queues[a->n_queues++] =
                 (struct allocate_queue){tp->name, extra[i].broker_name, extra[i].queue_id};
+    assert(a->n_queues <= n); /* sized for the route and every extra */
     return RMQ_OK;
 }
 
@@ -248,6 +253,7 @@ json_t *admin_alloc_result_json(const struct allocate_result *r)
         json_object_set_new(alloc, r->consumers[i], list);
     }
     for (size_t q = 0; owners && q < r->n_queues; q++) {
+        assert(r->owner_start[q] <= r->owner_start[q + 1]);
         json_t *who = json_array();
         for (size_t k = r->owner_start[q]; who && k < r->owner_start[q + 1]; k++)
             json_array_append_new(who, json_string(r->consumers[r->owners[k]]));
@@ -330,6 +336,7 @@ static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const 
         a->consumers = rmq_malloc((a->n_consumers ? a->n_consumers : 1) * sizeof *a->consumers);
         rc = a->consumers ? 0 : RMQ_ENOMEM;
     }
+    assert(a->n_consumers == 0 || g != NULL);
     for (size_t i = 0; rc == 0 && i < a->n_consumers; i++)
         a->consumers[i] = g->g.members[i].client_id;
     char err[256] = "";
@@ -346,6 +353,7 @@ static struct alloc_view *compute(struct broker *s, struct alloc_args *a, const 
         admin_alloc_view_free(v);
         return NULL;
     }
+    assert(v->result || a->n_consumers == 0 || a->n_queues == 0); /* computed whenever both lists exist */
     *status = 200;
     return v;
 }
@@ -366,6 +374,7 @@ int admin_alloc_view_new_ex(struct broker *s, const char *group, const json_t *q
     if (!a)
         return RMQ_ENOMEM;
     *out = compute(s, a, group, query, extra, n_extra, status, error);
+    assert(!*out || !*error); /* a view or an error, not both */
     if (!*out) {
         free_args(a);
         return *error ? RMQ_EINVAL : RMQ_ENOMEM;

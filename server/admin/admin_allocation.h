@@ -1,4 +1,4 @@
-/* admin_alloc.h — the expected allocation of a group for an admin query
+/* admin_allocation.h — the expected allocation of a group for an admin query
  * (GET /api/groups/{group}/allocation and the holdings checks). Loop thread. */
 #ifndef RMQ_ADMIN_ALLOC_H
 #define RMQ_ADMIN_ALLOC_H

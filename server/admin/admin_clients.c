@@ -3,7 +3,7 @@
  * on several channels (two processes, or one reconnecting) is one entry
  * listing each channel. Loop thread only. */
 #include "admin_clients.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 #include "broker.h"
 #include "conn.h"
 #include "log.h"
@@ -11,6 +11,7 @@
 #include "remoting_cmd.h"
 #include "array.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +34,10 @@ static const struct reg_channel **sorted_channels(const struct registry *r, size
     for (struct hashmap_entry *e = hashmap_first(&r->channels, &b); e;
          e = hashmap_next(&r->channels, e, &b)) {
         const struct reg_channel *ch = e->val;
-        if (ch->client_id && ch->conn)
+        if (ch->client_id && ch->conn) {
+            assert(k < r->channels.count); /* the array has room for every channel */
             v[k++] = ch;
+        }
     }
     qsort(v, k, sizeof *v, cmp_channel);
     *n = k;
@@ -60,6 +63,7 @@ static json_t *group_union(const struct reg_channel *const *chans, size_t n, boo
         for (size_t g = 0; g < m; g++)
             names[k++] = producers ? chans[i]->producers[g] : chans[i]->groups[g];
     }
+    assert(k == total);
     qsort(names, k, sizeof *names, rmq_strp_cmp);
     for (size_t i = 0; i < k; i++)
         if (i == 0 || strcmp(names[i], names[i - 1]))
@@ -71,6 +75,7 @@ static json_t *group_union(const struct reg_channel *const *chans, size_t n, boo
 /* The entry of one client id from its channels chans[0..n) (n >= 1). */
 static json_t *client_json(const struct reg_channel *const *chans, size_t n)
 {
+    assert(n >= 1);
     const struct reg_channel *latest = chans[0];
     json_t *channels = json_array();
     for (size_t i = 0; channels && i < n; i++) {
@@ -107,6 +112,7 @@ json_t *admin_clients_list(struct broker *s, int *status)
         size_t j = i + 1;
         while (j < n && !strcmp(chans[j]->client_id, chans[i]->client_id))
             j++;
+        assert(j > i && j <= n); /* one client id's run of channels (sorted by id) */
         if (json_array_append_new(arr, client_json(chans + i, j - i)) != 0) {
             rmq_free(chans);
             json_decref(arr);

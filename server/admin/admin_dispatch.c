@@ -1,4 +1,4 @@
-/* admin_live.c — the loop-thread side of the HTTP admin API: answers
+/* admin_dispatch.c — the loop-thread side of the HTTP admin API: answers
  * mailbox messages from live state (groups, topics, allocations, counters)
  * and applies topic changes. Each reply is a new JSON value handed to the
  * HTTP thread; nothing here keeps a pointer into the message. Loop thread. */
@@ -7,6 +7,7 @@
 #include "admin_holdings.h"
 #include "admin_offsets.h"
 #include "admin_ops.h"
+#include "admin_reply.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -17,6 +18,7 @@
 #include "store.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ static json_t *hex_json(const char *name)
         h[2 * i + 1] = digits[(unsigned char)name[i] & 15];
     }
     h[2 * n] = 0;
+    assert(strlen(h) == 2 * n); /* no name byte becomes a NUL digit */
     json_t *v = json_string(h);
     rmq_free(h);
     return v;
@@ -68,6 +71,7 @@ static json_t *groups_list(struct broker *s, const char *after, const json_t *bo
         }
         last = n->name;
     }
+    assert((json_int_t)json_array_size(arr) <= limit); /* a page is at most limit names */
     json_t *next = n && last ? hex_json(last) : json_null();
     if (!next) {
         json_decref(arr);
@@ -233,6 +237,7 @@ static json_t *topic_put(struct broker *s, const char *name, const json_t *body,
             return admin_error_json(status, 400, "bad body",
                                     "brokers must be a non-empty array of at most 64 entries");
         for (n = 0; n < json_array_size(list); n++) {
+            assert(n < TOPIC_MAX_BROKERS); /* the size was checked above */
             const json_t *o = json_array_get(list, n);
             if (!json_is_object(o) || !json_is_string(json_object_get(o, "brokerName")))
                 return admin_error_json(status, 400, "bad body", "each broker needs a brokerName string");
@@ -244,6 +249,7 @@ static json_t *topic_put(struct broker *s, const char *name, const json_t *body,
             return admin_error_json(status, 400, "bad body", why);
         n = 1;
     }
+    assert(n >= 1 && n <= TOPIC_MAX_BROKERS);
     int rc = broker_put_topic(s, name, brokers, n);
     if (rc == RMQ_EINVAL)
         return admin_error_json(status, 400, "bad body",
@@ -284,6 +290,7 @@ void admin_dispatch_handle(void *ctx, struct mailbox_msg *msg)
     struct broker *s = ctx;
     int status = 500;
     json_t *reply = NULL;
+    assert(!msg->reply); /* a message is answered once */
     switch (msg->op) {
     case ADMIN_OP_GROUPS_LIST: reply = groups_list(s, msg->arg, msg->body, &status); break;
     case ADMIN_OP_GROUP_GET: reply = group_get(s, msg->arg ? msg->arg : "", &status); break;
@@ -338,6 +345,7 @@ void admin_dispatch_handle(void *ctx, struct mailbox_msg *msg)
     }
     if (!reply)
         reply = admin_error_json(&status, 500, "internal error", "out of memory building the reply");
+    assert(status >= 100 && status <= 599 && status != MAILBOX_DEFERRED);
     msg->status = status;
     msg->reply = reply;
 }

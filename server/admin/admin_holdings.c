@@ -1,12 +1,12 @@
 /* admin_holdings.c — what clients really hold, checked against what they
  * should hold. The loop asks each member with GET_CONSUMER_RUNNING_INFO
  * (307) over its own channel (outbound.c: matched by opaque, with a timeout,
- * never blocking), parses the queues from each reply (running_info.c), and
+ * never blocking), parses the queues from each reply (running_info_body.c), and
  * answers the deferred HTTP request once every member has answered or timed
  * out:
  *   running-info  one client's holdings as it reports them;
  *   consistency   every client's holdings vs the expected allocation
- *                 (admin_alloc.c), with overlaps, gaps and unresponsive clients;
+ *                 (admin_allocation.c), with overlaps, gaps and unresponsive clients;
  *   converged     consistency, repeated every 100 ms until it holds or
  *                 timeout_ms passes — so tests wait for convergence instead
  *                 of sleeping;
@@ -22,7 +22,7 @@
  * converged, the whole wait). Loop thread only. */
 #include "admin_holdings.h"
 #include "admin_allocation.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 #include "array.h"
 #include "broker.h"
 #include "conn.h"
@@ -37,6 +37,7 @@
 #include "running_info_body.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,7 @@ static void unlink_round(struct broker *s, struct holdings_round *r)
     struct holdings_round **pp = &s->rounds;
     while (*pp && *pp != r)
         pp = &(*pp)->next;
+    assert(*pp == r); /* every round is linked from its start until complete() */
     if (*pp)
         *pp = r->next;
 }
@@ -99,6 +101,7 @@ static void unlink_round(struct broker *s, struct holdings_round *r)
 /* Hands the reply to the HTTP side (a recording round has none) and frees the round. */
 static void complete(struct broker *s, struct holdings_round *r, int status, json_t *reply)
 {
+    assert(!r->msg || r->msg->status == MAILBOX_DEFERRED); /* the HTTP side waits until now */
     unlink_round(s, r);
     if (r->timer_id)
         loop_timer_cancel(s->loop, r->timer_id);
@@ -167,6 +170,7 @@ static size_t held_count(const struct holding *h, const char *topic)
 /* Whether queue q is expected for a client that did not answer. */
 static bool expected_for_silent(const struct holdings_round *r, const struct allocate_result *res, size_t q)
 {
+    assert(q < res->n_queues);
     for (size_t k = res->owner_start[q]; k < res->owner_start[q + 1]; k++)
         for (size_t i = 0; i < r->n; i++)
             if (r->h[i].state != HOLDING_ANSWERED &&
@@ -178,6 +182,7 @@ static bool expected_for_silent(const struct holdings_round *r, const struct all
 /* Whether client_id is one of the owners the strategy gives queue q. */
 static bool expected_owner(const struct allocate_result *res, size_t q, const char *client_id)
 {
+    assert(q < res->n_queues && res->owner_start[q] <= res->owner_start[q + 1]);
     for (size_t k = res->owner_start[q]; k < res->owner_start[q + 1]; k++)
         if (!strcmp(res->consumers[res->owners[k]], client_id))
             return true;
@@ -249,6 +254,7 @@ static json_t *evaluate(struct holdings_round *r, const struct alloc_view *v, bo
             ok = ok && matches;
         }
     }
+    assert(answered <= r->n);
     judge_queues(r, res, overlaps, gaps);
     for (size_t i = 0; res && i < res->n_unassigned; i++) {
         const struct allocate_queue *mq = &res->queues[res->unassigned[i]];
@@ -348,6 +354,7 @@ static struct allocate_queue *foreign_queues(const struct holdings_round *r, con
             if (!strcmp(r->h[i].ri.mqs[k].topic, topic))
                 q[(*n)++] = (struct allocate_queue){r->h[i].ri.mqs[k].topic, r->h[i].ri.mqs[k].broker_name,
                                                     r->h[i].ri.mqs[k].queue_id};
+    assert(*n <= total);
     return q;
 }
 
@@ -365,6 +372,7 @@ static void converge_timer(struct loop *l, int id, void *ctx)
     (void)l;
     (void)id;
     struct holdings_round *r = ctx;
+    assert(r->msg && r->msg->op == ADMIN_OP_GROUP_CONVERGED); /* only converged polls again */
     r->timer_id = 0;
     if (ask_all(r) != 0)
         complete(r->s, r, 500, NULL);
@@ -388,6 +396,7 @@ static void finish(struct holdings_round *r)
 {
     struct broker *s = r->s;
     int status = 200;
+    assert(r->pending == 0); /* every ask answered or timed out */
     if (!r->msg) {
         complete(s, r, 0, NULL); /* recording: every answer is already in the trace */
         return;
@@ -454,6 +463,7 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
 {
     char why[48];
     const char *reason = NULL;
+    assert(!r->msg && h->round == r); /* recording rounds only */
     if (h->state != HOLDING_ANSWERED) {
         reason = "no answer";
         s->stats.holdings_unanswered++;
@@ -475,6 +485,8 @@ static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
     struct broker *s = owner;
     struct holding *h = ctx;
     struct holdings_round *r = h->round;
+    assert(h->state == HOLDING_PENDING); /* one answer or one timeout per ask */
+    assert(r->pending > 0);
     if (resp) {
         h->state = HOLDING_ANSWERED;
         h->code = resp->code;
@@ -499,6 +511,7 @@ static int add_target(struct holdings_round *r, size_t *cap, const struct mship_
 {
     if (RMQ_GROW(r->h, *cap, r->n + 1, 8) != 0)
         return RMQ_ENOMEM;
+    assert(r->n < *cap);
     struct holding *h = &r->h[r->n];
     memset(h, 0, sizeof *h);
     h->round = r;
@@ -554,6 +567,7 @@ static int ask_all(struct holdings_round *r)
         if (add_target(r, &cap, m, ch ? ch->peer : "") != 0)
             return RMQ_ENOMEM;
     }
+    assert(!g || r->n <= g->g.nmembers);
     r->pending = r->n + 1; /* held until every ask is out, so no callback finishes early */
     for (size_t i = 0; i < r->n; i++) {
         const struct reg_channel *ch = registry_channel(&s->reg, r->h[i].channel_id);
@@ -566,6 +580,7 @@ static int ask_all(struct holdings_round *r)
             r->pending--;
         }
     }
+    assert(r->pending >= 1); /* our own hold is still counted */
     if (--r->pending == 0)
         finish(r);
     return RMQ_OK;

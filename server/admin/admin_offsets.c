@@ -2,7 +2,7 @@
 #include "admin_offsets.h"
 
 #include "admin_allocation.h"
-#include "admin_ops.h"
+#include "admin_reply.h"
 #include "admin_requests.h"
 #include "broker.h"
 #include "conn.h"
@@ -13,6 +13,7 @@
 #include "offset_requests.h"
 #include "store.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ static void collect(void *ctx, const char *group, const char *topic, int32_t qid
         rs->r = r;
         rs->cap = cap;
     }
+    assert(rs->n < rs->cap);
     rs->r[rs->n++] = (struct row){topic, qid, e};
 }
 
@@ -131,6 +133,7 @@ json_t *admin_group_offsets(struct broker *s, const char *group, const json_t *q
     const char *owners_topic = NULL;
     for (size_t i = 0; queues && i < rs.n; i++) {
         const struct row *r = &rs.r[i];
+        assert(r->e && (!topic || !strcmp(r->topic, topic))); /* collect kept only the asked topic */
         if (!owners_topic || strcmp(owners_topic, r->topic) != 0) {
             json_decref(owners);
             owners = expected_owners(s, group, r->topic, query);
@@ -192,6 +195,7 @@ static void collect_all(void *ctx, const char *group, const char *topic, int32_t
         a->group = g;
         a->cap = cap;
     }
+    assert(a->n < a->cap); /* r and group grow together */
     a->group[a->n] = group;
     a->r[a->n++] = (struct row){topic, qid, e};
 }
@@ -214,6 +218,7 @@ static const struct all_rows *sort_ctx;
 static int cmp_all(const void *a, const void *b)
 {
     size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    assert(sort_ctx && i < sort_ctx->n && k < sort_ctx->n);
     int c = strcmp(sort_ctx->group[i], sort_ctx->group[k]);
     return c ? c : cmp_row(&sort_ctx->r[i], &sort_ctx->r[k]);
 }

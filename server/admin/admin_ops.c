@@ -1,4 +1,4 @@
-/* admin_extra.c — loop-side handlers of the admin surface's ops (from
+/* admin_ops.c — loop-side handlers of the admin surface's ops (from
  * ADMIN_OP_EXTRA_FIRST on): reset, the virtual clock, group diagnostics and
  * the allocation of a given member list (for /api/groups/{g}/at). Clients
  * and evictions are in admin_clients.c, /metrics in metrics.c.
@@ -9,20 +9,20 @@
 
 #include "admin_allocation.h"
 #include "admin_clients.h"
+#include "admin_reply.h"
 #include "allocate.h"
 #include "broker.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
-#include "error_json.h"
 #include "log.h"
 #include "mailbox.h"
 #include "mem.h"
 #include "metrics.h"
 #include "rmq_body.h"
 #include "store.h"
-#include "utf8.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,50 +30,13 @@
 /* A RocketMQ client heartbeats every 30 s: two missed beats is worth a look. */
 #define DIAG_STALE_MS 60000
 
-json_t *admin_error_json(int *status, int code, const char *error, const char *detail)
-{
-    *status = code;
-    return rmq_error_json(error, detail);
-}
-
-json_t *admin_json_name(const char *name)
-{
-    const unsigned char *p = (const unsigned char *)name;
-    size_t len = strlen(name), bad = 0;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq_len(p + i);
-        bad += n == 0;
-        i += n ? n : 1;
-    }
-    if (!bad)
-        return json_string(name);
-    char *out = rmq_malloc(len + 3 * bad + 1);
-    if (!out)
-        return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq_len(p + i);
-        if (n) {
-            memcpy(out + j, p + i, n);
-            j += n;
-            i += n;
-        } else {
-            j += (size_t)snprintf(out + j, 5, "\\x%02X", p[i]);
-            i++;
-        }
-    }
-    out[j] = 0;
-    json_t *v = json_string(out);
-    rmq_free(out);
-    return v;
-}
-
 /* POST /api/reset: closes every channel (each close is recorded, then wiped
  * with the rest), forgets live state, empties the store tables. */
 static json_t *reset(struct broker *s, int *status)
 {
     size_t conns = conn_set_count(s->conns);
     broker_reset_live(s);
+    assert(s->reg.groups.count == 0); /* no live state survives a reset */
     if (store_reset(s->store) != 0 || store_commit(s->store) != 0) {
         log_error("store: reset failed: %s", store_errmsg(s->store));
         return admin_error_json(status, 500, "storage error", "the store could not be wiped");
@@ -95,7 +58,10 @@ static json_t *clock_advance(struct broker *s, const json_t *body, int *status)
     json_t *ms = json_object_get(body, "ms");
     if (!json_is_integer(ms) || json_integer_value(ms) < 0 || json_integer_value(ms) > CLOCK_ADVANCE_MAX_MS)
         return admin_error_json(status, 400, "bad body", "ms must be an integer from 0 to 31622400000");
+    int64_t before = broker_now_ms(s);
     int rc = broker_clock_advance(s, (int64_t)json_integer_value(ms));
+    assert(rc != 0 || broker_now_ms(s) >= before); /* the virtual clock only moves forward */
+    (void)before;
     if (rc == RMQ_ESTATE)
         return admin_error_json(status, 409, "real clock",
                                 "the clock is real; start the daemon with serve --clock virtual");
@@ -150,6 +116,7 @@ static json_t *client_kinds(const struct mship_group *g)
         for (size_t k = i; k < g->nmembers; k++)
             count += g->members[k].language == g->members[i].language &&
                      g->members[k].version == g->members[i].version;
+        assert(count >= 1); /* member i counts itself */
         json_array_append_new(kinds, json_pack("{s:s,s:i,s:I}", "language",
                                                rmq_language_name(g->members[i].language), "version",
                                                (int)g->members[i].version, "count", (json_int_t)count));
@@ -184,6 +151,7 @@ static json_t *diagnostics(struct broker *s, const char *name, int *status)
                                                    (json_int_t)g->members[i].channel_id, "heartbeatAgeMs",
                                                    (json_int_t)age));
     }
+    assert(json_array_size(stale) <= g->nmembers);
     for (size_t i = 0; topics && i < g->nsubs; i++)
         json_array_append_new(topics, admin_json_name(g->subs[i].topic));
     bool broadcast = g->message_model == RMQ_MODEL_BROADCASTING;
@@ -286,6 +254,7 @@ static json_t *allocate_members(struct broker *s, const json_t *query, const jso
         if (id && *id)
             consumers[k++] = id;
     }
+    assert(k <= nc);
     if (k == 0 || nq == 0) {
         json_t *unassigned = json_array();
         for (size_t q = 0; unassigned && q < nq; q++)
@@ -313,9 +282,10 @@ done:
     return out;
 }
 
-/* See server.h. */
+/* See admin_ops.h. */
 void admin_ops_handle(struct broker *s, struct mailbox_msg *msg)
 {
+    assert(msg->op >= ADMIN_OP_EXTRA_FIRST); /* admin_dispatch.c handles the ops below */
     int status = 500;
     json_t *reply = NULL;
     const char *arg = msg->arg ? msg->arg : "";

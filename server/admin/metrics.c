@@ -12,6 +12,7 @@
 #include "store.h"
 #include "store_sync.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ static int group_members(struct buf *b, const struct registry *r)
     buf_init(&lab, 0);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct reg_group *g = registry_group(r, names[i]);
+        assert(g != NULL); /* the names are the live groups' own keys */
         buf_reset(&lab);
         rc = buf_append_str(&lab, "group=\"");
         if (rc == 0)
@@ -67,8 +69,10 @@ static uint64_t count_clients(const struct registry *r)
     for (struct hashmap_entry *e = hashmap_first(&r->channels, &bk); e;
          e = hashmap_next(&r->channels, e, &bk)) {
         const struct reg_channel *ch = e->val;
-        if (ch->client_id && ch->conn)
+        if (ch->client_id && ch->conn) {
+            assert(n < r->channels.count);
             ids[n++] = ch->client_id;
+        }
     }
     qsort(ids, n, sizeof *ids, rmq_strp_cmp);
     uint64_t distinct = 0;

@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,7 @@ static void line_append(struct line_buf *b, const char *s, size_t n, int *nomem)
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;
+    assert(b->len <= b->cap && b->len <= b->max); /* the cap bounds what a line may hold */
 }
 
 /* Finishes the current line: computes it or reports why it was dropped. */
@@ -177,6 +179,7 @@ static int run(size_t max_line)
             size_t take = nl ? (size_t)(nl - (chunk + off)) : n - off;
             line_append(&b, chunk + off, take, &nomem);
             off += take;
+            assert(off <= n);
             if (nl) {
                 off++;
                 line_end(&b, ++lineno, &nomem);

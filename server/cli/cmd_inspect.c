@@ -10,6 +10,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -118,6 +119,7 @@ static int holders(const json_t *cons, const char *topic, const char *key, char 
         if (strcmp(qk, key) || strcmp(str(q, "topic"), topic))
             continue;
         size_t len = strlen(out);
+        assert(len < cap); /* snprintf keeps the NUL inside cap */
         snprintf(out + len, cap - len, "%s%s", n ? "," : "", str(c, "clientId"));
         n++;
     }

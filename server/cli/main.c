@@ -4,6 +4,7 @@
 #include "cmd_replay.h"
 #include "cmd_serve.h"
 #include "cmd_sim.h"
+#include "cmd_trace_gen.h"
 #include "rmq_version.h"
 
 #include <stdio.h>

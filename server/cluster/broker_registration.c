@@ -9,10 +9,9 @@
  * shutdown unregistration, which runs blocking and bounded on the main
  * thread after the loop has stopped.
  */
-#include "cluster.h"
+#include "broker_registration.h"
 
 #include "broker.h"
-#include "broker_registration.h"
 #include "buf.h"
 #include "clocks.h"
 #include "config.h"

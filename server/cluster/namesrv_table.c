@@ -6,7 +6,7 @@
  * sorted by broker name, so routes list brokers in name order as the Java
  * name server's sorted output does. Loop thread only.
  */
-#include "cluster.h"
+#include "namesrv_table.h"
 
 #include "broker.h"
 #include "buf.h"
@@ -17,7 +17,6 @@
 #include "err.h"
 #include "log.h"
 #include "mem.h"
-#include "namesrv_table.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "rmq_body.h"

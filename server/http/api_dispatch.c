@@ -3,13 +3,21 @@
  * the bearer token on mutating methods, name decoding and validation, query
  * parsing, body parsing), then either answers on the HTTP thread (history,
  * streams, static files, the OpenAPI document) or posts the route's op to
- * the loop through http_admin_post, saying in an api_post how api_finish
+ * the loop through the server's api_host post, saying in an api_post how api_finish
  * should turn the loop's reply into the response (pagination, store
  * augmentation, metrics text).
  *
  * HTTP thread only.
  */
-#include "http_admin_api.h"
+#include "api_dispatch.h"
+#include "api_events.h"
+#include "api_openapi.h"
+#include "api_params.h"
+#include "api_routes.h"
+#include "api_static.h"
+#include "api_stream.h"
+#include "http_reply.h"
+#include "mailbox.h"
 
 #include "api_cluster.h"
 
@@ -18,6 +26,7 @@
 #include "mem.h"
 #include "store_read.h"
 
+#include <assert.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +58,7 @@ static char *decode_name(struct MHD_Connection *conn, const char *seg, size_t n,
             "the %s name has a malformed percent-escape (encode '%%' as %%25; %%00 is not allowed)", what);
         return NULL;
     }
+    assert(rc == RMQ_E2BIG || name != NULL); /* decoded, or too long to try */
     size_t len = name ? strlen(name) : n;
     if (len == 0 || len > HTTP_ADMIN_NAME_MAX) {
         rmq_free(name);
@@ -183,9 +193,10 @@ static int post(struct call *c, int op, json_t *body, struct api_post *p)
 {
     char *arg = c->name[0];
     json_t *q = c->query;
+    assert(q != NULL); /* collected before any route runs */
     c->name[0] = NULL;
     c->query = NULL;
-    return http_admin_post(c->env->h, c->conn, c->req, op, arg, q, body, p);
+    return c->env->host->post(c->env->h, c->conn, c->req, op, arg, q, body, p);
 }
 
 /* A paginated loop list: limit/cursor checked here, sliced in api_finish. */
@@ -198,6 +209,7 @@ static int post_page(struct call *c, int op, enum api_finish fin, const char *ke
         return http_admin_reply_error(c->conn, 400, "bad parameter", "%s", why);
     if (rc != 0)
         return http_admin_reply_json(c->conn, 500, NULL);
+    assert(p.limit >= 1 && p.limit <= API_LIST_LIMIT_MAX);
     return post(c, op, NULL, &p);
 }
 
@@ -289,7 +301,7 @@ static int route_call(struct call *c)
     case API_ROUTE_OPENAPI: return http_admin_reply_json(conn, 200, api_openapi_document());
     case API_ROUTE_EVENTS: return api_events_get(conn, c->query, e->store_path, e->reader);
     case API_ROUTE_EVENTS_STREAM:
-        return api_stream_start(e->h, conn, c->query,
+        return api_stream_start(e->host, e->h, conn, c->query,
                                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Last-Event-ID"),
                                 e->store_path, e->reader);
     case API_ROUTE_GROUP_HISTORY:
@@ -353,7 +365,7 @@ static int route_call(struct call *c)
     }
 }
 
-/* See http_admin_api.h. */
+/* See api_dispatch.h. */
 int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *req, const char *url,
                  const char *method, const char *body, size_t body_len, enum api_route *route_out)
 {
@@ -381,6 +393,7 @@ int api_dispatch(const struct api_env *env, struct MHD_Connection *conn, void *r
                                       method);
     struct call c = {env, conn, req, route, method, {NULL, NULL}, NULL, body, body_len};
     int r = 0;
+    assert(m.nparams >= 0 && m.nparams <= API_MAX_PARAMS && m.def && m.def->id == route);
     for (int i = 0; i < m.nparams; i++) {
         if (!(c.name[i] = decode_name(conn, m.param[i], m.param_len[i], m.param_name[i], &r))) {
             call_clear(&c);
@@ -414,7 +427,7 @@ static struct store_reader *reader_quiet(const struct api_env *env)
 }
 
 /* /metrics: the loop's text, then this thread's counters. */
-static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, json_t *reply)
+static int finish_metrics(struct MHD_Connection *conn, const struct api_env *env, json_t *reply)
 {
     json_t *text = json_object_get(reply, "text");
     struct buf b;
@@ -423,7 +436,7 @@ static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, jso
     int rc =
         json_is_string(text) ? buf_append(&b, json_string_value(text), json_string_length(text)) : RMQ_EINVAL;
     if (rc == 0)
-        rc = http_admin_metrics_append(h, &b);
+        rc = env->host->metrics_append(env->h, &b);
     json_decref(reply);
     int r = rc == 0 ? http_admin_reply_bytes(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
                                              buf_head(&b), buf_live(&b), true)
@@ -432,7 +445,7 @@ static int finish_metrics(struct MHD_Connection *conn, struct http_admin *h, jso
     return r;
 }
 
-/* See http_admin_api.h. */
+/* See api_dispatch.h. */
 int api_finish(const struct api_env *env, struct MHD_Connection *conn, int status, json_t *reply,
                struct api_post *post)
 {
@@ -483,8 +496,9 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         api_post_clear(post);
         return http_admin_reply_json(conn, (unsigned)status, reply);
     }
+    assert(reply && status >= 200 && status <= 299); /* only a success is finished further */
     switch (fin) {
-    case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env->h, reply);
+    case API_FINISH_METRICS: api_post_clear(post); return finish_metrics(conn, env, reply);
     case API_FINISH_LOOP_PAGE:
         if (api_page_next_from_hex(reply) != 0) {
             json_decref(reply);
@@ -493,6 +507,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         break;
     case API_FINISH_PAGE:
     case API_FINISH_CLIENTS:
+        assert(post->page_key && post->page_field && post->limit >= 1); /* post_page's */
         r = api_page_slice(reply, post->page_key, post->page_field, post->after, post->limit);
         if (r == RMQ_ENOMEM) {
             json_decref(reply);
@@ -532,6 +547,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
     default: break;
     }
     api_post_clear(post);
+    assert(!post->after && !post->extra); /* nothing of the post outlives the answer */
     r = http_admin_reply_json(conn, 200, reply);
     return r;
 }

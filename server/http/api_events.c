@@ -6,9 +6,12 @@
  * Runs on the HTTP thread and never touches loop state: it reads persisted
  * events through its own store_read connection (WAL lets it read while the
  * loop thread writes). Events are paged by id: the cursor names the last id
- * of the page ('e' cursors, see api_util.c); `since` (a bare id) still works.
+ * of the page ('e' cursors, see api_params.c); `since` (a bare id) still works.
  */
-#include "http_admin_api.h"
+#include "api_events.h"
+#include "api_params.h"
+#include "api_routes.h"
+#include "http_reply.h"
 
 #include "clocks.h"
 #include "err.h"
@@ -25,7 +28,7 @@
 #define CHURN_THRESHOLD 3
 #define JOIN_SETTLE_MS 5000 /* a joining client's first heartbeats */
 
-/* See http_admin_api.h. */
+/* See api_events.h. */
 int api_store_reader(struct MHD_Connection *conn, const char *store_path, struct store_reader **reader,
                      int *r)
 {
@@ -92,7 +95,7 @@ static int set_event_next(json_t *page, const char *key, int64_t limit)
     return next && json_object_set_new(page, "next", next) == 0 ? 0 : RMQ_ENOMEM;
 }
 
-/* See http_admin_api.h. Validates the parameters (400), opens the reader on
+/* See api_events.h. Validates the parameters (400), opens the reader on
  * first use (503 when the store cannot be opened yet), and answers
  * {"events":[...],"next":cursor|null,"lastId":id} (500 if the read fails).
  * lastId is the id of the last event returned, or the position asked for:
@@ -137,7 +140,7 @@ static int time_param(struct MHD_Connection *conn, const json_t *query, const ch
     return 0;
 }
 
-/* See http_admin_api.h. Answers {"group","from","to","changes":[event...],
+/* See api_events.h. Answers {"group","from","to","changes":[event...],
  * "membersAtFrom":[...],"next","lastId"}: the member list as it stood at
  * `from`, then each change with the list after it. Virtual-clock times are
  * as the daemon recorded them, so `to` defaults to "no limit". */
@@ -180,7 +183,7 @@ int api_group_history(struct MHD_Connection *conn, const char *group, const json
     return http_admin_reply_json(conn, 200, out);
 }
 
-/* See http_admin_api.h. */
+/* See api_events.h. */
 int api_group_at(struct MHD_Connection *conn, const char *group, const json_t *query, const char *store_path,
                  struct store_reader **reader, json_t **out, int *r)
 {
@@ -207,7 +210,7 @@ int api_group_at(struct MHD_Connection *conn, const char *group, const json_t *q
     return 0;
 }
 
-/* See http_admin_api.h. */
+/* See api_events.h. */
 void api_augment_client(struct store_reader *reader, json_t *client)
 {
     const char *id = json_string_value(json_object_get(client, "clientId"));
@@ -255,7 +258,7 @@ static int64_t unexplained_subscription_events(struct store_reader *reader, cons
     return n;
 }
 
-/* See http_admin_api.h. The broker keeps one subscription table per group,
+/* See api_events.h. The broker keeps one subscription table per group,
  * replaced by every heartbeat: members that subscribe differently make it
  * flip back and forth, which the event store records as repeated
  * "subscription" events. */

@@ -2,7 +2,8 @@
  * api_routes.c, so every served route is described and nothing else is.
  * Pure (builds JSON from static data); any thread.
  */
-#include "http_admin_api.h"
+#include "api_openapi.h"
+#include "api_routes.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static json_t *operation(const struct api_route_def *d, int m)
     return op;
 }
 
-/* See http_admin_api.h. */
+/* See api_openapi.h. */
 json_t *api_openapi_document(void)
 {
     size_t n;

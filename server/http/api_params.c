@@ -1,4 +1,4 @@
-/* api_util.c — pure helpers of the admin API: pagination cursors and page
+/* api_params.c — pure helpers of the admin API: pagination cursors and page
  * slicing, name rules, bearer tokens. No I/O and no state; any thread.
  *
  * Cursors are opaque to clients but simple inside: base64url (no padding)
@@ -7,11 +7,13 @@
  * cursor from /api/events handed to /api/groups is refused (400) instead of
  * silently skipping groups.
  */
-#include "http_admin_api.h"
+#include "api_params.h"
+#include "api_routes.h"
 
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <arpa/inet.h>
 #include <string.h>
 #include <strings.h>
@@ -33,7 +35,7 @@ static int b64_value(char c)
     return p ? (int)(p - b64) : -1;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 char *api_cursor_encode(char kind, const char *value)
 {
     size_t vn = strlen(value), n = vn + 2;
@@ -61,12 +63,13 @@ char *api_cursor_encode(char kind, const char *value)
         if (i + 2 < n)
             out[j++] = b64[v & 63];
     }
+    assert(j <= (n + 2) / 3 * 4); /* within what was allocated, before the NUL */
     out[j] = 0;
     rmq_free(raw);
     return out;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 int api_cursor_decode(const char *cursor, char kind, char **value)
 {
     size_t n = strlen(cursor);
@@ -91,6 +94,7 @@ int api_cursor_decode(const char *cursor, char kind, char **value)
             raw[j++] = (char)(acc >> bits & 0xff);
         }
     }
+    assert(j <= n); /* 6 bits a character give fewer bytes than characters */
     raw[j] = 0;
     if (j < 2 || raw[0] != kind || raw[1] != ':' || memchr(raw, 0, j) != NULL) {
         rmq_free(raw);
@@ -101,7 +105,7 @@ int api_cursor_decode(const char *cursor, char kind, char **value)
     return 0;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 int api_page_params(const json_t *query, char kind, int64_t *limit, char **after, const char **why)
 {
     const char *ls = json_string_value(json_object_get(query, "limit"));
@@ -121,7 +125,7 @@ int api_page_params(const json_t *query, char kind, int64_t *limit, char **after
     return 0;
 }
 
-/* See http_admin_api.h. A linear pass: the loop built the whole sorted list
+/* See api_params.h. A linear pass: the loop built the whole sorted list
  * anyway, and lists are at most a few thousand entries. */
 int api_page_slice(json_t *reply, const char *key, const char *field, const char *after, int64_t limit)
 {
@@ -149,6 +153,7 @@ int api_page_slice(json_t *reply, const char *key, const char *field, const char
         }
         last = v;
     }
+    assert((int64_t)json_array_size(page) <= limit && (!more || last)); /* a full page has a last name */
     json_t *next = json_null();
     if (more && last) {
         char *c = api_cursor_encode('n', last);
@@ -162,7 +167,7 @@ int api_page_slice(json_t *reply, const char *key, const char *field, const char
     return 0;
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 int api_page_next_from_hex(json_t *reply)
 {
     json_t *hex = json_object_get(reply, "_nextHex");
@@ -192,7 +197,7 @@ int api_page_next_from_hex(json_t *reply)
     return 0;
 }
 
-/* See http_admin_api.h. RocketMQ's client Validators and the broker's
+/* See api_params.h. RocketMQ's client Validators and the broker's
  * TopicValidator both use this character set; the topic limit is 127. */
 bool api_name_topic_valid(const char *name)
 {
@@ -220,7 +225,7 @@ bool api_name_lookup_valid(const char *name)
     return true;
 }
 
-/* See http_admin_api.h. Every byte of want is visited whatever given holds,
+/* See api_params.h. Every byte of want is visited whatever given holds,
  * and differences are OR-ed together instead of returning at the first. */
 bool api_token_equal(const char *given, size_t given_len, const char *want, size_t want_len)
 {
@@ -267,7 +272,7 @@ static bool wildcard_host(const char *h)
     return !h || !*h || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "[::]");
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 bool api_host_allowed(const char *host, const char *cfg_host)
 {
     if (wildcard_host(cfg_host))
@@ -305,7 +310,7 @@ bool api_host_allowed(const char *host, const char *cfg_host)
     return cn == n && !strncasecmp(name, c, n);
 }
 
-/* See http_admin_api.h. */
+/* See api_params.h. */
 bool api_content_type_json(const char *ct)
 {
     if (!ct)

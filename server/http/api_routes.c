@@ -10,16 +10,18 @@
  * it and api_openapi.c describes it, so the OpenAPI document cannot miss a
  * served route nor describe one that is not served.
  */
-#include "http_admin_api.h"
+#include "api_routes.h"
+#include "mailbox.h"
 
 #include "err.h"
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <microhttpd.h>
 #include <string.h>
 
-/* See http_admin_api.h. Strict: a '%' not followed by two hex digits is an
+/* See api_routes.h. Strict: a '%' not followed by two hex digits is an
  * error rather than a literal, so every accepted name has one spelling. */
 int api_routes_pct_decode(const char *s, size_t n, bool plus_is_space, char **out)
 {
@@ -44,12 +46,13 @@ int api_routes_pct_decode(const char *s, size_t n, bool plus_is_space, char **ou
         }
         d[j++] = c;
     }
+    assert(j <= n); /* an escape only shortens */
     d[j] = 0;
     *out = d;
     return 0;
 }
 
-/* See http_admin_api.h. */
+/* See api_routes.h. */
 int api_routes_parse_uint(const char *s, int64_t max, int64_t *out)
 {
     if (!*s || strlen(s) > 19)
@@ -203,6 +206,7 @@ static bool match_template(const char *tpl, const char *url, struct api_match *m
             m->param[m->nparams] = u;
             m->param_len[m->nparams] = ul;
             m->nparams++;
+            assert(m->nparams <= API_MAX_PARAMS);
         } else if (tl != ul || memcmp(t, u, tl) != 0) {
             return false;
         }
@@ -213,13 +217,14 @@ static bool match_template(const char *tpl, const char *url, struct api_match *m
     }
 }
 
-/* See http_admin_api.h. A trailing slash yields an empty parameter, which
+/* See api_routes.h. A trailing slash yields an empty parameter, which
  * the caller rejects with 400 rather than 404, since the route is clear. */
 enum api_route api_routes_match(const char *url, struct api_match *m)
 {
     memset(m, 0, sizeof *m);
     for (size_t i = 0; i < NROUTES; i++) {
         if (match_template(routes[i].path, url, m)) {
+            assert(routes[i].id > API_ROUTE_NONE && routes[i].id < API_ROUTE_COUNT);
             m->def = &routes[i];
             return routes[i].id;
         }
@@ -254,7 +259,7 @@ bool api_routes_mutating(const char *method)
     return bit == API_PUT || bit == API_DELETE || bit == API_POST;
 }
 
-/* See http_admin_api.h. */
+/* See api_routes.h. */
 int api_routes_op(enum api_route r, const char *method)
 {
     unsigned bit = api_routes_method_bit(method);

@@ -1,13 +1,14 @@
 /* api_static.c — the dashboard: GET / (index.html) and GET /ui/{asset},
- * served from the files embedded at build time (server/web/, see
+ * served from the files embedded at build time (server/http/web/, see
  * web/web_assets.h). Static data, so responses are zero-copy. HTTP thread. */
-#include "http_admin_api.h"
+#include "api_static.h"
+#include "http_reply.h"
 
 #include "web/web_assets.h"
 
 #include <string.h>
 
-/* See http_admin_api.h. */
+/* See api_static.h. */
 int api_static_get(struct MHD_Connection *conn, const char *asset)
 {
     const char *name = asset ? asset : "index.html";

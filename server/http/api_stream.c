@@ -5,7 +5,7 @@
  * calls on the HTTP thread whenever the socket can take more. The reader
  * polls the store (the HTTP thread's read-only connection) for events after
  * the last one sent; with nothing to send it parks the connection
- * (http_admin_stream_park suspends it) and returns 0, and http_admin.c's
+ * (the server's api_host stream_park suspends it) and returns 0, and http_admin.c's
  * ticker resumes every parked stream each API_STREAM_POLL_MS, so an idle
  * stream costs one small indexed query per tick and no busy loop (MHD
  * would spin on a reader returning 0 without suspending). A comment line
@@ -16,7 +16,11 @@
  * with the same object /api/events returns; a client reconnecting with
  * Last-Event-ID resumes after that event.
  */
-#include "http_admin_api.h"
+#include "api_stream.h"
+#include "api_events.h"
+#include "api_params.h"
+#include "api_routes.h"
+#include "http_reply.h"
 
 #include "buf.h"
 #include "clocks.h"
@@ -24,6 +28,7 @@
 #include "mem.h"
 #include "store_read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
@@ -36,6 +41,7 @@
 #define STREAM_BATCH 100
 
 struct api_stream {
+    const struct api_host *host;  /* static table of the server */
     struct http_admin *h;         /* borrowed; outlives every stream */
     struct MHD_Connection *conn;  /* borrowed */
     struct store_reader **reader; /* the HTTP thread's reader */
@@ -49,6 +55,7 @@ struct api_stream {
 /* Appends every event after last_id (one batch) to st->out. */
 static void poll_store(struct api_stream *st)
 {
+    assert(*st->reader && buf_live(&st->out) == 0); /* the previous batch went out first */
     char err[256] = "";
     json_t *page = store_reader_events(*st->reader, st->group, st->last_id, STREAM_BATCH, err, sizeof err);
     if (!page) {
@@ -71,6 +78,7 @@ static void poll_store(struct api_stream *st)
         jfree(text);
         if (rc != 0)
             break;
+        assert(id > st->last_id); /* the store pages events after last_id, in id order */
         st->last_id = id;
     }
     json_decref(page);
@@ -95,7 +103,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct api_stream *st = cls;
-    if (http_admin_stopping(st->h))
+    if (st->host->stopping(st->h))
         return MHD_CONTENT_READER_END_OF_STREAM;
     int64_t now = rmq_mono_ms();
     if (buf_live(&st->out) == 0 && !st->failed && now - st->last_poll_ms >= API_STREAM_POLL_MS / 2) {
@@ -110,11 +118,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     if (n == 0) {
         if (peer_gone(st->conn))
             return MHD_CONTENT_READER_END_WITH_ERROR; /* frees the slot now, not at the next heartbeat */
-        http_admin_stream_park(st->h, st->conn, st);
+        st->host->stream_park(st->h, st->conn, st);
         return 0; /* resumed by the ticker: MHD calls us again */
     }
     if (n > max)
         n = max;
+    assert(n > 0 && n <= max);
     memcpy(buf, buf_head(&st->out), n);
     buf_consume(&st->out, n);
     st->last_write_ms = now;
@@ -125,7 +134,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free(void *cls)
 {
     struct api_stream *st = cls;
-    http_admin_stream_release(st->h);
+    st->host->stream_release(st->h);
     buf_free(&st->out);
     rmq_free(st->group);
     rmq_free(st);
@@ -154,9 +163,10 @@ static int start_position(struct MHD_Connection *conn, const json_t *query, cons
     return 0;
 }
 
-/* See http_admin_api.h. */
-int api_stream_start(struct http_admin *h, struct MHD_Connection *conn, const json_t *query,
-                     const char *last_event_id, const char *store_path, struct store_reader **reader)
+/* See api_stream.h. */
+int api_stream_start(const struct api_host *host, struct http_admin *h, struct MHD_Connection *conn,
+                     const json_t *query, const char *last_event_id, const char *store_path,
+                     struct store_reader **reader)
 {
     const char *group = json_string_value(json_object_get(query, "group"));
     const char *hb = json_string_value(json_object_get(query, "heartbeatMs"));
@@ -171,21 +181,23 @@ int api_stream_start(struct http_admin *h, struct MHD_Connection *conn, const js
     if (api_store_reader(conn, store_path, reader, &r) < 0 ||
         start_position(conn, query, last_event_id, *reader, &start, &r) < 0)
         return r;
-    if (!http_admin_stream_acquire(h))
+    if (!host->stream_acquire(h))
         return http_admin_reply_error(conn, 503, "too many streams",
                                       "at most %d event streams may be open at once", API_STREAM_MAX);
     struct api_stream *st = rmq_calloc(1, sizeof *st);
     if (!st || (group && !(st->group = rmq_strdup(group)))) {
         rmq_free(st);
-        http_admin_stream_release(h);
+        host->stream_release(h);
         return http_admin_reply_json(conn, 500, NULL);
     }
+    st->host = host;
     st->h = h;
     st->conn = conn;
     st->reader = reader;
     st->last_id = start;
     st->heartbeat_ms = heartbeat;
     st->last_write_ms = st->last_poll_ms = rmq_mono_ms();
+    assert(*reader && st->heartbeat_ms >= 100); /* opened and checked above */
     buf_init(&st->out, 0);
     /* Sent at once so the client sees the headers and knows the position. */
     buf_appendf(&st->out, "retry: 2000\n: stream open after event %" PRId64 "\n\n", start);

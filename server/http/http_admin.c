@@ -8,10 +8,11 @@
  * op and calls pending_done(), which resumes the connection; MHD then calls
  * the handler again and we turn msg->status / msg->reply into the response.
  * The route table and URL decoding are in api_routes.c, the router in
- * api_dispatch.c, history in api_events.c, the event stream in api_stream.c;
- * they share the reply helpers of http_reply.c via http_admin_api.h. This file keeps
- * what needs a lock or a thread: suspended requests, parked event streams and
- * their poll ticker, and the per-route request counters for /metrics.
+ * api_dispatch.c, history in api_events.c, the event stream in api_stream.c,
+ * the reply helpers in http_reply.c, the request counters' format in
+ * http_counts.c. This file keeps what needs a lock or a thread: suspended
+ * requests, parked event streams and their poll ticker, and the counters;
+ * the route files reach it through the api_host table it fills.
  *
  * Lifetime of a posted message (struct pending): two references, one for the
  * request (dropped when its response is built or the connection completes)
@@ -29,14 +30,17 @@
 #include "http_admin.h"
 
 #include "api_cluster.h"
+#include "api_dispatch.h"
+#include "api_params.h"
+#include "api_routes.h"
+#include "http_counts.h"
+#include "http_reply.h"
 
 #include "array.h"
 #include "clocks.h"
 #include "err.h"
 #include "error_json.h"
-#include "http_admin_api.h"
 #include "mem.h"
-#include "metrics_text.h"
 #include "store_read.h"
 
 #include <assert.h>
@@ -59,14 +63,6 @@
 #define HTTP_ADMIN_PER_IP_LIMIT 128u  /* from one address: 32 streams, a dashboard, 100 tool requests */
 #define HTTP_ADMIN_QUERY_PARAMS_MAX 64u
 
-#define HTTP_COUNT_SLOTS 16 /* distinct (method, status) pairs counted per route */
-
-struct http_count {
-    unsigned method; /* enum api_method bit, 0 = free slot */
-    unsigned status;
-    uint64_t count;
-};
-
 struct http_admin {
     struct MHD_Daemon *daemon;
     struct mailbox *mailbox;     /* borrowed */
@@ -87,9 +83,8 @@ struct http_admin {
     pthread_cond_t tick_wake; /* a stream was parked, or stopping */
     pthread_t ticker;
     bool ticker_started;
-    /* Requests answered, by route, method and status (pending_lock). */
-    struct http_count counts[API_ROUTE_COUNT][HTTP_COUNT_SLOTS];
-    uint64_t counts_overflow;
+    struct http_counts counts; /* requests answered (pending_lock) */
+    const struct api_host *ops; /* what the route files may call of us */
 };
 
 /* One message in flight to the loop. Freed by whoever drops the last ref. */
@@ -123,6 +118,7 @@ static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void pending_free(struct pending *p)
 {
+    assert(p->refs == 0 && !p->conn); /* the last reference, and no longer suspended or listed */
     api_post_clear(&p->post);
     rmq_free(p->msg.arg);
     json_decref(p->msg.query);
@@ -134,6 +130,7 @@ static void pending_free(struct pending *p)
 /* pending_lock held. Removes p from its server's suspended list. */
 static void pending_unlink(struct pending *p)
 {
+    assert(p->conn && (p->prev || p->h->inflight == p)); /* linked while conn is set */
     if (p->prev)
         p->prev->next = p->next;
     else
@@ -148,6 +145,7 @@ static void pending_unlink(struct pending *p)
 static void resume_done(struct http_admin *h)
 {
     pthread_mutex_lock(&pending_lock);
+    assert(h->resumes_running > 0);
     if (--h->resumes_running == 0)
         pthread_cond_broadcast(&h->resumes_done);
     pthread_mutex_unlock(&pending_lock);
@@ -158,6 +156,7 @@ static void complete_pending(struct pending *p)
 {
     struct http_admin *h = NULL;
     pthread_mutex_lock(&pending_lock);
+    assert(!p->completed && p->refs > 0); /* done runs once, with the mailbox's reference */
     p->completed = true;
     struct MHD_Connection *resume = p->conn;
     if (resume) {
@@ -237,12 +236,13 @@ static void pending_done(struct mailbox_msg *msg)
     complete_pending(p);
 }
 
-/* See http_admin_api.h. The response is built in finish_pending once the
+/* api_host.post. The response is built in finish_pending once the
  * connection resumes. */
-int http_admin_post(struct http_admin *h, struct MHD_Connection *conn, void *req_cls, int op, char *arg,
+static int post_to_loop(struct http_admin *h, struct MHD_Connection *conn, void *req_cls, int op, char *arg,
                     json_t *query, json_t *body, struct api_post *post)
 {
     struct request *req = req_cls;
+    assert(!req->pending); /* one message in flight per request */
     struct pending *p = rmq_calloc(1, sizeof *p);
     if (!p) {
         rmq_free(arg);
@@ -304,6 +304,7 @@ static enum MHD_Result finish_pending(struct http_admin *h, struct MHD_Connectio
     struct pending *p = req->pending;
     req->pending = NULL;
     pthread_mutex_lock(&pending_lock);
+    assert(p->refs > 0); /* the request's own reference */
     bool completed = p->completed;
     if (p->conn) /* not reachable today (whoever resumes unlinks); keeps the list honest */
         pending_unlink(p);
@@ -326,7 +327,7 @@ static enum MHD_Result finish_pending(struct http_admin *h, struct MHD_Connectio
     assert(last); /* completed means the mailbox side already let go */
     (void)last;
     pending_free(p);
-    struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
+    struct api_env env = {h->ops, h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
     return api_finish(&env, conn, status, reply, &post);
 }
 
@@ -342,7 +343,7 @@ static enum MHD_Result dispatch(struct http_admin *h, struct MHD_Connection *con
                                       "request bodies are limited to %u bytes", HTTP_ADMIN_BODY_MAX);
     if (req->body_oom)
         return http_admin_reply_json(conn, 500, NULL);
-    struct api_env env = {h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
+    struct api_env env = {h->ops, h, h->store_path, &h->reader, h->token, h->token ? strlen(h->token) : 0};
     return (enum MHD_Result)api_dispatch(&env, conn, req, url, method, req->body, req->body_len, &req->route);
 }
 
@@ -365,6 +366,7 @@ static void body_append(struct request *req, const char *data, size_t n)
     memcpy(req->body + req->body_len, data, n);
     req->body_len += n;
     req->body[req->body_len] = 0;
+    assert(req->body_len <= HTTP_ADMIN_BODY_MAX && req->body_len < req->body_cap);
 }
 
 /* First call for a request (headers complete): refuse what the URI log
@@ -468,85 +470,43 @@ static void count_request(struct http_admin *h, struct MHD_Connection *conn, con
     unsigned status = ci ? ci->http_status : 0;
     unsigned route = req->route < API_ROUTE_COUNT ? (unsigned)req->route : API_ROUTE_NONE;
     pthread_mutex_lock(&pending_lock);
-    struct http_count *slot = NULL;
-    for (size_t i = 0; i < HTTP_COUNT_SLOTS && !slot; i++) {
-        struct http_count *c = &h->counts[route][i];
-        if (c->method == 0 || (c->method == req->method && c->status == status))
-            slot = c;
-    }
-    if (slot) {
-        slot->method = req->method ? req->method : 0x100; /* 0x100: a method we do not serve */
-        slot->status = status;
-        slot->count++;
-    } else {
-        h->counts_overflow++;
-    }
+    http_counts_add(&h->counts, route, req->method, status);
     pthread_mutex_unlock(&pending_lock);
 }
 
-static const char *method_name(unsigned bit)
+/* Copies the counters under the lock, then formats them. */
+static int metrics_append(struct http_admin *h, struct buf *b)
 {
-    switch (bit) {
-    case API_GET: return "GET";
-    case API_PUT: return "PUT";
-    case API_DELETE: return "DELETE";
-    case API_POST: return "POST";
-    default: return "other";
-    }
-}
-
-/* See http_admin_api.h. Copies the counters under the lock, then formats. */
-int http_admin_metrics_append(struct http_admin *h, struct buf *b)
-{
-    static struct http_count snap[API_ROUTE_COUNT][HTTP_COUNT_SLOTS]; /* HTTP thread only */
+    static struct http_counts snap; /* HTTP thread only */
     pthread_mutex_lock(&pending_lock);
-    memcpy(snap, h->counts, sizeof snap);
-    uint64_t overflow = h->counts_overflow;
+    snap = h->counts;
     unsigned streams = h->streams;
     pthread_mutex_unlock(&pending_lock);
-    int rc = metrics_header(b, "rmqcoord_http_requests_total", "counter",
-                            "Admin HTTP requests answered, by route template, method and status");
-    for (unsigned r = 0; r < API_ROUTE_COUNT && rc == 0; r++) {
-        const struct api_route_def *d = api_routes_def((enum api_route)r);
-        for (size_t i = 0; i < HTTP_COUNT_SLOTS && rc == 0 && snap[r][i].method; i++) {
-            char labels[256];
-            snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\",status=\"%u\"",
-                     d ? d->path : "unmatched", method_name(snap[r][i].method), snap[r][i].status);
-            rc = metrics_sample(b, "rmqcoord_http_requests_total", labels, snap[r][i].count);
-        }
-    }
-    if (rc == 0)
-        rc = metrics_header(b, "rmqcoord_http_requests_uncounted_total", "counter",
-                            "Requests not counted by route (more distinct statuses than slots)");
-    if (rc == 0)
-        rc = metrics_sample(b, "rmqcoord_http_requests_uncounted_total", "", overflow);
-    if (rc == 0)
-        rc = metrics_header(b, "rmqcoord_event_streams", "gauge", "Open /api/events/stream connections");
-    if (rc == 0)
-        rc = metrics_sample(b, "rmqcoord_event_streams", "", streams);
-    return rc;
+    return http_counts_append(&snap, streams, b);
 }
 
 /* ---- event streams: slots, parking and the poll ticker ------------------- */
 
-bool http_admin_stream_acquire(struct http_admin *h)
+static bool stream_acquire(struct http_admin *h)
 {
     pthread_mutex_lock(&pending_lock);
     bool ok = !h->stopping && h->streams < API_STREAM_MAX;
     if (ok)
         h->streams++;
+    assert(h->streams <= API_STREAM_MAX);
     pthread_mutex_unlock(&pending_lock);
     return ok;
 }
 
-void http_admin_stream_release(struct http_admin *h)
+static void stream_release(struct http_admin *h)
 {
     pthread_mutex_lock(&pending_lock);
+    assert(h->streams > 0); /* released once per acquired slot */
     h->streams--;
     pthread_mutex_unlock(&pending_lock);
 }
 
-bool http_admin_stopping(struct http_admin *h)
+static bool stopping(struct http_admin *h)
 {
     pthread_mutex_lock(&pending_lock);
     bool s = h->stopping;
@@ -554,10 +514,10 @@ bool http_admin_stopping(struct http_admin *h)
     return s;
 }
 
-/* See http_admin_api.h. Suspends under the lock (we are on the HTTP thread,
+/* api_host.stream_park. Suspends under the lock (we are on the HTTP thread,
  * inside MHD's callback) so the ticker can only resume it afterwards. The
  * array cannot overflow: at most one parked entry per open stream. */
-void http_admin_stream_park(struct http_admin *h, struct MHD_Connection *conn, struct api_stream *st)
+static void stream_park(struct http_admin *h, struct MHD_Connection *conn, struct api_stream *st)
 {
     (void)st;
     pthread_mutex_lock(&pending_lock);
@@ -567,6 +527,7 @@ void http_admin_stream_park(struct http_admin *h, struct MHD_Connection *conn, s
     }
     MHD_suspend_connection(conn);
     h->parked[h->nparked++] = conn;
+    assert(h->nparked <= h->streams); /* at most one parked entry per open stream */
     pthread_cond_signal(&h->tick_wake);
     pthread_mutex_unlock(&pending_lock);
 }
@@ -625,6 +586,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct pending *p = req->pending;
     if (p) {
         pthread_mutex_lock(&pending_lock);
+        assert(p->refs > 0);
         if (p->conn)
             pending_unlink(p);
         bool last = --p->refs == 0;
@@ -674,6 +636,10 @@ static unsigned poll_flag(void)
     return 0; /* select() */
 }
 
+static const struct api_host host_ops = {
+    post_to_loop, metrics_append, stream_acquire, stream_release, stream_park, stopping,
+};
+
 /* Starts the daemon and its thread. *out is new, owned by the caller
  * (http_admin_stop). Returns 0, RMQ_EINVAL, RMQ_ENOMEM or RMQ_EIO (bind or
  * thread failure), with err describing it. */
@@ -691,6 +657,7 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
     if (!h)
         goto fail;
     h->mailbox = opt->mailbox;
+    h->ops = &host_ops;
     if (opt->store_path && !(h->store_path = rmq_strdup(opt->store_path)))
         goto fail_h;
     if (opt->admin_token && *opt->admin_token && !(h->token = rmq_strdup(opt->admin_token)))
@@ -784,6 +751,7 @@ void http_admin_stop(struct http_admin *h)
     }
     while (h->resumes_running)
         pthread_cond_wait(&h->resumes_done, &pending_lock);
+    assert(!h->inflight && h->nparked == 0); /* nothing suspended is left for MHD to panic over */
     pthread_mutex_unlock(&pending_lock);
 
     MHD_stop_daemon(h->daemon);

@@ -1,7 +1,7 @@
-/* http_reply.c — the admin API's response helpers (see http_admin_api.h):
+/* http_reply.c — the admin API's response helpers (see http_reply.h):
  * JSON bodies and errors, raw bytes, and the 405/401 answers with their
  * extra header. HTTP thread, inside the access handler. */
-#include "http_admin_api.h"
+#include "http_reply.h"
 
 #include "error_json.h"
 
@@ -61,7 +61,7 @@ reply_errorv(struct MHD_Connection *conn, unsigned status, const char *code, con
     return queue_json(conn, status, rmq_error_json(code, detail), NULL);
 }
 
-/* See http_admin_api.h (the route files' view of the two helpers above). */
+/* See http_reply.h (the route files' view of the two helpers above). */
 int http_admin_reply_json(struct MHD_Connection *conn, unsigned status, json_t *v)
 {
     return queue_json(conn, status, v, NULL);
@@ -93,7 +93,7 @@ int http_admin_reply_bytes(struct MHD_Connection *conn, unsigned status, const c
     return r;
 }
 
-/* See http_admin_api.h; 405 and 401 answers need their extra header. */
+/* See http_reply.h; 405 and 401 answers need their extra header. */
 int http_admin_reply_method_not_allowed(struct MHD_Connection *conn, const char *method, const char *allow)
 {
     char detail[160];

@@ -19,10 +19,13 @@
 #include "mem.h"
 #include "parse_int.h"
 #include "replay.h"
+#include "replay_feed.h"
+#include "replay_infer.h"
 #include "replay_io.h"
 #include "replay_live.h"
 #include "request_codes.h"
 #include "trace_fmt.h"
+#include "trace_fmt_scan.h"
 
 #include <errno.h>
 #include <getopt.h>

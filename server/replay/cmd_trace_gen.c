@@ -11,7 +11,7 @@
  */
 #include "array.h"
 #include "client_defaults.h"
-#include "cmd_replay.h"
+#include "cmd_trace_gen.h"
 #include "err.h"
 #include "mem.h"
 #include "request_codes.h"

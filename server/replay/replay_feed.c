@@ -1,4 +1,4 @@
-/* replay_feed.c — trace events into the replay engine (see replay.h):
+/* replay_feed.c — trace events into the replay engine (see replay_feed.h):
  * connections, HEART_BEAT / UNREGISTER_CLIENT through the daemon's registry,
  * closes, recorded NOTIFYs, routes, daemon restarts (a header line in the
  * middle of an appended trace), and the virtual clock that runs client
@@ -7,10 +7,18 @@
 #include "err.h"
 #include "mem.h"
 #include "notify_policy.h"
-#include "replay_int.h"
+#include "replay_feed.h"
+#include "replay_infer.h"
+#include "replay_out.h"
+#include "replay_own.h"
+#include "replay_report.h"
+#include "replay_state.h"
+#include "replay_truth.h"
+#include "replay_views.h"
 #include "request_codes.h"
 #include "topics.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +33,7 @@ static bool heartbeat_acceptable(const struct rmq_heartbeat *hb)
 
 static struct rp_conn *open_conn(struct replay *rp, uint64_t id, const char *broker)
 {
+    assert(!hashmap_get(&rp->conns, &id, sizeof id)); /* ids are opened once; callers look first */
     struct rp_view *v = rp_get_view(rp, broker ? broker : "");
     struct rp_conn *c = v ? rmq_calloc(1, sizeof *c) : NULL;
     if (!c)
@@ -124,6 +133,7 @@ static struct rp_client *conn_client(struct replay *rp, const struct rp_conn *c,
 
 static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace_event *ev)
 {
+    assert(c->open);
     rp->st.heartbeats++;
     int rc = parse_heartbeat(c, ev);
     if (rc != 0)
@@ -148,6 +158,7 @@ static int on_heartbeat(struct replay *rp, struct rp_conn *c, const struct trace
         struct rp_client *cl = conn_client(rp, c, cd->group);
         if (!cl)
             continue;
+        assert(cl->conn == c->id && cl->alive);
         rp_heartbeat_seen(rp, cl);
         if (full && cl->topics_seq != c->parse_seq) { /* same parse, same topics: skip the sort */
             if ((rc = rp_client_set_topics(rp, cl, cd)) != 0)
@@ -222,8 +233,10 @@ static int restart(struct replay *rp, const struct trace_event *ev)
         return RMQ_ENOMEM;
     size_t n = 0, b;
     for (struct hashmap_entry *e = hashmap_first(&rp->conns, &b); e; e = hashmap_next(&rp->conns, e, &b))
-        if (((struct rp_conn *)e->val)->open)
+        if (((struct rp_conn *)e->val)->open) {
+            assert(n < rp->conns.count + 1);
             ids[n++] = ((struct rp_conn *)e->val)->id;
+        }
     qsort(ids, n, sizeof *ids, cmp_u64);
     rp->restarting = true;
     for (size_t i = 0; i < n; i++)
@@ -298,6 +311,7 @@ static void run_scan(struct replay *rp)
 static void run_action(struct replay *rp, struct rp_action a)
 {
     struct rp_client *c = a.c;
+    assert(a.kind == RP_ACT_START || a.kind == RP_ACT_NOTIFY || a.kind == RP_ACT_TIMER);
     if (!c->alive)
         return;
     if (a.kind == RP_ACT_TIMER) {
@@ -329,6 +343,7 @@ static void advance(struct replay *rp, int64_t limit, bool inclusive)
             return;
         if (t > rp->now)
             rp->now = t;
+        assert(rp->now >= t); /* a late scan runs at now: time never goes back */
         if (ts <= ta)
             run_scan(rp);
         else
@@ -357,6 +372,7 @@ int replay_feed(struct replay *rp, const struct trace_event *ev)
         rp->st.time_regressions++; /* e.g. a restart after a clock step: keep time monotonic */
         ts = rp->now;
     }
+    assert(ts >= rp->now);
     if (rp->opt.has_to && ts > rp->to_abs)
         return 1;
     rp->st.events++;
@@ -373,13 +389,14 @@ int replay_finish(struct replay *rp)
         return RMQ_ESTATE;
     rp->finished = true;
     if (!rp->started)
-        return rp_out_report(rp);
+        return rp_report(rp);
     int64_t end = rp->opt.has_to ? rp->to_abs : rp->end_ms;
     if (end < rp->now)
         end = rp->now;
     advance(rp, end, true);
+    assert(end >= rp->now);
     rp->now = rp->end_ms = end;
     rp_truth_finish(rp);
     rp_queue_close_all(rp, end);
-    return rp_out_report(rp);
+    return rp_report(rp);
 }

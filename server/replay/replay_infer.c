@@ -15,8 +15,10 @@
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_infer.h"
+#include "replay_state.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +62,7 @@ void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size
     for (size_t i = 0; i < nq; i++)
         if (nr == 0 || queries[i] - queries[nr - 1] > REPLAY_ROUND_GAP_MS)
             queries[nr++] = queries[i];
+    assert(nr >= 1 && nr <= nq); /* rounds are compacted in place */
     out->rounds = (uint32_t)nr;
     /* A NOTIFY tells when the client had started already (its first round
      * coalesces with the NOTIFY its own join sent) and its whole window is
@@ -74,6 +77,7 @@ void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size
         out->notifies++;
         out->reacted += r < nr && queries[r] <= t + REPLAY_REACT_WINDOW_MS;
     }
+    assert(out->reacted <= out->notifies);
     if (out->notifies)
         out->notify = out->reacted * 2 > out->notifies ? 1 : 0;
     /* The period: the median gap before a round no NOTIFY explains. */
@@ -82,6 +86,7 @@ void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size
     for (size_t i = 1; gaps && i < nr; i++)
         if (!notify_before(notifies, nn, queries[i]))
             gaps[ng++] = queries[i] - queries[i - 1];
+    assert(ng < nr || ng == 0);
     if (ng) {
         qsort(gaps, ng, sizeof *gaps, cmp_i64);
         int64_t p = gaps[ng / 2];
@@ -91,14 +96,6 @@ void replay_infer_behaviour(int64_t *notifies, size_t nn, int64_t *queries, size
         out->gaps = (uint32_t)ng;
     }
     rmq_free(gaps);
-}
-
-size_t rp_client_key(char *key, uint64_t conn, const char *group)
-{
-    size_t n = strlen(group);
-    memcpy(key, &conn, sizeof conn);
-    memcpy(key + sizeof conn, group, n);
-    return sizeof conn + n;
 }
 
 static struct rp_obs *obs_get(struct replay *rp, uint64_t conn, const char *group, bool create)
@@ -123,6 +120,14 @@ static int push_time(int64_t **v, size_t *n, size_t *cap, int64_t t)
         return RMQ_ENOMEM;
     (*v)[(*n)++] = t;
     return RMQ_OK;
+}
+
+int replay_note_recorded_notify(struct replay *rp, uint64_t conn)
+{
+    rp->any_recorded_notify = true;
+    return hashmap_get(&rp->notified, &conn, sizeof conn)
+               ? RMQ_OK
+               : hashmap_put(&rp->notified, &conn, sizeof conn, rp, NULL);
 }
 
 int replay_note_notify(struct replay *rp, uint64_t conn, const char *group, int64_t ts)
@@ -183,6 +188,7 @@ void rp_client_behaviour(struct replay *rp, struct rp_client *c, bool conn_deaf)
         c->rebalance_ms = c->seen.period_ms, c->period_src = "inferred";
     else
         c->rebalance_ms = rp->opt.rebalance_ms, c->period_src = "default";
+    assert(c->rebalance_ms > 0 && c->notify_src && c->period_src); /* every client has a behaviour */
     if (!strcmp(c->notify_src, "inferred"))
         (*(c->deaf ? &rp->st.inferred_ignore : &rp->st.inferred_react))++;
     rp->st.inferred_period += !strcmp(c->period_src, "inferred");

@@ -26,6 +26,7 @@
 #include "request_codes.h"
 #include "trace_fmt.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -90,9 +91,11 @@ static void on_down(void *ctx, struct rclient_conn *c, bool was_up, const char *
     (void)why;
     struct chan *ch = ctx;
     struct live *lv = ch->lv;
+    assert(!was_up || ch->queued == 0); /* the connect completed: nothing counted as queued */
     if (was_up) {
         lv->peer_closed++;
     } else {
+        assert(lv->opened > 0 && lv->sent >= ch->queued); /* it was opened and its queue counted sent */
         lv->opened--;
         lv->failed++;
         lv->sent -= ch->queued;
@@ -141,6 +144,7 @@ static struct chan *chan_open(struct live *lv, uint64_t id)
         return NULL;
     }
     lv->opened++;
+    assert(lv->chans.count <= lv->max_conns);
     return ch;
 }
 
@@ -163,6 +167,7 @@ static void send_request(struct live *lv, const struct trace_event *ev)
     if (rc == 0) {
         lv->sent++;
         ch->queued += !ch->up;
+        assert(ch->queued <= lv->sent);
     } else {
         lv->dropped++;
     }
@@ -222,6 +227,7 @@ static void on_timer(struct loop *l, int id, void *ctx)
         loop_stop(l);
         return;
     }
+    assert(lv->lines > 0); /* a line is read before the timer can apply it */
     for (int i = 0; i < LIVE_BATCH; i++) {
         int64_t due = lv->w0 + (int64_t)((double)(lv->ev.ts - lv->t0) / lv->speed);
         if (due > rmq_mono_ms()) {

@@ -8,9 +8,10 @@
  * shown by its label, C<n> in order of appearance; the clients section is
  * the legend (label, group, client id, connection).
  */
+#include "replay_out.h"
+
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,12 +24,12 @@ const char *rp_reason_name(int kind)
     return kind == RP_ACT_START ? "start" : kind == RP_ACT_NOTIFY ? "notify" : "timer";
 }
 
-static bool json(const struct replay *rp)
+bool rp_out_json(const struct replay *rp)
 {
     return rp->opt.format == REPLAY_JSON;
 }
 
-static long long rel(const struct replay *rp, int64_t ts)
+long long rp_out_rel(const struct replay *rp, int64_t ts)
 {
     return (long long)(ts - rp->start_ms);
 }
@@ -51,11 +52,11 @@ void rp_out_iso(struct replay *rp, struct buf *o, int64_t ts)
     buf_append(o, frac, 5);
 }
 
-/* "ISO (+rel)". */
-static void put_when(struct replay *rp, struct buf *o, int64_t ts)
+/* See replay_out.h. */
+void rp_out_when(struct replay *rp, struct buf *o, int64_t ts)
 {
     rp_out_iso(rp, o, ts);
-    buf_appendf(o, "(+%lld)", rel(rp, ts));
+    buf_appendf(o, "(+%lld)", rp_out_rel(rp, ts));
 }
 
 /* `[a,b]` of strings, JSON-quoted or bare. */
@@ -87,7 +88,7 @@ static void put_int(struct buf *o, long long v)
     buf_append(o, p, (size_t)(tmp + sizeof tmp - p));
 }
 
-static void put_queues(struct buf *o, struct rp_queue *const *q, size_t n, bool as_json)
+void rp_out_queues(struct buf *o, struct rp_queue *const *q, size_t n, bool as_json)
 {
     buf_append_u8(o, '[');
     for (size_t i = 0; i < n; i++) {
@@ -121,16 +122,16 @@ static void put_queues(struct buf *o, struct rp_queue *const *q, size_t n, bool 
 static void put_prefix(struct replay *rp, const char *type, const struct rp_view *v, const char *group)
 {
     struct buf *o = &rp->out;
-    if (json(rp)) {
+    if (rp_out_json(rp)) {
         buf_appendf(o, "{\"type\":\"%s\",\"ts\":%" PRId64 ",\"t\":%lld,\"view\":", type, rp->now,
-                    rel(rp, rp->now));
+                    rp_out_rel(rp, rp->now));
         rmq_json_append_string(o, v ? v->name : "");
         buf_append_str(o, ",\"group\":");
         rmq_json_append_string(o, group);
     } else {
         rp_out_iso(rp, o, rp->now);
         buf_append_str(o, " +");
-        put_int(o, rel(rp, rp->now));
+        put_int(o, rp_out_rel(rp, rp->now));
         buf_append_u8(o, ' ');
         if (v && v->name[0]) {
             buf_append_u8(o, '@');
@@ -146,7 +147,7 @@ void rp_out_header(struct replay *rp)
     const struct replay_options *o = &rp->opt;
     static const char *const src[] = {"auto", "model", "trace"};
     char start_iso[40] = "";
-    if (!json(rp)) {
+    if (!rp_out_json(rp)) {
         struct buf b;
         buf_init(&b, 0);
         rp_out_iso(rp, &b, rp->start_ms);
@@ -155,7 +156,7 @@ void rp_out_header(struct replay *rp)
         buf_free(&b);
     }
     buf_appendf(&rp->out,
-                json(rp) ? "{\"type\":\"meta\",\"start\":%" PRId64
+                rp_out_json(rp) ? "{\"type\":\"meta\",\"start\":%" PRId64
                            "%s,\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
                            ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64
                            ",\"expiryScanMs\":%" PRId64 ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
@@ -163,9 +164,9 @@ void rp_out_header(struct replay *rp)
                            "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64
                            " channel-expiry-ms=%" PRId64 " expiry-scan-ms=%" PRId64
                            " notify-on-expiry=%s notify-source=%s\n== timeline\n",
-                rp->start_ms, json(rp) ? "" : start_iso, allocate_strategy_name(o->alloc.strategy),
+                rp->start_ms, rp_out_json(rp) ? "" : start_iso, allocate_strategy_name(o->alloc.strategy),
                 o->alloc.virtual_nodes, o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
-                o->dialect.notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
+                o->dialect.notify_on_expiry ? (rp_out_json(rp) ? "true" : "on") : (rp_out_json(rp) ? "false" : "off"),
                 src[o->notify_source]);
 }
 
@@ -182,7 +183,7 @@ void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group
     for (size_t i = 0; i < nt; i++)
         topics[i] = g->subs[i].topic;
     put_prefix(rp, "change", v, group);
-    if (json(rp)) {
+    if (rp_out_json(rp)) {
         buf_appendf(o, ",\"kind\":\"%s\",\"clientId\":", kind);
         if (cid)
             rmq_json_append_string(o, cid);
@@ -214,7 +215,7 @@ void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group
         return;
     put_prefix(rp, "notify", v, group);
     buf_appendf(&rp->out,
-                json(rp) ? ",\"clients\":%zu,\"missed\":%zu}\n" : " notify clients=%zu missed=%zu\n",
+                rp_out_json(rp) ? ",\"clients\":%zu,\"missed\":%zu}\n" : " notify clients=%zu missed=%zu\n",
                 delivered, deaf);
 }
 
@@ -226,7 +227,7 @@ void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_
         return;
     struct buf *o = &rp->out;
     put_prefix(rp, "alloc", c->view, c->group);
-    if (json(rp)) {
+    if (rp_out_json(rp)) {
         buf_append_str(o, ",\"clientId\":");
         rmq_json_append_string(o, c->client_id);
         buf_appendf(o, ",\"conn\":%llu,\"topic\":", (unsigned long long)c->conn);
@@ -235,12 +236,12 @@ void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_
     } else {
         buf_appendf(o, " alloc C%llu %s %s ", (unsigned long long)c->seq, h->topic, reason);
     }
-    put_queues(o, h->q, h->nq, json(rp));
-    buf_append_str(o, json(rp) ? ",\"added\":" : " +");
-    put_queues(o, added, nadded, json(rp));
-    buf_append_str(o, json(rp) ? ",\"removed\":" : " -");
-    put_queues(o, removed, nremoved, json(rp));
-    buf_append_str(o, json(rp) ? "}\n" : "\n");
+    rp_out_queues(o, h->q, h->nq, rp_out_json(rp));
+    buf_append_str(o, rp_out_json(rp) ? ",\"added\":" : " +");
+    rp_out_queues(o, added, nadded, rp_out_json(rp));
+    buf_append_str(o, rp_out_json(rp) ? ",\"removed\":" : " -");
+    rp_out_queues(o, removed, nremoved, rp_out_json(rp));
+    buf_append_str(o, rp_out_json(rp) ? "}\n" : "\n");
 }
 
 void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct rp_queue *q, bool took,
@@ -252,7 +253,7 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     size_t idx = 0;
     bool listed = res && allocate_result_find(res, c->client_id, &idx) == 0;
     rp_out_iso(rp, o, rp->now);
-    buf_appendf(o, " +%lld %s C%llu %s %s:%d (%s)", rel(rp, rp->now), q->gt->group,
+    buf_appendf(o, " +%lld %s C%llu %s %s:%d (%s)", rp_out_rel(rp, rp->now), q->gt->group,
                 (unsigned long long)c->seq, took ? "took" : "dropped", q->broker, (int)q->qid, reason);
     if (res) {
         buf_appendf(o, " view: %zu queue(s), consumers ", res->n_queues);
@@ -269,368 +270,4 @@ void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct r
     for (size_t i = 0; i < n; i++)
         buf_appendf(o, "%sC%llu", i ? "," : " ", (unsigned long long)tmp[i]->seq);
     buf_append_u8(o, '\n');
-}
-
-/* ---- the report ---- */
-
-static int cmp_client(const void *a, const void *b)
-{
-    const struct rp_client *x = *(struct rp_client *const *)a, *y = *(struct rp_client *const *)b;
-    int c = strcmp(x->group, y->group);
-    if (!c)
-        c = strcmp(x->client_id, y->client_id);
-    if (!c)
-        c = (x->conn > y->conn) - (x->conn < y->conn);
-    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-static void report_client(struct replay *rp, const struct rp_client *c)
-{
-    struct buf *o = &rp->out;
-    if (json(rp)) {
-        buf_appendf(o, "{\"type\":\"client\",\"label\":\"C%llu\",\"group\":", (unsigned long long)c->seq);
-        rmq_json_append_string(o, c->group);
-        buf_append_str(o, ",\"clientId\":");
-        rmq_json_append_string(o, c->client_id);
-        buf_appendf(o, ",\"conn\":%llu,\"view\":", (unsigned long long)c->conn);
-        rmq_json_append_string(o, c->view->name);
-        buf_appendf(o, ",\"joined\":%lld,\"left\":", rel(rp, c->joined_ms));
-        if (c->alive)
-            buf_append_str(o, "null");
-        else
-            buf_appendf(o, "%lld", rel(rp, c->left_ms));
-        buf_appendf(o,
-                    ",\"leftWhy\":\"%s\",\"notify\":%s,\"rebalances\":{\"start\":%llu,\"notify\":%llu,"
-                    "\"timer\":%llu},\"changes\":%llu,\"final\":{",
-                    c->alive ? "" : c->left_why, c->deaf ? "false" : "true", (unsigned long long)c->n_start,
-                    (unsigned long long)c->n_notify, (unsigned long long)c->n_timer,
-                    (unsigned long long)c->n_changes);
-    } else {
-        buf_appendf(o, "C%llu = %s %s conn=%llu%s%s joined=", (unsigned long long)c->seq, c->group,
-                    c->client_id, (unsigned long long)c->conn, c->view->name[0] ? " @" : "", c->view->name);
-        put_when(rp, o, c->joined_ms);
-        if (c->alive) {
-            buf_append_str(o, " left=-");
-        } else {
-            buf_append_str(o, " left=");
-            put_when(rp, o, c->left_ms);
-            buf_appendf(o, "(%s)", c->left_why);
-        }
-        buf_appendf(o, " notify=%s rebalances=%llu/%llu/%llu changes=%llu final=",
-                    !c->deaf                                       ? "on"
-                    : !strcmp(c->notify_src, "no NOTIFY received") ? "missed"
-                                                                   : "ignored",
-                    (unsigned long long)c->n_start, (unsigned long long)c->n_notify,
-                    (unsigned long long)c->n_timer, (unsigned long long)c->n_changes);
-    }
-    size_t shown = 0;
-    for (size_t i = 0; i < c->nholds; i++) {
-        if (!c->holds[i].nq)
-            continue;
-        if (json(rp)) {
-            buf_append_str(o, shown ? "," : "");
-            rmq_json_append_string(o, c->holds[i].topic);
-            buf_append_u8(o, ':');
-        } else {
-            buf_appendf(o, "%s%s=", shown ? ";" : "", c->holds[i].topic);
-        }
-        put_queues(o, c->holds[i].q, c->holds[i].nq, json(rp));
-        shown++;
-    }
-    buf_append_str(o, json(rp) ? "}}\n" : (shown ? "\n" : "-\n"));
-}
-
-/* One client's behaviour and where it came from. */
-static void report_behaviour(struct replay *rp, const struct rp_client *c)
-{
-    struct buf *o = &rp->out;
-    const struct replay_behaviour *b = &c->seen;
-    if (json(rp)) {
-        buf_appendf(o, "{\"type\":\"behaviour\",\"label\":\"C%llu\",\"group\":", (unsigned long long)c->seq);
-        rmq_json_append_string(o, c->group);
-        buf_append_str(o, ",\"client\":");
-        rmq_json_append_string(o, c->client_id);
-        buf_appendf(o,
-                    ",\"conn\":%llu,\"notify\":%s,\"notifySource\":\"%s\",\"rebalanceMs\":%lld,"
-                    "\"periodSource\":\"%s\",\"queryRounds\":%u,\"notifiesTelling\":%u,\"reacted\":%u,"
-                    "\"measuredPeriodMs\":%lld,\"gaps\":%u}\n",
-                    (unsigned long long)c->conn, c->deaf ? "false" : "true", c->notify_src,
-                    (long long)c->rebalance_ms, c->period_src, b->rounds, b->notifies, b->reacted,
-                    (long long)b->period_ms, b->gaps);
-        return;
-    }
-    buf_appendf(o, "C%llu %s notify=%s (%s", (unsigned long long)c->seq, c->client_id,
-                c->deaf ? "ignored" : "reacts", c->notify_src);
-    if (b->notifies)
-        buf_appendf(o, "; re-queried after %u/%u NOTIFY", b->reacted, b->notifies);
-    else if (b->rounds)
-        buf_append_str(o, "; no NOTIFY after its start to judge by");
-    buf_appendf(o, ") rebalance-ms=%lld (%s", (long long)c->rebalance_ms, c->period_src);
-    if (b->period_ms)
-        buf_appendf(o, "; measured %lld over %u gap(s)", (long long)b->period_ms, b->gaps);
-    if (b->rounds)
-        buf_appendf(o, "; %u query round(s))\n", b->rounds);
-    else
-        buf_append_str(o, "; no consumer-list queries recorded)\n");
-}
-
-static int report_clients(struct replay *rp)
-{
-    struct rp_client **v = rmq_malloc((rp->nall + 1) * sizeof *v);
-    if (!v)
-        return RMQ_ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < rp->nall; i++) {
-        const struct rp_client *c = rp->all[i];
-        bool before = rp->opt.has_from && !c->alive && c->left_ms < rp->from_abs;
-        if (!before && rp_in_window(rp, c->joined_ms < rp->from_abs ? rp->from_abs : c->joined_ms))
-            v[n++] = rp->all[i];
-    }
-    qsort(v, n, sizeof *v, cmp_client);
-    if (!json(rp))
-        buf_append_str(&rp->out, "== clients (rebalances = start/notify/timer)\n");
-    for (size_t i = 0; i < n; i++)
-        report_client(rp, v[i]);
-    if (!json(rp))
-        buf_append_str(&rp->out, "== behaviour (on NOTIFY, and the timer: from --client, a flag, the "
-                                 "recorded consumer-list queries, or the defaults)\n");
-    for (size_t i = 0; i < n; i++)
-        report_behaviour(rp, v[i]);
-    rmq_free(v);
-    return RMQ_OK;
-}
-
-struct ivref {
-    const struct rp_queue *q;
-    const struct rp_interval *iv;
-    int64_t s, e; /* clipped to the window */
-};
-
-static int cmp_ivref(const void *a, const void *b)
-{
-    const struct ivref *x = a, *y = b;
-    int c = strcmp(x->q->gt->group, y->q->gt->group);
-    if (!c)
-        c = strcmp(x->q->gt->topic, y->q->gt->topic);
-    if (!c)
-        c = allocate_string_compare(x->q->broker, y->q->broker);
-    if (!c)
-        c = (x->q->qid > y->q->qid) - (x->q->qid < y->q->qid);
-    return c ? c : (x->s > y->s) - (x->s < y->s);
-}
-
-static void report_interval(struct replay *rp, const struct ivref *r)
-{
-    struct buf *o = &rp->out;
-    const char *kind = r->iv->kind == RP_Q_OVERLAP ? "overlap" : "stall";
-    if (json(rp)) {
-        buf_appendf(o, "{\"type\":\"%s\",\"group\":", kind);
-        rmq_json_append_string(o, r->q->gt->group);
-        buf_append_str(o, ",\"topic\":");
-        rmq_json_append_string(o, r->q->gt->topic);
-        buf_append_str(o, ",\"broker\":");
-        rmq_json_append_string(o, r->q->broker);
-        buf_appendf(o, ",\"queueId\":%d,\"from\":%lld,\"to\":%lld,\"ms\":%lld,\"open\":%s,\"owners\":",
-                    (int)r->q->qid, rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s),
-                    r->iv->open ? "true" : "false");
-        rmq_json_append_string(o, r->iv->owners ? r->iv->owners : "");
-        if (r->iv->deaf) {
-            buf_append_str(o, ",\"cause\":{\"client\":");
-            rmq_json_append_string(o, r->iv->deaf->client_id);
-            buf_appendf(o, ",\"conn\":%llu,\"ignoresNotify\":\"%s\",\"rebalanceMs\":%lld}",
-                        (unsigned long long)r->iv->deaf->conn, r->iv->deaf->notify_src,
-                        (long long)r->iv->deaf->rebalance_ms);
-        }
-        buf_append_str(o, "}\n");
-        return;
-    }
-    buf_appendf(o, "%s %s %s %s:%d ", kind, r->q->gt->group, r->q->gt->topic, r->q->broker, (int)r->q->qid);
-    rp_out_iso(rp, o, r->s);
-    buf_append_str(o, "..");
-    rp_out_iso(rp, o, r->e);
-    buf_appendf(o, " (+%lld..+%lld) %lldms", rel(rp, r->s), rel(rp, r->e), (long long)(r->e - r->s));
-    if (r->iv->owners)
-        buf_appendf(o, " owners=%s", r->iv->owners);
-    if (r->iv->deaf)
-        buf_appendf(o,
-                    " cause: C%llu (%s) does not rebalance on NOTIFY (%s), so it kept its queues until its "
-                    "timer (every %lld ms)",
-                    (unsigned long long)r->iv->deaf->seq, r->iv->deaf->client_id, r->iv->deaf->notify_src,
-                    (long long)r->iv->deaf->rebalance_ms);
-    buf_append_str(o, r->iv->open ? " (open at end)\n" : "\n");
-}
-
-/* Collects every interval, clipped to the window, sorted. */
-static int collect_intervals(struct replay *rp, struct ivref **out, size_t *nout)
-{
-    size_t total = 0, b, n = 0;
-    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b))
-        for (size_t i = 0; i < ((struct rp_gt *)e->val)->nq; i++)
-            total += ((struct rp_gt *)e->val)->queues[i]->niv;
-    struct ivref *v = rmq_malloc((total + 1) * sizeof *v);
-    if (!v)
-        return RMQ_ENOMEM;
-    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
-        const struct rp_gt *gt = e->val;
-        for (size_t i = 0; i < gt->nq; i++)
-            for (size_t k = 0; k < gt->queues[i]->niv; k++) {
-                const struct rp_interval *iv = &gt->queues[i]->iv[k];
-                int64_t s = iv->start, en = iv->end;
-                if (rp->opt.has_from && s < rp->from_abs)
-                    s = rp->from_abs;
-                if (rp->opt.has_to && en > rp->to_abs)
-                    en = rp->to_abs;
-                if (en > s)
-                    v[n++] = (struct ivref){gt->queues[i], iv, s, en};
-            }
-    }
-    qsort(v, n, sizeof *v, cmp_ivref);
-    *out = v;
-    *nout = n;
-    return RMQ_OK;
-}
-
-/* Whether some group's view of the --explain topic has that queue. */
-static bool explain_known(struct replay *rp)
-{
-    size_t b;
-    for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
-        const struct rp_gt *gt = e->val;
-        if (strcmp(gt->topic, rp->opt.explain_topic))
-            continue;
-        for (size_t i = 0; i < gt->nq; i++)
-            if (gt->queues[i]->qid == rp->opt.explain_qid &&
-                !strcmp(gt->queues[i]->broker, rp->opt.explain_broker))
-                return true;
-    }
-    return false;
-}
-
-static int report_intervals(struct replay *rp)
-{
-    struct ivref *v;
-    size_t n;
-    if (collect_intervals(rp, &v, &n) != 0)
-        return RMQ_ENOMEM;
-    struct replay_stats *st = &rp->st;
-    if (!json(rp))
-        buf_append_str(&rp->out, "== queues (overlap: two owners, duplicate consumption; stall: no owner)\n");
-    for (size_t i = 0; i < n; i++) {
-        int64_t ms = v[i].e - v[i].s;
-        bool ov = v[i].iv->kind == RP_Q_OVERLAP;
-        *(ov ? &st->overlap_intervals : &st->stall_intervals) += 1;
-        *(ov ? &st->overlap_ms : &st->stall_ms) += ms;
-        int64_t *mx = ov ? &st->overlap_max_ms : &st->stall_max_ms;
-        *mx = ms > *mx ? ms : *mx;
-        st->open_intervals += v[i].iv->open;
-        report_interval(rp, &v[i]);
-    }
-    if (rp->opt.explain_topic) {
-        if (!json(rp))
-            buf_appendf(&rp->out, "== explain %s:%s:%d\n", rp->opt.explain_topic, rp->opt.explain_broker,
-                        (int)rp->opt.explain_qid);
-        if (!explain_known(rp)) {
-            if (json(rp)) {
-                buf_append_str(&rp->out, "{\"type\":\"warning\",\"line\":");
-                rmq_json_append_string(&rp->out, "--explain names a queue no group of the trace consumes");
-                buf_append_str(&rp->out, "}\n");
-            } else {
-                buf_append_str(&rp->out,
-                               "warning: no group of the trace consumes this queue (check the topic, "
-                               "the broker name and the queue id against the route)\n");
-            }
-        }
-        for (const char *p = (const char *)buf_head(&rp->explain), *end = p + buf_live(&rp->explain);
-             p < end;) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            size_t len = (size_t)(nl - p);
-            if (json(rp)) {
-                char *line = rmq_strndup(p, len);
-                buf_append_str(&rp->out, "{\"type\":\"explain\",\"line\":");
-                rmq_json_append_string(&rp->out, line ? line : "");
-                buf_append_str(&rp->out, "}\n");
-                rmq_free(line);
-            } else {
-                buf_append(&rp->out, p, len + 1);
-            }
-            p = nl + 1;
-        }
-        for (size_t i = 0; !json(rp) && i < n; i++)
-            if (v[i].q->qid == rp->opt.explain_qid && !strcmp(v[i].q->broker, rp->opt.explain_broker) &&
-                !strcmp(v[i].q->gt->topic, rp->opt.explain_topic))
-                report_interval(rp, &v[i]);
-    }
-    rmq_free(v);
-    return RMQ_OK;
-}
-
-/* Totals: one table, written as "key value" lines or one JSON object. */
-static void report_totals(struct replay *rp)
-{
-    const struct replay_stats *s = &rp->st;
-    const struct {
-        const char *key;
-        long long v;
-    } t[] = {
-        {"events", (long long)s->events},
-        {"durationMs", (long long)(rp->end_ms - rp->start_ms)},
-        {"changes", (long long)s->changes},
-        {"joins", (long long)s->joins},
-        {"closes", (long long)s->leaves_close},
-        {"unregisters", (long long)s->leaves_unregister},
-        {"expiries", (long long)s->leaves_expire},
-        {"subscriptionChanges", (long long)s->sub_changes},
-        {"restarts", (long long)s->restarts},
-        {"notifies", (long long)s->notify_groups},
-        {"notifyDeliveries", (long long)s->notify_deliveries},
-        {"notifyMissed", (long long)s->notify_skipped_deaf},
-        {"rebalancesStart", (long long)s->rebalances_start},
-        {"rebalancesNotify", (long long)s->rebalances_notify},
-        {"rebalancesTimer", (long long)s->rebalances_timer},
-        {"allocChanges", (long long)s->alloc_changes},
-        {"allocErrors", (long long)s->alloc_errors},
-        {"overlaps", (long long)s->overlap_intervals},
-        {"overlapMs", (long long)s->overlap_ms},
-        {"overlapMaxMs", (long long)s->overlap_max_ms},
-        {"stalls", (long long)s->stall_intervals},
-        {"stallMs", (long long)s->stall_ms},
-        {"stallMaxMs", (long long)s->stall_max_ms},
-        {"openIntervals", (long long)s->open_intervals},
-        {"clients", (long long)s->clients},
-        {"heartbeatsRejected", (long long)s->heartbeats_rejected},
-        {"ignoredOnClosedConn", (long long)s->ignored_closed_conn},
-        {"implicitConnects", (long long)s->implicit_connects},
-        {"recordedNotifies", (long long)s->notifies_recorded},
-        {"consumerListQueries", (long long)s->consumer_list_queries},
-        {"inferredIgnoreNotify", (long long)s->inferred_ignore},
-        {"inferredReactNotify", (long long)s->inferred_react},
-        {"inferredPeriod", (long long)s->inferred_period},
-        {"holdingsSamples", (long long)s->holdings_samples},
-        {"holdingsUnanswered", (long long)s->holdings_unanswered},
-        {"holdingsRounds", (long long)s->holdings_rounds},
-        {"realOverlaps", (long long)s->real_overlaps},
-        {"realOverlapMs", (long long)s->real_overlap_ms},
-        {"realGaps", (long long)s->real_gaps},
-        {"realGapMs", (long long)s->real_gap_ms},
-        {"disagreements", (long long)s->disagreements},
-        {"disagreementMs", (long long)s->disagreement_ms},
-        {"disagreementsModel", (long long)s->dis_model},
-        {"disagreementsClient", (long long)s->dis_client},
-    };
-    size_t n = sizeof t / sizeof t[0];
-    buf_append_str(&rp->out, json(rp) ? "{\"type\":\"totals\"" : "== totals\n");
-    for (size_t i = 0; i < n; i++)
-        buf_appendf(&rp->out, json(rp) ? ",\"%s\":%lld" : "%s %lld\n", t[i].key, t[i].v);
-    if (json(rp))
-        buf_append_str(&rp->out, "}\n");
-}
-
-int rp_out_report(struct replay *rp)
-{
-    if (!rp->started)
-        rp_out_header(rp);
-    if (report_clients(rp) != 0 || report_intervals(rp) != 0 || rp_truth_report(rp) != 0)
-        return RMQ_ENOMEM;
-    report_totals(rp);
-    return RMQ_OK;
 }

@@ -14,9 +14,11 @@
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_own.h"
+#include "replay_out.h"
 #include "topics.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,7 @@ char *rp_owners_string(const struct rp_queue *q)
 /* Ends q's current overlap/stall at now, keeping it when it lasted. */
 static void close_interval(struct replay *rp, struct rp_queue *q, bool open)
 {
+    assert(q->since <= rp->now); /* set at a past now; virtual time never goes back */
     if ((q->state == RP_Q_OVERLAP || q->state == RP_Q_STALL) && rp->now > q->since) {
         if (RMQ_GROW(q->iv, q->iv_cap, q->niv + 1, 4) == 0) {
             q->iv[q->niv++] = (struct rp_interval){q->state, q->since, rp->now, q->snapshot, open, q->deaf};
@@ -124,6 +127,7 @@ static int gt_sync(struct replay *rp, struct rp_gt *gt)
     rmq_free(gt->by_route);
     gt->by_route = by;
     gt->nby_route = n;
+    assert(n <= gt->nq); /* every route queue has its rp_queue now */
     gt->route_version = r ? r->version : 0;
     for (size_t i = 0; i < gt->nq; i++) {
         gt->queues[i]->in_route = gt->queues[i]->mark == 1;
@@ -161,6 +165,7 @@ void rp_gt_subscribers(struct replay *rp, struct rp_client *c, int delta)
         struct rp_gt *gt = rp_gt_get(rp, c->group, c->topics[i]);
         if (!gt)
             continue;
+        assert(delta == 1 || delta == -1);
         gt->nsubs = (size_t)((long)gt->nsubs + delta);
         for (size_t k = 0; k < gt->nq; k++)
             eval_queue(rp, gt->queues[k], false);
@@ -186,6 +191,7 @@ static struct rp_hold *get_hold(struct rp_client *c, const char *topic)
 
 static void owner_change(struct replay *rp, struct rp_client *c, struct rp_queue *q, bool add)
 {
+    assert(q->owners_ms <= rp->now);
     if (add)
         rp_ptr_push((void ***)&q->owners, &q->nowners, &q->owners_cap, c);
     else
@@ -211,6 +217,7 @@ static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h
     if (!added)
         return RMQ_ENOMEM;
     size_t na = 0, nr = 0;
+    assert(n == 0 || nq != NULL);
     uint64_t in_new = ++rp->mark;
     for (size_t i = 0; i < n; i++)
         nq[i]->mark = in_new;
@@ -223,6 +230,7 @@ static int set_holding(struct replay *rp, struct rp_client *c, struct rp_hold *h
     for (size_t i = 0; i < n; i++)
         if (nq[i]->mark != in_old)
             added[na++] = nq[i];
+    assert(na <= n && nr <= h->nq);
     int rc = RMQ_OK;
     if (na || nr) {
         struct rp_queue **q = n ? rmq_realloc(h->q, n * sizeof *q) : h->q;
@@ -338,6 +346,7 @@ static int route_fill(struct rp_route *r, const struct trace_event *ev)
         for (int q = 0; (b->perm & TOPIC_PERM_READ) && q < b->read_queue_nums; q++)
             r->queues[r->n++] = (struct allocate_queue){r->topic, name, q};
     }
+    assert(r->n == total && r->nnames == ev->nbrokers);
     allocate_sort_queues(r->queues, r->n);
     return RMQ_OK;
 }
@@ -406,6 +415,7 @@ static struct rp_cache *group_alloc(struct replay *rp, struct rp_client *c, cons
         if (!k->cids)
             k->gv = UINT64_MAX;
     }
+    assert(g->g.nmembers > 0); /* rp_rebalance skips empty groups */
     if (k->gv == c->gv->version && k->rv == r->version && k->cids)
         return k;
     allocate_result_free(k->res);
@@ -443,6 +453,7 @@ static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct 
     struct rp_cache *k = group_alloc(rp, c, g, r, h->cache);
     if (!k)
         return RMQ_ENOMEM;
+    assert(k->gv == c->gv->version && k->rv == r->version); /* computed for the inputs of now */
     h->cache = k;
     h->computed = true;
     h->gv = k->gv;
@@ -463,6 +474,7 @@ static int rebalance_topic(struct replay *rp, struct rp_client *c, const struct 
             if (a[i].queue_index < gt->nby_route)
                 nq[n++] = gt->by_route[a[i].queue_index];
     }
+    assert(n <= gt->nby_route);
     int rc = set_holding(rp, c, h, nq, n, rp_reason_name(kind), k->res);
     if (nq != small)
         rmq_free(nq);
@@ -489,6 +501,7 @@ bool rp_client_stale(struct replay *rp, const struct rp_client *c)
 
 int rp_rebalance(struct replay *rp, struct rp_client *c, int kind)
 {
+    assert(c->alive); /* actions of a client that left are dropped before this */
     const struct reg_group *g = registry_group(&c->view->reg, c->group);
     if (!g || g->g.nmembers == 0 || g->g.message_model == RMQ_MODEL_BROADCASTING)
         return RMQ_OK; /* broadcast clients take every queue; nothing to compare */
@@ -509,6 +522,7 @@ int rp_rebalance(struct replay *rp, struct rp_client *c, int kind)
 
 void rp_queue_close_all(struct replay *rp, int64_t end)
 {
+    assert(end >= rp->now);
     rp->now = end;
     size_t b;
     for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {

@@ -15,11 +15,15 @@
  * client (the model is up to date and the client is not). One thread; no
  * I/O.
  */
+#include "replay_truth.h"
+
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_int.h"
+#include "replay_out.h"
+#include "replay_own.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +93,7 @@ static void tivs_close(struct rp_tivs *s, int64_t end, bool open)
     } else {
         tiv_clear(&s->cur);
     }
+    assert(s->cur.kind == 0); /* closed: none in progress, either way */
 }
 
 /* The state at a sample at ts: kind (0: none) with its text. A change of
@@ -97,6 +102,7 @@ static void tivs_close(struct rp_tivs *s, int64_t end, bool open)
  * else freed. */
 static void tivs_sample(struct rp_tivs *s, int kind, int64_t ts, char *who, char *why, bool model)
 {
+    assert(kind != 0 || (!who && !why)); /* no interval, nothing to say about it */
     bool same =
         s->cur.kind == kind && s->cur.model == model && !strcmp(s->cur.who ? s->cur.who : "", who ? who : "");
     if (same && kind) {
@@ -181,6 +187,7 @@ static void begin_round(struct replay *rp, struct rp_tround *tr, const struct tr
     tr->seq = ++rp->truth_seq;
     tr->answered = tr->unanswered = 0;
     rp->st.holdings_rounds++;
+    assert(rp->st.holdings_rounds == rp->truth_seq); /* one round per begin_round */
     size_t b;
     for (struct hashmap_entry *e = hashmap_first(&rp->gts, &b); e; e = hashmap_next(&rp->gts, e, &b)) {
         struct rp_gt *gt = e->val;
@@ -302,6 +309,7 @@ static struct tq *model_queues(const struct rp_client *c, size_t *n)
     for (size_t i = 0; v && i < c->nholds; i++)
         for (size_t k = 0; k < c->holds[i].nq; k++)
             v[(*n)++] = (struct tq){c->holds[i].topic, c->holds[i].q[k]->broker, c->holds[i].q[k]->qid};
+    assert(!v || *n == total);
     if (v)
         qsort(v, *n, sizeof *v, cmp_tq);
     return v;
@@ -401,6 +409,7 @@ static void note_holder(struct rp_queue *q, uint64_t round, const char *label, s
     if (q->t_n < sizeof q->t_cl / sizeof q->t_cl[0])
         q->t_cl[q->t_n] = c;
     q->t_n++;
+    assert(q->t_round == round && q->t_n > 0);
 }
 
 int rp_truth_feed(struct replay *rp, const struct trace_event *ev)
@@ -420,6 +429,7 @@ int rp_truth_feed(struct replay *rp, const struct trace_event *ev)
         return RMQ_OK;
     }
     tr->answered++;
+    assert(tr->seq != 0); /* a round is in progress */
     struct rp_client *c = rp_find_client(rp, ev->conn, ev->group);
     char label[280];
     if (c)
@@ -499,6 +509,7 @@ static int push_tivs(struct replay *rp, struct tref **v, size_t *n, size_t *cap,
             continue;
         if (RMQ_GROW(*v, *cap, *n + 1, 16) != 0)
             return RMQ_ENOMEM;
+        assert(!q != !c); /* a queue's interval or a client's, never both */
         (*v)[(*n)++] = (struct tref){&s->v[i], q, c, st, en};
     }
     return RMQ_OK;
@@ -594,6 +605,7 @@ int rp_truth_report(struct replay *rp)
     for (size_t i = 0; i < n; i++) {
         int64_t ms = v[i].e - v[i].s;
         int k = v[i].t->kind;
+        assert(ms > 0); /* push_tivs keeps intervals of some length only */
         if (k == RP_T_OVERLAP)
             st->real_overlaps++, st->real_overlap_ms += ms;
         else if (k == RP_T_GAP)

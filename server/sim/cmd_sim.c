@@ -9,7 +9,14 @@
  * is the loop thread).
  */
 #include "cmd_sim.h"
-#include "sim.h"
+#include "sim_balance.h"
+#include "sim_client.h"
+#include "sim_conn.h"
+#include "sim_heartbeat.h"
+#include "sim_inbound.h"
+#include "sim_opts.h"
+#include "sim_pull.h"
+#include "sim_state.h"
 
 #include "clocks.h"
 #include "err.h"
@@ -19,6 +26,7 @@
 #include "proc.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
@@ -27,26 +35,6 @@
 #include <unistd.h>
 
 #define SIM_TICK_MS 50
-
-void sim_emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim_reason why)
-{
-    struct sim *sim = c->sim;
-    if (sim->cfg->quiet)
-        return;
-    struct allocate_queue *qs = rmq_calloc(t->nheld ? t->nheld : 1, sizeof *qs);
-    if (!qs)
-        return;
-    for (size_t i = 0; i < t->nheld; i++)
-        qs[i] = (struct allocate_queue){t->name, t->held[i]->broker_name, t->held[i]->queue_id};
-    buf_reset(&sim->line);
-    if (sim_holdings_line_encode(&sim->line, rmq_wall_ms(), c->id, t->name, qs, t->nheld,
-                                 sim_reason_name(why)) == 0 &&
-        buf_append_u8(&sim->line, '\n') == 0) {
-        fwrite(buf_head(&sim->line), 1, buf_live(&sim->line), stdout);
-        fflush(stdout); /* tests time these lines: never hold one back */
-    }
-    rmq_free(qs);
-}
 
 static void emit_summary(const struct sim *sim)
 {
@@ -72,6 +60,7 @@ static void on_unregistered(void *ctx, int status, const struct rmq_cmd *resp)
     if (status == RMQ_ESTATE)
         return;
     sim->stats.unregistered += status == 0 && resp->code == RMQ_RESP_SUCCESS;
+    assert(sim->unregister_waiting > 0); /* one callback per request counted in unregister() */
     if (--sim->unregister_waiting == 0)
         loop_stop(sim->loop);
 }
@@ -102,6 +91,7 @@ static void begin_shutdown(struct sim *sim)
 {
     if (sim->stopping)
         return;
+    assert(sim->unregister_waiting == 0); /* shutdown begins once */
     for (size_t i = 0; i < sim->nclients; i++)
         sim_pq_persist_all(&sim->clients[i]);
     sim->stopping = true;
@@ -183,6 +173,7 @@ static int sim_build(struct sim *sim)
         rmq_free(members);
         return RMQ_ENOMEM;
     }
+    assert(sim->ngroups * (size_t)cfg->per_conn >= sim->nclients); /* every client has a group */
     for (size_t g = 0; g < sim->ngroups; g++) {
         sim->groups[g].sim = sim;
         sim->groups[g].members = members + g * (size_t)cfg->per_conn;
@@ -194,6 +185,7 @@ static int sim_build(struct sim *sim)
         int rc = sim_client_init(&sim->clients[i], sim, grp, id);
         if (rc)
             return rc;
+        assert(grp->nmembers < (size_t)cfg->per_conn); /* the group's slice of members */
         grp->members[grp->nmembers++] = &sim->clients[i];
     }
     return RMQ_OK;
@@ -219,6 +211,7 @@ static int sim_setup(struct sim *sim, const struct sim_config *cfg, int sfd)
 {
     memset(sim, 0, sizeof *sim);
     sim->cfg = cfg;
+    sim->inbound = (struct rclient_conn_handler){.on_request = sim_inbound_request, .on_up = sim_inbound_up};
     buf_init(&sim->line, 0);
     int rc = loop_new(&sim->loop);
     if (!rc)

@@ -4,7 +4,13 @@
  * a round runs one more round after it, and a changed result updates the
  * subscription version and heartbeats every broker (messageQueueChanged).
  * Loop thread only. */
-#include "sim.h"
+#include "sim_balance.h"
+
+#include "sim_body.h"
+#include "sim_conn.h"
+#include "sim_heartbeat.h"
+#include "sim_pull.h"
+#include "sim_timer.h"
 
 #include "clocks.h"
 #include "err.h"
@@ -14,6 +20,8 @@
 #include "request_codes.h"
 #include "sim_rebalance.h"
 
+#include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *sim_reason_name(enum sim_reason r)
@@ -23,6 +31,27 @@ const char *sim_reason_name(enum sim_reason r)
     case SIM_REASON_NOTIFY: return "notify";
     default: return "timer";
     }
+}
+
+/* Prints a holdings line for client c's topic t (--quiet: none). */
+static void emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim_reason why)
+{
+    struct sim *sim = c->sim;
+    if (sim->cfg->quiet)
+        return;
+    struct allocate_queue *qs = rmq_calloc(t->nheld ? t->nheld : 1, sizeof *qs);
+    if (!qs)
+        return;
+    for (size_t i = 0; i < t->nheld; i++)
+        qs[i] = (struct allocate_queue){t->name, t->held[i]->broker_name, t->held[i]->queue_id};
+    buf_reset(&sim->line);
+    if (sim_holdings_line_encode(&sim->line, rmq_wall_ms(), c->id, t->name, qs, t->nheld,
+                                 sim_reason_name(why)) == 0 &&
+        buf_append_u8(&sim->line, '\n') == 0) {
+        fwrite(buf_head(&sim->line), 1, buf_live(&sim->line), stdout);
+        fflush(stdout); /* tests time these lines: never hold one back */
+    }
+    rmq_free(qs);
 }
 
 /* The held queues as allocate_queue values (strings borrowed). */
@@ -55,6 +84,7 @@ static int replace_holdings(struct sim_topic *t, const struct allocate_queue *al
         size_t old = d->old_of_new[i];
         if (old == SIM_DIFF_DUP)
             continue;
+        assert(old == SIM_DIFF_ADDED || old < t->nheld); /* a kept queue's index into the old holdings */
         made[k] = old == SIM_DIFF_ADDED;
         held[k] = made[k] ? sim_pq_new(t->client, t, alloc[i].broker_name, alloc[i].queue_id) : t->held[old];
         if (!held[k])
@@ -69,14 +99,19 @@ static int replace_holdings(struct sim_topic *t, const struct allocate_queue *al
         rmq_free(made);
         return RMQ_ENOMEM;
     }
-    for (size_t i = 0; i < d->nremoved; i++)
+    assert(k == n - count_dups(d, n));
+    for (size_t i = 0; i < d->nremoved; i++) {
+        assert(d->removed[i] < t->nheld);
         sim_pq_drop(t->held[d->removed[i]]);
+    }
     rmq_free(t->held);
     t->held = held;
     t->nheld = k;
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
+        assert(held[i]->topic == t && held[i]->client == t->client && !held[i]->dropped);
         if (made[i])
             sim_pq_begin(held[i]);
+    }
     rmq_free(made);
     return RMQ_OK;
 }
@@ -118,7 +153,7 @@ static void apply(struct sim_client *c, struct sim_topic *t, char **ids, size_t 
     bool changed = sim_diff_changed(&d);
     if ((changed || !t->allocated) && replace_holdings(t, alloc, n, &d) == 0) {
         t->allocated = true;
-        sim_emit_holdings(c, t, c->rb_reason);
+        emit_holdings(c, t, c->rb_reason);
         if (changed) {
             c->sim->stats.changes++;
             /* PROTOCOL: docs/protocol.md §10.1 messageQueueChanged: new subVersion, heartbeat all. */
@@ -139,7 +174,7 @@ out:
 static const char *list_addr(const struct sim_topic *t)
 {
     for (size_t i = 0; i < t->route.nbrokers; i++) {
-        const char *a = sim_route_addr_of(&t->route, t->route.brokers[i].name);
+        const char *a = rmq_route_info_addr_of(&t->route, t->route.brokers[i].name);
         if (a)
             return a;
     }
@@ -155,6 +190,7 @@ static void on_list(void *ctx, int status, const struct rmq_cmd *resp)
         c->rb_running = false;
         return;
     }
+    assert(c->rb_running && c->rb_cursor < c->ntopics); /* the round waits on this topic's list */
     struct sim_topic *t = &c->topics[c->rb_cursor];
     char **ids = NULL;
     size_t n = 0;
@@ -188,6 +224,7 @@ static int request_list(struct sim_client *c, const struct sim_topic *t)
 
 static void next_topic(struct sim_client *c)
 {
+    assert(c->rb_running);
     while (c->rb_cursor < c->ntopics) {
         struct sim_topic *t = &c->topics[c->rb_cursor];
         if (t->has_route) {
@@ -198,6 +235,7 @@ static void next_topic(struct sim_client *c)
         }
         c->rb_cursor++;
     }
+    assert(c->rb_cursor == c->ntopics);
     c->rb_running = false;
     if (c->rb_again) {
         c->rb_again = false;

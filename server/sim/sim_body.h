@@ -1,11 +1,10 @@
 /* sim_body.h — what `rmqcoord sim` puts into the bodies it sends, shaped
- * like a Java 4.9.x push consumer's: the HeartbeatData and the
- * ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO reply) it sends, and the
+ * like a Java 4.9.x push consumer's: the HeartbeatData it sends, and the
  * sim's own JSON Lines output. The wire formats themselves, and the parsers
  * of the TopicRouteData and consumer list it reads, are common/proto's
  * (heartbeat_body.h, running_info_body.h, route_body.h,
  * consumer_list_body.h, included here for the sim's files). The
- * running-info policy (properties, names, order) lives in sim_rinfo.c.
+ * ConsumerRunningInfo the sim answers with is sim_rinfo.h.
  *
  * Encoders leave the buffer unchanged on error. Pure: no I/O, no clock; any
  * thread.
@@ -48,40 +47,6 @@ struct sim_heartbeat_spec {
  * group consuming from the last offset, the client's inner producer) through
  * rmq_heartbeat_encode. 0, RMQ_ENOMEM or a buf error. */
 int sim_heartbeat_encode(const struct sim_heartbeat_spec *hb, struct buf *out);
-
-/* One held queue in a running-info reply. Strings borrowed. */
-struct sim_rinfo_queue {
-    struct allocate_queue mq;
-    int64_t commit_offset;
-    int64_t last_pull_ms; /* wall clock */
-};
-
-/* Everything a ConsumerRunningInfo body reports. All pointers borrowed. */
-struct sim_rinfo {
-    const char *group;
-    const char *namesrv;
-    bool broadcast;
-    enum allocate_strategy strategy;
-    int version;      /* MQVersion ordinal the client reports */
-    int64_t start_ms; /* wall clock */
-    const struct sim_rinfo_queue *queues;
-    size_t nqueues;
-    const struct sim_sub *subs;
-    size_t nsubs;
-};
-
-/* Appends the ConsumerRunningInfo JSON (rmq_running_info_encode) with the
- * properties a Java push consumer reports (PROTOCOL: docs/protocol.md §3.8),
- * mqTable in MessageQueue order and subscriptionSet in SubscriptionData
- * order (topic@sub); the caller's arrays are not reordered. 0, RMQ_ENOMEM
- * or a buf error. */
-int sim_running_info_encode(const struct sim_rinfo *ri, struct buf *out);
-
-/* The Java class name of a strategy (static string). */
-const char *sim_strategy_class(enum allocate_strategy s);
-/* "V4_9_8" for ordinal 409 (PROTOCOL: docs/protocol.md §1.7 formula); "V<n>" outside the
- * formula's range. Writes into out. */
-void sim_version_name(int ordinal, char *out, size_t outlen);
 
 /* Appends one holdings line (no newline):
  * {"t":..,"clientId":..,"topic":..,"queues":[{"brokerName","queueId"}..],"reason":..} */

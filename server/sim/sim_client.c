@@ -1,8 +1,14 @@
 /* sim_client.c — one simulated push consumer: its subscriptions, the start
  * sequence (routes, then heartbeats, then the first rebalance, as
- * DefaultMQPushConsumer.start does), route refresh, heartbeats and its
- * timers. Loop thread only. */
-#include "sim.h"
+ * DefaultMQPushConsumer.start does), route refresh, and the work its timer
+ * does when it fires (sim_timer.c arms it). Loop thread only. */
+#include "sim_client.h"
+
+#include "sim_balance.h"
+#include "sim_conn.h"
+#include "sim_heartbeat.h"
+#include "sim_pull.h"
+#include "sim_timer.h"
 
 #include "clocks.h"
 #include "err.h"
@@ -12,40 +18,18 @@
 #include "request_codes.h"
 #include "sim_rebalance.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #define NEVER (INT64_MAX / 4)
 
-void sim_request_init(const struct sim *sim, struct rmq_cmd *cmd, int32_t code)
-{
-    rmq_cmd_init_request(cmd, code, 0, 0);
-    cmd->version = sim->cfg->version;
-    cmd->language = sim->cfg->language;
-}
-
-struct rclient_conn *sim_group_conn(struct sim_group *g, const char *addr)
-{
-    for (size_t i = 0; i < g->nconns; i++)
-        if (!strcmp(rclient_conn_addr(g->conns[i]), addr))
-            return g->conns[i];
-    if (g->nconns == SIM_MAX_CONNS_PER_GROUP)
-        return NULL;
-    struct rclient_conn_handler h = {.on_request = sim_inbound_request, .on_up = sim_inbound_up, .ctx = g};
-    struct rclient_conn *c;
-    if (rclient_conn_new(g->sim->net, addr, &h, &g->next_opaque, &c) != 0) {
-        log_warn("sim: cannot use broker address '%s'", addr);
-        return NULL;
-    }
-    g->conns[g->nconns++] = c;
-    return c;
-}
-
 static void on_timer(struct loop *l, int id, void *ctx);
 
 static int add_topic(struct sim_client *c, const char *name, bool retry, int64_t version)
 {
+    assert(c->ntopics < SIM_MAX_TOPICS); /* sim_opts.c caps --topic below it, the retry topic included */
     struct sim_topic *t = &c->topics[c->ntopics];
     memset(t, 0, sizeof *t);
     t->client = c;
@@ -92,7 +76,7 @@ void sim_client_fini(struct sim_client *c)
             sim_pq_unref(t->held[j]);
         rmq_free(t->held);
         rmq_free(t->mq_all);
-        sim_route_clear(&t->route);
+        rmq_route_info_clear(&t->route);
         rmq_free(t->name);
     }
     rmq_free(c->id);
@@ -110,14 +94,14 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
                                  : "empty");
         return;
     }
-    struct sim_route r = {0};
+    struct rmq_route_info r = {0};
     char err[160];
-    if (sim_route_parse(resp->body, resp->body_len, &r, err, sizeof err) != 0) {
+    if (rmq_route_parse(resp->body, resp->body_len, &r, err, sizeof err) != 0) {
         log_warn("sim: %s: bad route for %s: %s", t->client->id, t->name, err);
         return;
     }
-    if (t->has_route && sim_route_equal(&t->route, &r)) {
-        sim_route_clear(&r);
+    if (t->has_route && rmq_route_info_equal(&t->route, &r)) {
+        rmq_route_info_clear(&r);
         return;
     }
     /* The subscribe set changes only with the route: sort it once here,
@@ -127,11 +111,12 @@ static void apply_route(struct sim_topic *t, int status, const struct rmq_cmd *r
     int rc = sim_rebalance_mq_all(&r, t->name, &mq, &nmq);
     if (rc) {
         log_warn("sim: %s: route for %s unusable: %s", t->client->id, t->name, rmq_strerror(rc));
-        sim_route_clear(&r);
+        rmq_route_info_clear(&r);
         return;
     }
+    assert(nmq == 0 || mq != NULL);
     rmq_free(t->mq_all);
-    sim_route_clear(&t->route);
+    rmq_route_info_clear(&t->route);
     t->route = r;
     t->has_route = true;
     t->mq_all = mq; /* strings borrowed from t->route and t->name */
@@ -163,6 +148,7 @@ static void start_running(struct sim_client *c)
 {
     const struct sim_config *cfg = c->sim->cfg;
     int64_t now = loop_now_ms(c->sim->loop);
+    assert(!c->running && c->start_waiting == 0); /* starts once, when the start sequence is done */
     c->running = true;
     c->due_heartbeat = now + cfg->heartbeat_ms;
     c->due_route = now + cfg->route_ms;
@@ -181,83 +167,6 @@ static void on_start_heartbeat(void *ctx, int status, const struct rmq_cmd *resp
         start_running(c);
 }
 
-/* Collects the distinct broker addresses of every route into addrs. */
-static size_t broker_addrs(const struct sim_client *c, const char **addrs, size_t cap)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < c->ntopics; i++) {
-        const struct sim_route *r = &c->topics[i].route;
-        for (size_t b = 0; b < r->nbrokers; b++)
-            for (size_t a = 0; a < r->brokers[b].naddrs; a++) {
-                const char *addr = r->brokers[b].addrs[a];
-                size_t k = 0;
-                while (k < n && strcmp(addrs[k], addr) != 0)
-                    k++;
-                if (k == n && n < cap)
-                    addrs[n++] = addr;
-            }
-    }
-    return n;
-}
-
-bool sim_client_is_broker(const struct sim_client *c, const char *addr)
-{
-    const char *addrs[SIM_MAX_CONNS_PER_GROUP];
-    size_t n = broker_addrs(c, addrs, SIM_MAX_CONNS_PER_GROUP);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(addrs[i], addr))
-            return true;
-    return false;
-}
-
-/* Sends HEART_BEAT to every broker; returns how many callbacks follow. */
-static int heartbeat_to_all(struct sim_client *c, rclient_reply_cb cb)
-{
-    struct sim_sub subs[SIM_MAX_TOPICS];
-    for (size_t i = 0; i < c->ntopics; i++)
-        subs[i] = (struct sim_sub){c->topics[i].name, c->topics[i].sub_version};
-    struct sim_heartbeat_spec hb = {
-        .client_id = c->id,
-        .group = c->sim->cfg->group,
-        .broadcast = c->sim->cfg->broadcast,
-        .v5_fields = c->sim->cfg->version >= 413, /* PROTOCOL: docs/protocol.md §3.1 5.x adds two fields */
-        .subs = subs,
-        .nsubs = c->ntopics,
-    };
-    struct buf body;
-    buf_init(&body, 0);
-    struct rmq_cmd cmd;
-    sim_request_init(c->sim, &cmd, RMQ_REQ_HEART_BEAT);
-    int sent = 0;
-    if (sim_heartbeat_encode(&hb, &body) == 0 &&
-        rmq_cmd_set_body_copy(&cmd, buf_head(&body), buf_live(&body)) == 0) {
-        const char *addrs[SIM_MAX_CONNS_PER_GROUP];
-        size_t n = broker_addrs(c, addrs, SIM_MAX_CONNS_PER_GROUP);
-        for (size_t i = 0; i < n; i++) {
-            struct rclient_conn *conn = sim_group_conn(c->grp, addrs[i]);
-            if (conn && rclient_conn_request(conn, &cmd, SIM_TIMEOUT_API_MS, SIM_REQ_SYNC, cb, c) == 0)
-                sent++;
-        }
-    }
-    c->sim->stats.heartbeats += (uint64_t)sent;
-    rmq_cmd_clear(&cmd);
-    buf_free(&body);
-    return sent;
-}
-
-static void on_heartbeat(void *ctx, int status, const struct rmq_cmd *resp)
-{
-    struct sim_client *c = ctx;
-    if (status == 0 && resp->code != RMQ_RESP_SUCCESS)
-        log_warn("sim: %s: heartbeat refused: %d %s", c->id, resp->code, resp->remark ? resp->remark : "");
-}
-
-void sim_client_heartbeat_all(struct sim_client *c)
-{
-    if (!c->sim->stopping)
-        (void)heartbeat_to_all(c, on_heartbeat);
-}
-
 static void on_start_route(void *ctx, int status, const struct rmq_cmd *resp)
 {
     struct sim_topic *t = ctx;
@@ -268,7 +177,7 @@ static void on_start_route(void *ctx, int status, const struct rmq_cmd *resp)
     if (--c->start_waiting > 0 || c->sim->stopping)
         return;
     /* PROTOCOL: docs/protocol.md §10.1 start: routes, then heartbeat every broker, then rebalance. */
-    c->start_waiting = heartbeat_to_all(c, on_start_heartbeat);
+    c->start_waiting = sim_heartbeat_send(c, on_start_heartbeat);
     if (c->start_waiting == 0)
         start_running(c);
 }
@@ -285,39 +194,6 @@ int sim_client_start(struct sim_client *c)
         start_running(c);
     }
     return RMQ_OK;
-}
-
-void sim_client_wake(struct sim_client *c, enum sim_reason why)
-{
-    if (c->sim->stopping)
-        return;
-    if (!c->running) {
-        /* Java's RebalanceService remembers a wakeup that comes before the
-         * first round (the daemon may NOTIFY before the heartbeat reply):
-         * one more round follows the start round. */
-        c->rb_again = true;
-        c->rb_again_reason = why;
-        return;
-    }
-    c->due_rebalance = loop_now_ms(c->sim->loop);
-    c->due_reason = why;
-    sim_client_arm(c);
-}
-
-void sim_client_arm(struct sim_client *c)
-{
-    int64_t next = NEVER;
-    if (c->running && !c->sim->stopping) {
-        int64_t due[] = {c->due_heartbeat, c->due_route, c->due_persist, c->due_rebalance};
-        for (size_t i = 0; i < sizeof due / sizeof due[0]; i++)
-            next = due[i] < next ? due[i] : next;
-        for (size_t i = 0; i < c->ntopics; i++)
-            for (size_t j = 0; j < c->topics[i].nheld; j++) {
-                int64_t at = c->topics[i].held[j]->retry_at;
-                next = at && at < next ? at : next;
-            }
-    }
-    loop_timer_set(c->sim->loop, c->timer_id, next);
 }
 
 static void on_timer(struct loop *l, int id, void *ctx)

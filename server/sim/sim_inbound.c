@@ -3,13 +3,19 @@
  * GET_CONSUMER_RUNNING_INFO (answer for the named client), anything else
  * (REQUEST_CODE_NOT_SUPPORTED unless oneway); and the reconnect hook that
  * re-registers every client of a connection. Loop thread only. */
-#include "sim.h"
+#include "sim_inbound.h"
+
+#include "sim_heartbeat.h"
+#include "sim_rinfo.h"
+#include "sim_state.h"
+#include "sim_timer.h"
 
 #include "err.h"
 #include "log.h"
 #include "mem.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,6 +60,7 @@ static int running_info_of(const struct sim_client *c, struct sim_rinfo *ri, str
             };
         }
     }
+    assert(k == n); /* every held queue of every topic */
     const struct sim_config *cfg = c->sim->cfg;
     *ri = (struct sim_rinfo){
         .group = cfg->group,
@@ -112,6 +119,7 @@ static void running_info(struct sim_group *g, struct rclient_conn *conn, const s
 void sim_inbound_request(void *ctx, struct rclient_conn *conn, const struct rmq_cmd *req)
 {
     struct sim_group *g = ctx;
+    assert(g->nmembers > 0); /* sim_build gives every group at least one client */
     switch (req->code) {
     case RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED:
         g->sim->stats.notifies++;

@@ -1,7 +1,7 @@
-/* sim_opts.c — the flags of `rmqcoord sim` (see sim.h for struct
+/* sim_opts.c — the flags of `rmqcoord sim` (see sim_state.h for struct
  * sim_config). Every value is validated here so the rest can trust it.
  * Main thread, before the loop starts. */
-#include "sim.h"
+#include "sim_opts.h"
 
 #include "cli_opts.h"
 #include "client_defaults.h"

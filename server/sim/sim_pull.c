@@ -8,7 +8,10 @@
  * A queue lives while the client holds it or while a request about it is
  * outstanding (refs); a dropped queue's late reply only releases it.
  * Loop thread only. */
-#include "sim.h"
+#include "sim_pull.h"
+
+#include "sim_conn.h"
+#include "sim_timer.h"
 
 #include "clocks.h"
 #include "err.h"
@@ -17,6 +20,7 @@
 #include "mem.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +43,7 @@ struct sim_pq *sim_pq_new(struct sim_client *c, struct sim_topic *t, const char 
 
 void sim_pq_unref(struct sim_pq *pq)
 {
+    assert(!pq || pq->refs > 0); /* never released more often than taken */
     if (!pq || --pq->refs > 0)
         return;
     rmq_free(pq->broker_name);
@@ -53,7 +58,7 @@ static struct sim *sim_of(const struct sim_pq *pq)
 /* The connection for the queue's broker, or NULL when the route has none. */
 static struct rclient_conn *pq_conn(const struct sim_pq *pq)
 {
-    const char *addr = sim_route_addr_of(&pq->topic->route, pq->broker_name);
+    const char *addr = rmq_route_info_addr_of(&pq->topic->route, pq->broker_name);
     return addr ? sim_group_conn(pq->client->grp, addr) : NULL;
 }
 
@@ -80,6 +85,7 @@ static int pq_send(struct sim_pq *pq, struct rmq_cmd *cmd, int64_t timeout, unsi
     struct rclient_conn *conn = pq_conn(pq);
     int rc = conn ? rclient_conn_request(conn, cmd, timeout, flags, cb, pq) : RMQ_ENOTFOUND;
     if (rc == 0) {
+        assert(!pq->busy); /* one offset query or pull outstanding per queue */
         pq->refs++;
         pq->busy = true;
     }
@@ -101,6 +107,7 @@ static void persist(struct sim_pq *pq);
  * matters (shutdown, queue dropped); then the reference is released. */
 static bool reply_matters(struct sim_pq *pq, int status)
 {
+    assert(pq->busy && pq->refs >= 1); /* the reply's own reference */
     pq->busy = false;
     if (status == RMQ_ESTATE || pq->dropped || sim_of(pq)->stopping) {
         sim_pq_unref(pq);
@@ -122,6 +129,7 @@ static void on_max_offset(void *ctx, int status, const struct rmq_cmd *resp)
     } else {
         retry_later(pq, SIM_PULL_DELAY_EXCEPTION_MS);
     }
+    assert(pq->refs >= 2 || !pq->busy); /* a request sent above holds its own reference */
     sim_pq_unref(pq);
 }
 
@@ -211,6 +219,7 @@ static void on_pull(void *ctx, int status, const struct rmq_cmd *resp)
 
 static void start_pull(struct sim_pq *pq)
 {
+    assert(pq->offset >= 0 && !pq->dropped);
     struct rmq_cmd cmd;
     int64_t commit = pq->offset;
     int rc = pq_request_init(pq, &cmd, RMQ_REQ_PULL_MESSAGE, true);
@@ -260,6 +269,7 @@ static void persist(struct sim_pq *pq)
 
 void sim_pq_drop(struct sim_pq *pq)
 {
+    assert(!pq->dropped); /* dropped once, by the holdings that owned it */
     pq->dropped = true;
     persist(pq);
     sim_pq_unref(pq);
@@ -277,6 +287,7 @@ void sim_pq_run_due(struct sim_client *c, int64_t now)
     for (size_t i = 0; i < c->ntopics; i++)
         for (size_t j = 0; j < c->topics[i].nheld; j++) {
             struct sim_pq *pq = c->topics[i].held[j];
+            assert(pq->client == c && !pq->dropped); /* held queues are live */
             if (pq->busy || !pq->retry_at || pq->retry_at > now)
                 continue;
             pq->retry_at = 0;

@@ -4,10 +4,11 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct allocate_queue **out, size_t *n)
+int sim_rebalance_mq_all(const struct rmq_route_info *r, const char *topic, struct allocate_queue **out, size_t *n)
 {
     size_t total = 0;
     for (size_t i = 0; i < r->nqueues; i++) {
@@ -26,6 +27,7 @@ int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct al
         for (int id = 0; id < r->queues[i].read_queue_nums; id++)
             q[k++] = (struct allocate_queue){topic, r->queues[i].broker_name, id};
     }
+    assert(k == total); /* counted and filled by the same rule */
     allocate_sort_queues(q, k);
     *out = q;
     *n = k;
@@ -91,6 +93,7 @@ static void classify(const struct tagged *t, size_t n, struct sim_diff *d)
             has_new |= t[j].side == 1;
             j++;
         }
+        assert(j > i);
         if (has_old && !has_new)
             d->removed[d->nremoved++] = t[i].index;
         else if (has_new && !has_old)
@@ -101,6 +104,7 @@ static void classify(const struct tagged *t, size_t n, struct sim_diff *d)
         for (size_t k = i; k < j; k++) {
             if (t[k].side != 1)
                 continue;
+            assert(!has_old || t[i].side == 0); /* sorted old-first */
             d->old_of_new[t[k].index] = !first ? SIM_DIFF_DUP : has_old ? t[i].index : SIM_DIFF_ADDED;
             first = false;
         }
@@ -136,6 +140,7 @@ int sim_diff_compute(const struct allocate_queue *old, size_t nold, const struct
         t[nold + i] = (struct tagged){nw[i], i, 1};
     qsort(t, n, sizeof *t, tagged_cmp);
     classify(t, n, d);
+    assert(d->nremoved <= nold && d->nadded <= nnew);
     rmq_free(t);
     qsort(d->removed, d->nremoved, sizeof *d->removed, idx_cmp);
     qsort(d->added, d->nadded, sizeof *d->added, idx_cmp);

@@ -21,7 +21,7 @@
  * *out is new (rmq_free; non-NULL even when empty); strings borrowed from
  * topic and r. 0, RMQ_E2BIG (over SIM_REBALANCE_MAX_QUEUES) or RMQ_ENOMEM. */
 #define SIM_REBALANCE_MAX_QUEUES 65536
-int sim_rebalance_mq_all(const struct sim_route *r, const char *topic, struct allocate_queue **out,
+int sim_rebalance_mq_all(const struct rmq_route_info *r, const char *topic, struct allocate_queue **out,
                          size_t *n);
 
 /* The queues client self gets for topic: mq must be sorted (as

@@ -2,8 +2,8 @@
  * ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO, 307): the properties with
  * their defaults, the strategy and version names, the TreeMap order; the
  * body itself is written by rmq_running_info_encode (running_info_body.c).
- * Part of sim_body.h. Pure (the caller passes every time); any thread. */
-#include "sim_body.h"
+ * See sim_rinfo.h. Pure (the caller passes every time); any thread. */
+#include "sim_rinfo.h"
 
 #include "err.h"
 #include "mem.h"

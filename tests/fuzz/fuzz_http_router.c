@@ -6,11 +6,12 @@
  * over C strings). Control bits 0-1 pick the parse_uint limit (INT64_MAX,
  * 1000, bits 3-7 as a small limit, 2^20), bit 2 the query-string '+' rule.
  * Each function is checked against a plain reference written from its
- * contract in http_admin_api.h, and the decoder against re-encoding.
+ * contract in api_routes.h, and the decoder against re-encoding.
  */
 #include "err.h"
 #include "fuzz_common.h"
-#include "http_admin_api.h"
+#include "api_params.h"
+#include "api_routes.h"
 
 #define REF_MAX_SEGS 16
 

@@ -9,7 +9,10 @@
 #include <cmocka.h>
 
 #include "err.h"
-#include "http_admin_api.h"
+#include "mailbox.h"
+#include "api_openapi.h"
+#include "api_params.h"
+#include "api_routes.h"
 #include "mem.h"
 #include "test_support.h"
 

@@ -15,6 +15,8 @@
 #include "err.h"
 #include "mem.h"
 #include "replay.h"
+#include "replay_feed.h"
+#include "replay_infer.h"
 #include "test_support.h"
 #include "trace_fmt.h"
 

@@ -57,11 +57,11 @@ static void test_route_encode_exact(void **state)
     buf_free(&b);
 }
 
-static int parse_route(const char *text, struct sim_route *r)
+static int parse_route(const char *text, struct rmq_route_info *r)
 {
     memset(r, 0, sizeof *r);
     char err[160];
-    return sim_route_parse((const uint8_t *)text, strlen(text), r, err, sizeof err);
+    return rmq_route_parse((const uint8_t *)text, strlen(text), r, err, sizeof err);
 }
 
 static const char route_bare[] =
@@ -75,7 +75,7 @@ static const char route_bare[] =
 static void test_route_bare_keys(void **state)
 {
     (void)state;
-    struct sim_route r;
+    struct rmq_route_info r;
     assert_int_equal(parse_route(route_bare, &r), RMQ_OK);
     assert_int_equal(r.nbrokers, 2);
     assert_string_equal(r.brokers[0].name, "broker-a");
@@ -85,14 +85,14 @@ static void test_route_bare_keys(void **state)
     assert_string_equal(r.brokers[0].addrs[1], "10.0.0.2:10911");
     assert_string_equal(r.brokers[1].name, "b,{1:\"x"); /* digits after a brace inside a string */
     assert_null(r.brokers[1].master);
-    assert_string_equal(sim_route_addr_of(&r, "b,{1:\"x"), "10.0.0.9:1"); /* no master: a slave */
-    assert_string_equal(sim_route_addr_of(&r, "broker-a"), "127.0.0.1:10911");
-    assert_null(sim_route_addr_of(&r, "nope"));
+    assert_string_equal(rmq_route_info_addr_of(&r, "b,{1:\"x"), "10.0.0.9:1"); /* no master: a slave */
+    assert_string_equal(rmq_route_info_addr_of(&r, "broker-a"), "127.0.0.1:10911");
+    assert_null(rmq_route_info_addr_of(&r, "nope"));
     assert_int_equal(r.nqueues, 2);
     assert_int_equal(r.queues[0].read_queue_nums, 4);
     assert_int_equal(r.queues[1].perm, 2);
 
-    struct sim_route q;
+    struct rmq_route_info q;
     assert_int_equal(
         parse_route("{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"127.0.0.1:10911\",\"1\":"
                     "\"10.0.0.2:10911\"},\"brokerName\":\"broker-a\"},{\"brokerAddrs\":{\"2\":"
@@ -101,11 +101,11 @@ static void test_route_bare_keys(void **state)
                     "\"perm\":2,\"readQueueNums\":3}]}",
                     &q),
         RMQ_OK);
-    assert_true(sim_route_equal(&r, &q)); /* quoted keys read the same */
+    assert_true(rmq_route_info_equal(&r, &q)); /* quoted keys read the same */
     q.queues[0].read_queue_nums = 8;
-    assert_false(sim_route_equal(&r, &q));
-    sim_route_clear(&q);
-    sim_route_clear(&r);
+    assert_false(rmq_route_info_equal(&r, &q));
+    rmq_route_info_clear(&q);
+    rmq_route_info_clear(&r);
 }
 
 static void test_route_malformed(void **state)
@@ -126,7 +126,7 @@ static void test_route_malformed(void **state)
         "{\"brokerDatas\":[{0:1}],\"queueDatas\":[]}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct sim_route r;
+        struct rmq_route_info r;
         assert_int_equal(parse_route(bad[i], &r), RMQ_EPROTO);
         assert_int_equal(r.nbrokers + r.nqueues, 0);
     }
@@ -134,7 +134,7 @@ static void test_route_malformed(void **state)
     char deep[RMQ_ROUTE_MAX_DEPTH * 2 + 8];
     memset(deep, '[', sizeof deep - 1);
     deep[sizeof deep - 1] = '\0';
-    struct sim_route r;
+    struct rmq_route_info r;
     assert_int_equal(parse_route(deep, &r), RMQ_EPROTO);
 }
 
@@ -143,19 +143,19 @@ static void test_route_truncation_and_oom(void **state)
     (void)state;
     size_t n = strlen(route_bare);
     for (size_t cut = 0; cut < n; cut++) {
-        struct sim_route r = {0};
+        struct rmq_route_info r = {0};
         char err[160];
-        int rc = sim_route_parse((const uint8_t *)route_bare, cut, &r, err, sizeof err);
+        int rc = rmq_route_parse((const uint8_t *)route_bare, cut, &r, err, sizeof err);
         assert_int_equal(rc, RMQ_EPROTO);
     }
     for (long fail = 0;; fail++) {
-        struct sim_route r = {0};
+        struct rmq_route_info r = {0};
         char err[160];
         rmq_mem_fail_after(fail);
-        int rc = sim_route_parse((const uint8_t *)route_bare, n, &r, err, sizeof err);
+        int rc = rmq_route_parse((const uint8_t *)route_bare, n, &r, err, sizeof err);
         rmq_mem_fail_after(-1);
         if (rc == RMQ_OK) {
-            sim_route_clear(&r);
+            rmq_route_info_clear(&r);
             break;
         }
         assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO); /* jansson reports OOM as a parse error */
@@ -176,19 +176,19 @@ static void test_route_round_trip(void **state)
         struct buf b;
         buf_init(&b, 0);
         assert_int_equal(rmq_route_encode(brokers, 2, queues, 2, quoted, &b), RMQ_OK);
-        struct sim_route r = {0};
+        struct rmq_route_info r = {0};
         char err[160];
-        assert_int_equal(sim_route_parse(buf_head(&b), buf_live(&b), &r, err, sizeof err), RMQ_OK);
+        assert_int_equal(rmq_route_parse(buf_head(&b), buf_live(&b), &r, err, sizeof err), RMQ_OK);
         assert_int_equal(r.nbrokers, 2);
         assert_string_equal(r.brokers[0].name, "broker-a");
         assert_string_equal(r.brokers[0].master, "127.0.0.1:10911");
         assert_int_equal(r.brokers[1].naddrs, 0);
-        assert_null(sim_route_addr_of(&r, "broker-b"));
+        assert_null(rmq_route_info_addr_of(&r, "broker-b"));
         assert_int_equal(r.nqueues, 2);
         assert_string_equal(r.queues[1].broker_name, "broker-b");
         assert_int_equal(r.queues[1].read_queue_nums, 8);
         assert_int_equal(r.queues[1].perm, 4);
-        sim_route_clear(&r);
+        rmq_route_info_clear(&r);
         buf_free(&b);
     }
 }

@@ -14,6 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "sim_body.h"
+#include "sim_rinfo.h"
 #include "test_support.h"
 
 #include <stdio.h>

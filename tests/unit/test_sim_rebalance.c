@@ -21,9 +21,9 @@
 static void test_mq_all_read_permission(void **state)
 {
     (void)state;
-    struct sim_route_queue qd[] = {
+    struct rmq_route_info_queue qd[] = {
         {(char *)"broker-a", 2, 6}, {(char *)"broker-w", 5, 2}, {(char *)"broker-b", 1, 4}};
-    struct sim_route r = {.queues = qd, .nqueues = 3};
+    struct rmq_route_info r = {.queues = qd, .nqueues = 3};
     struct allocate_queue *q;
     size_t n;
     assert_int_equal(sim_rebalance_mq_all(&r, "T", &q, &n), RMQ_OK);

@@ -14,6 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "trace_fmt.h"
+#include "trace_fmt_scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,7 @@
 #include "mem.h"
 #include "remoting_cmd.h"
 #include "trace_fmt.h"
+#include "trace_fmt_scan.h"
 
 #include <stdio.h>
 #include <string.h>

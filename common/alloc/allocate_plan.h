@@ -1,8 +1,5 @@
-/* allocate_internal.h — what the pieces of the allocation engine share:
- * the checks and the packed queue sort (allocate.c, allocate_order.c, used
- * by allocate_group.c) and the strategy "plan" shared by allocate_one() and
- * allocate_group(). Not a public interface: only the allocate*.c files of
- * common/alloc include it.
+/* allocate_plan.h — a strategy's plan over one (mqAll, cidAll) pair, shared
+ * by allocate_one() and allocate_group() (allocate_plan.c).
  *
  * Every Java strategy call first derives something from the whole of mqAll
  * and cidAll (the consumer's index, the filtered queue list, the room
@@ -10,38 +7,13 @@
  * consumer's slice. A plan is that derived part, built once over the lists in
  * the order given; allocate_plan_emit() is the slice. allocate_one() builds a
  * plan per call, as the client does; allocate_group() builds one for all.
- * Pure; any thread.
- */
-#ifndef RMQ_ALLOCATE_INTERNAL_H
-#define RMQ_ALLOCATE_INTERNAL_H
+ * Pure; any thread. */
+#ifndef RMQ_ALLOCATE_PLAN_H
+#define RMQ_ALLOCATE_PLAN_H
 
-#include "allocate.h"
+#include "allocate_types.h"
 
 #include <stddef.h>
-#include <stdint.h>
-
-#include "err.h"
-
-/* The engine's files call the project's one formatter (err.h) by this name;
- * a macro, so there is no second copy of it to drift. */
-#define allocate_fail rmq_fail
-
-/* Checks of allocate.c, shared with allocate_group(). Each returns 0 or
- * RMQ_EINVAL with err set; what names the list in the message. */
-int allocate_queues_check(const struct allocate_queue *q, size_t n, const char *what, char *err,
-                          size_t err_len);
-int allocate_strings_check(const char *const *v, size_t n, const char *what, char *err, size_t err_len);
-/* The options on their own (what Java constructors and setters reject). */
-int allocate_options_check(const struct allocate_options *opt, char *err, size_t err_len);
-/* Both lists present and non-empty (Java's check()). */
-int allocate_input_check(const struct allocate_input *in, char *err, size_t err_len);
-
-/* Writes q[0..n) into out in allocate_queue_compare order through a packed
- * radix sort; scratch has room for 2n keys. Returns 0, RMQ_ENOMEM, or
- * RMQ_E2BIG when the key does not fit 64 bits: the caller then takes the
- * comparison sort, which gives the same order. */
-int allocate_sort_queues_packed(const struct allocate_queue *q, size_t n, struct allocate_queue *out,
-                                uint64_t *scratch);
 
 /* Derived state of one strategy over one (mqAll, cidAll) pair, not CONFIG.
  * Indexes refer to positions in the lists the plan was built over. */

@@ -1,28 +1,26 @@
-/* trace_fmt_internal.h — helpers shared by trace_fmt.c (decode),
- * trace_fmt_cache.c (its line cache) and trace_fmt_enc.c (encode). Not part of the module's interface. */
-#ifndef RMQ_TRACE_FMT_INTERNAL_H
-#define RMQ_TRACE_FMT_INTERNAL_H
+/* trace_fmt_scan.h — the strict JSON scanner under the trace decoder
+ * (trace_fmt_scan.c): strings (validated UTF-8, escapes decoded in place),
+ * numbers, literals and containers with a depth bound, never reading past
+ * the end; and the searches the replayer's pre-pass uses. Pure; any
+ * thread. */
+#ifndef RMQ_TRACE_FMT_SCAN_H
+#define RMQ_TRACE_FMT_SCAN_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-struct trace_decoder;
-struct trace_event;
+/* memmem(hay, n, needle, m), for finding lines worth decoding: 16 bytes a
+ * step where SSE2 is there (x86-64 always), memmem elsewhere. */
+const char *trace_find(const char *hay, size_t n, const char *needle, size_t m);
 
-/* The line cache (trace_fmt_cache.c). trace_line_hit: whether line equals a
- * cached request line but for "ts", then *ev is that decode with this ts.
- * trace_line_remember: keeps a request line that decoded in full, its
- * unescaped copy at p (failing to keep it costs only speed). */
-bool trace_line_hit(struct trace_decoder *d, const unsigned char *line, size_t len, struct trace_event *ev);
-void trace_line_remember(struct trace_decoder *d, const unsigned char *line, size_t len, const unsigned char *p,
-                         struct trace_event *ev);
-void trace_line_cache_free(struct trace_decoder *d);
+/* Whether p[0..len) is exactly one strict JSON value (whitespace around it
+ * allowed), nested at most TRACE_FMT_MAX_DEPTH. */
+bool trace_json_valid(const uint8_t *p, size_t len);
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
  * surrogates, at most U+10FFFF), or 0 when the bytes there are not one. */
 size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end);
-
-extern const char trace_fmt_b64[65];
 
 /* The strict JSON scanner (trace_fmt_scan.c) over a mutable byte range. */
 struct scan {

@@ -1,13 +1,20 @@
-/* replay_int.h — the replay engine's internal state, shared by replay.c
- * (events, membership hooks, virtual time), replay_own.c (client
- * allocations and queue ownership) and replay_out.c (records and report).
- * Not an interface: nothing outside server/replay*.c includes it. */
-#ifndef RMQ_REPLAY_INT_H
-#define RMQ_REPLAY_INT_H
+/* replay_state.h — the replay engine's state, shared by the files
+ * of the engine (replay*.c), and the primitives every one of them uses on it
+ * (replay_state.c): the action heap, the heartbeat order, the lookups. Not an
+ * interface: nothing outside server/replay includes it. One thread. */
+#ifndef RMQ_REPLAY_STATE_H
+#define RMQ_REPLAY_STATE_H
 
+#include "allocate.h"
+#include "buf.h"
 #include "hashmap.h"
 #include "registry.h"
-#include "replay.h"
+#include "replay_options.h"
+#include "trace_fmt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #define RP_NO_TIME INT64_MIN
 
@@ -212,63 +219,25 @@ struct replay {
     char iso[32];
 };
 
-/* replay.c */
+/* The action heap: client actions by (at, seq). 0 or RMQ_ENOMEM. */
 int rp_push_action(struct replay *rp, int64_t at, int kind, struct rp_client *c);
+/* The earliest action; the heap must not be empty. */
 struct rp_action rp_pop_action(struct replay *rp);
 /* c heartbeats now: last_hb, and its place in the heartbeat order. */
 void rp_heartbeat_seen(struct replay *rp, struct rp_client *c);
+/* The first expiry-scan tick that will remove someone, or INT64_MAX. */
 int64_t rp_next_scan(struct replay *rp);
+/* The key of rp->clients and rp->obs for (conn, group) into key (8 + strlen(group) bytes); its length. */
+size_t rp_client_key(char *key, uint64_t conn, const char *group);
+/* The alive client of (conn, group), or NULL. Borrowed. */
 struct rp_client *rp_find_client(struct replay *rp, uint64_t conn, const char *group);
 struct rp_conn *rp_find_conn(struct replay *rp, uint64_t id);
+/* A pointer array (elements borrowed): append (0 or RMQ_ENOMEM), remove the first p. */
 int rp_ptr_push(void ***arr, size_t *n, size_t *cap, void *p);
 void rp_ptr_remove(void **arr, size_t *n, const void *p);
-struct rp_view *rp_get_view(struct replay *rp, const char *name);
-void rp_flush_notifies(struct replay *rp);
+/* c's inputs may have moved: schedules its next timer tick if none is due. */
 void rp_mark_stale(struct replay *rp, struct rp_client *c);
+/* Whether ts is inside the report window (--from, --to). */
 bool rp_in_window(const struct replay *rp, int64_t ts);
-
-/* replay_own.c */
-char *rp_owners_string(const struct rp_queue *q);
-struct rp_queue *rp_gt_queue(struct rp_gt *gt, const char *broker, int32_t qid);
-int rp_rebalance(struct replay *rp, struct rp_client *c, int kind);
-/* Whether a rebalance now could change what c holds. */
-bool rp_client_stale(struct replay *rp, const struct rp_client *c);
-void rp_client_drop_all(struct replay *rp, struct rp_client *c, const char *why);
-int rp_client_set_topics(struct replay *rp, struct rp_client *c, const struct rmq_consumer_data *cd);
-int rp_route_update(struct replay *rp, const struct trace_event *ev);
-void rp_gt_subscribers(struct replay *rp, struct rp_client *c, int delta);
-void rp_own_free(struct replay *rp);
-void rp_queue_close_all(struct replay *rp, int64_t end);
-struct rp_gt *rp_gt_get(struct replay *rp, const char *group, const char *topic);
-
-/* replay_infer.c */
-/* Sets c's deaf, rebalance_ms and their sources: --client, then the global
- * flags, then what the trace shows, then the defaults. */
-void rp_client_behaviour(struct replay *rp, struct rp_client *c, bool conn_deaf);
-size_t rp_client_key(char *key, uint64_t conn, const char *group);
-void rp_obs_free(struct replay *rp);
-
-/* replay_truth.c */
-/* A holdings line: the client's answer, compared with the model now. */
-int rp_truth_feed(struct replay *rp, const struct trace_event *ev);
-/* End of the trace: closes every round and interval. */
-void rp_truth_finish(struct replay *rp);
-int rp_truth_report(struct replay *rp);
-void rp_truth_free(struct replay *rp);
-
-/* replay_out.c */
-void rp_out_iso(struct replay *rp, struct buf *o, int64_t ts);
-void rp_out_change(struct replay *rp, const struct rp_view *v, const char *group, const char *kind,
-                   const char *cid, uint64_t conn, const struct mship_group *g);
-void rp_out_notify(struct replay *rp, const struct rp_view *v, const char *group, size_t delivered,
-                   size_t deaf);
-void rp_out_alloc(struct replay *rp, const struct rp_client *c, const struct rp_hold *h, const char *reason,
-                  struct rp_queue *const *added, size_t nadded, struct rp_queue *const *removed,
-                  size_t nremoved);
-void rp_out_explain(struct replay *rp, const struct rp_client *c, const struct rp_queue *q, bool took,
-                    const char *reason, const struct allocate_result *res);
-int rp_out_report(struct replay *rp);
-void rp_out_header(struct replay *rp);
-const char *rp_reason_name(int kind);
 
 #endif

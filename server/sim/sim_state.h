@@ -1,4 +1,5 @@
-/* sim.h — `rmqcoord sim`: N simulated Java push consumers (internal header).
+/* sim_state.h — `rmqcoord sim`: N simulated Java push consumers; the state
+ * every file of the sim shares (types only).
  *
  * Design. One thread runs a loop.c reactor. Each simulated client is a
  * small state machine modelled on DefaultMQPushConsumer 4.9.x: route lookup
@@ -11,17 +12,20 @@
  * traffic on one connection when K > 1), as a Java process keys its
  * connections by address.
  *
- * Files: sim_opts.c (flags), sim_client.c (start, routes, heartbeat,
- * timers), sim_balance.c (rebalance rounds), sim_pull.c (process queues:
- * offsets, pulls, persist), sim_inbound.c (NOTIFY, 307, unknown codes),
- * cmd_sim.c (process: loop, signals, output, shutdown); pure parts in
- * sim_body.c, sim_rinfo.c, sim_rebalance.c; connections in rclient.c.
+ * Files: sim_opts.c (flags), sim_client.c (start, routes, the timer's
+ * work), sim_timer.c (the timer's deadline, wakeups), sim_heartbeat.c
+ * (heartbeats), sim_conn.c (a group's connections, requests),
+ * sim_balance.c (rebalance rounds, holdings lines), sim_pull.c (process
+ * queues: offsets, pulls, persist), sim_inbound.c (NOTIFY, 307, unknown
+ * codes), cmd_sim.c (process: loop, signals, output, shutdown); pure parts
+ * in sim_body.c, sim_rinfo.c, sim_rebalance.c; connections in
+ * server/client/remoting_client.c.
  *
  * Ownership: struct sim owns the groups and clients, which live until
  * exit; a client owns its topics and process queues. Loop thread only.
  */
-#ifndef RMQ_SIM_H
-#define RMQ_SIM_H
+#ifndef RMQ_SIM_STATE_H
+#define RMQ_SIM_STATE_H
 
 #include "allocate.h"
 #include "buf.h"
@@ -72,7 +76,6 @@ struct sim_config {
 };
 
 enum sim_reason { SIM_REASON_START, SIM_REASON_NOTIFY, SIM_REASON_TIMER };
-const char *sim_reason_name(enum sim_reason r);
 
 struct sim_client;
 
@@ -96,7 +99,7 @@ struct sim_topic {
     char *name; /* owned */
     bool retry; /* %RETRY%<group> */
     int64_t sub_version;
-    struct sim_route route; /* owned */
+    struct rmq_route_info route; /* owned */
     bool has_route;
     struct allocate_queue *mq_all; /* owned array: the route's sorted subscribe set */
     size_t nmq_all;
@@ -150,52 +153,11 @@ struct sim {
     bool stopping;
     bool unreachable; /* the name server was not reached in time (exit 3) */
     int unregister_waiting;
+    /* The handler of every group connection (sim_inbound.c, set by cmd_sim.c);
+     * sim_group_conn sets ctx to the group. */
+    struct rclient_conn_handler inbound;
     struct buf line; /* output scratch */
     struct sim_stats stats;
 };
-
-/* sim_opts.c: parses argv into cfg (zeroed). 0, 1 for --help (printed), or
- * RMQ_EINVAL (message printed). sim_config_clear frees the arrays. */
-int sim_config_parse(struct sim_config *cfg, int argc, char **argv);
-void sim_config_clear(struct sim_config *cfg);
-
-/* sim_client.c */
-int sim_client_init(struct sim_client *c, struct sim *sim, struct sim_group *grp, const char *id);
-void sim_client_fini(struct sim_client *c);
-int sim_client_start(struct sim_client *c);
-/* Re-arms the client's timer to its earliest deadline. */
-void sim_client_arm(struct sim_client *c);
-/* Request a rebalance round now (coalesced with one in progress). */
-void sim_client_wake(struct sim_client *c, enum sim_reason why);
-/* Whether addr is a broker address in one of the client's routes. */
-bool sim_client_is_broker(const struct sim_client *c, const char *addr);
-/* Heartbeats every broker address the client knows. */
-void sim_client_heartbeat_all(struct sim_client *c);
-/* The group's connection to addr (found or made); NULL on a bad address. */
-struct rclient_conn *sim_group_conn(struct sim_group *g, const char *addr);
-/* A request carrying the configured version and language. */
-void sim_request_init(const struct sim *sim, struct rmq_cmd *cmd, int32_t code);
-
-/* sim_balance.c */
-void sim_balance_start(struct sim_client *c, enum sim_reason why);
-
-/* sim_pull.c */
-struct sim_pq *sim_pq_new(struct sim_client *c, struct sim_topic *t, const char *broker, int32_t queue_id);
-void sim_pq_unref(struct sim_pq *pq);
-/* Starts the offset lookup and then pulling for a new queue. */
-void sim_pq_begin(struct sim_pq *pq);
-/* Drops a queue: persists its offset (oneway) and stops pulling. */
-void sim_pq_drop(struct sim_pq *pq);
-/* Runs offset lookups / pulls whose delay has passed. */
-void sim_pq_run_due(struct sim_client *c, int64_t now);
-/* Oneway UPDATE_CONSUMER_OFFSET for every held queue (persist timer). */
-void sim_pq_persist_all(struct sim_client *c);
-
-/* sim_inbound.c: requests the broker sends on a group's connection. */
-void sim_inbound_request(void *ctx, struct rclient_conn *conn, const struct rmq_cmd *req);
-void sim_inbound_up(void *ctx, struct rclient_conn *conn, bool reconnected);
-
-/* cmd_sim.c: prints a holdings line for client c's topic t. */
-void sim_emit_holdings(struct sim_client *c, const struct sim_topic *t, enum sim_reason why);
 
 #endif
