@@ -133,3 +133,18 @@ int net_accept(int lfd, char *peer, size_t peerlen)
     format_addr(&ss, peer, peerlen, NULL);
     return fd;
 }
+
+int net_connect(const struct sockaddr *sa, socklen_t salen)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* latency, not required */
+    if (connect(fd, sa, salen) != 0 && errno != EINPROGRESS) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
