@@ -356,8 +356,8 @@ static bool connect_done_now(int fd)
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int err = 0;
     socklen_t len = sizeof err;
-    return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
-           err == 0;
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
 }
 
 /* A broken connection's socket is being freed: its queued output dropped,

@@ -81,6 +81,7 @@ int conn_set_new(struct loop *loop, const struct conn_set_options *opt, struct c
     if (!s->opt.read_budget)
         s->opt.read_budget = READ_BUDGET;
     assert(s->opt.on_frame);
+    conn_set_sanity(s);
     *out = s;
     return RMQ_OK;
 }

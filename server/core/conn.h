@@ -28,7 +28,7 @@ struct conn_set;
 
 struct conn {
     int fd;
-    uint64_t id;   /* unique across restarts (the store's channel id) */
+    uint64_t id;   /* the owner's: for accepted ones unique across restarts (the store's channel id) */
     char peer[64]; /* "ip:port" */
     int64_t opened_ms;
     int64_t last_frame_ms; /* loop clock of the last decoded frame (idle detection) */

@@ -260,8 +260,7 @@ static bool both_ways_steps(struct fx *f)
         assert_int_equal(conn_set_count(f->accept.set), 0);
         f->phase++;
         return false;
-    default:
-        return ++f->turns > 20;
+    default: return ++f->turns > 20;
     }
 }
 
@@ -293,9 +292,9 @@ static void test_try_send_over_limit(void **state)
 {
     struct fx *f = *state;
     struct conn *c = NULL;
-    assert_int_equal(
-        conn_set_dial(f->dial.set, (struct sockaddr *)&f->sa, sizeof f->sa, 1, "acceptor", loop_now_ms(f->l), &c),
-        0);
+    assert_int_equal(conn_set_dial(f->dial.set, (struct sockaddr *)&f->sa, sizeof f->sa, 1, "acceptor",
+                                   loop_now_ms(f->l), &c),
+                     0);
     struct rmq_cmd req;
     rmq_cmd_init_request(&req, CODE_PING, 1, 0);
     size_t big = (1 << 20) + 1;
