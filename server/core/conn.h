@@ -114,8 +114,9 @@ int conn_set_dial(struct conn_set *s, const struct sockaddr *sa, socklen_t salen
 int conn_send(struct conn *c, const struct rmq_cmd *cmd);
 /* Encodes cmd and queues it, or, when it does not fit (RMQ_E2BIG) or cannot
  * be encoded, leaves the output as it was and returns the error: the
- * connection stays open and the caller may try again later. RMQ_ESTATE
- * when c is closing. */
+ * connection stays open (unless a global budget of the set is exceeded,
+ * as with conn_send) and the caller may try again later. RMQ_ESTATE when
+ * c is closing. */
 int conn_try_send(struct conn *c, const struct rmq_cmd *cmd);
 /* Queues pre-encoded frame bytes (e.g. one NOTIFY shared by many). */
 int conn_send_bytes(struct conn *c, const uint8_t *p, size_t n);
