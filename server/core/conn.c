@@ -33,6 +33,23 @@ struct conn_set {
     struct conn_budget_stats budget; /* bytes held now, closes at a budget */
 };
 
+/* The invariants of c alone, O(1): asserted at the end of every mutator of
+ * one connection (the set-wide conn_set_sanity walks, so it runs at the
+ * end of the set's own mutators, once or so per loop turn). */
+static void conn_check(const struct conn *c)
+{
+    const struct conn_set *s = c->set;
+    assert(s && c->fd >= 0 && s->count > 0);
+    assert(c->prev ? c->prev->next == c : s->all == c);
+    assert(!c->next || c->next->prev == c);
+    assert(!c->connecting || (c->dialed && c->write_armed));
+    assert(!c->bulk || !c->dialed);
+    assert(c->out_counted == buf_live(&c->out));
+    assert(c->out_counted <= s->budget.output_bytes && c->in_counted <= s->budget.input_bytes);
+    assert(!c->closing || c->close_reason[0]);
+    (void)s;
+}
+
 /* A connection holding less than this is never closed for a global budget:
  * the budget is spent by the big holders (a client that stopped reading, a
  * peer stalling a huge frame), not by the ones that happen to come next. */
@@ -123,7 +140,7 @@ void conn_close_async(struct conn *c, const char *reason)
     snprintf(c->close_reason, sizeof c->close_reason, "%s", reason);
     c->next_close = c->set->close_head;
     c->set->close_head = c;
-    conn_set_sanity(c->set);
+    conn_check(c);
 }
 
 /* Closes c for a failed socket call: "<what> error: <why>" on an accepted
@@ -142,7 +159,7 @@ void conn_drop_output(struct conn *c)
 {
     buf_reset(&c->out);
     account(c);
-    conn_set_sanity(c->set);
+    conn_check(c);
 }
 
 /* After bytes were appended to c->out: counts them against the budget
@@ -153,7 +170,7 @@ static int queued(struct conn *c)
     if (over_budget(c))
         return RMQ_E2BIG;
     queue_flush(c);
-    conn_set_sanity(c->set);
+    conn_check(c);
     return RMQ_OK;
 }
 
@@ -354,7 +371,7 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
     if (c->connecting) {
         if (events & (LOOP_WRITE | LOOP_ERROR))
             finish_connect(c);
-        conn_set_sanity(c->set);
+        conn_check(c);
         return;
     }
     if (events & LOOP_WRITE) {
@@ -372,7 +389,7 @@ static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
         if (!c->closing)
             classify(c);
     }
-    conn_set_sanity(c->set);
+    conn_check(c);
 }
 
 /* Makes fd a connection of s, watched for events (plus writability while

@@ -140,8 +140,10 @@ struct conn *conn_set_first(struct conn_set *s);
 /* Assert-only check of the set's invariants: every conn once in the list
  * of all, the closing ones (and only they) in the reap list, the flush
  * list and the flags agreeing, the budget totals equal to the buffers,
- * the dialed/connecting flags consistent. Walks every conn only while the
- * set is small, so debug builds stay linear. No-op under NDEBUG. */
+ * the dialed/connecting flags consistent. Asserted at the end of the set's
+ * mutators (new, adopt, dial, flush, reap); those of one connection check
+ * that connection's own invariants. Walks every conn only while the set is
+ * small, so debug builds stay linear. No-op under NDEBUG. */
 void conn_set_sanity(const struct conn_set *s);
 
 #endif
