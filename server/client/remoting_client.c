@@ -1,37 +1,39 @@
-/* remoting_client.c — see remoting_client.h. Loop thread only. */
+/* remoting_client.c — see remoting_client.h. Loop thread only.
+ *
+ * The sockets are core conns: a conn_set of dialed connections does the
+ * connect, the frame decoding, the output queue and its flush, and frees a
+ * closed socket in conn_set_reap. This file adds what only a client has:
+ * addresses, the reconnect backoff, matching responses to requests (a
+ * pending_table keyed by rclient_conn) and the owner's callbacks. */
 #include "remoting_client.h"
-#include "net.h"
 
-#include "buf.h"
+#include "conn.h"
 #include "err.h"
-#include "hashmap.h"
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
+#include "pending.h"
 #include "remoting_frame.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 /* How much one readable event may read before other connections get a turn. */
 #define READ_BUDGET (1u << 20)
 
-enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_UP };
-
-struct pending {
-    int32_t opaque;
+/* One request waiting for its response: the pending table's ctx, freed by
+ * on_pending. */
+struct rreq {
+    struct rclient_conn *c;
     unsigned flags;
-    int64_t deadline;
+    bool withdrawn; /* its frame could not be queued: dropped without a word */
     rclient_reply_cb cb;
     void *ctx;
-    struct pending *prev, *next;
 };
 
 struct rclient_conn {
@@ -41,35 +43,41 @@ struct rclient_conn {
     socklen_t salen;
     struct rclient_conn_handler h;
     int32_t *opaque;
-    int fd;
-    enum conn_state state;
-    bool wanted;  /* used at least once: keep it connected */
-    bool ever_up; /* a later set-up is a reconnect */
-    bool write_armed;
-    bool in_work;  /* on the before-sleep work list */
-    bool broken;   /* torn down before sleep */
-    bool closing;  /* closed by its owner: freed before sleep */
-    bool reap;     /* closed and flushed: freed by reap_closed */
-    bool up_news;  /* on_up still to be told (never from inside a send) */
-    char why[224]; /* reason for the pending teardown */
+    /* The socket while connecting or up (owned by net->conns, freed in its
+     * reap); NULL while down. Closing (link->closing) without c->closing:
+     * broken, torn down in on_link_close. */
+    struct conn *link;
+    bool wanted;         /* used at least once: keep it connected */
+    bool ever_up;        /* a later set-up is a reconnect */
+    bool in_work;        /* on the before-sleep work list */
+    bool closing;        /* closed by its owner: freed before sleep */
+    bool flush_on_close; /* the owner's close: what the socket takes is still sent */
+    bool reap;           /* closed: freed by reap_closed */
+    bool up_news;        /* on_up still to be told (never from inside a send) */
     int64_t retry_at;
     int64_t backoff_ms;
-    struct rmq_frame_decoder dec;
-    struct buf out;
-    struct hashmap pending; /* opaque (4 bytes) -> struct pending */
-    struct pending *plist;  /* the same entries, for deadline sweeps */
-    size_t npending;
     struct rclient_conn *next;      /* all connections */
-    struct rclient_conn *next_work; /* dirty or broken, handled before sleep */
+    struct rclient_conn *next_work; /* news or closes, handled before sleep */
 };
 
 struct rclient {
     struct loop *loop;
+    struct conn_set *conns;
+    struct pending_table pending; /* (rclient_conn, opaque) -> struct rreq */
+    /* What a request that ends without a response hears (set around
+     * pending_expire / pending_drop_conn / pending_free). */
+    int fail_status;
+    bool freeing;
     struct rclient_conn *all;
     struct rclient_conn *work;
     size_t nreap; /* connections marked for reap_closed */
+    uint64_t next_id;
     struct rclient_stats stats;
 };
+
+static void on_link_frame(void *ctx, struct conn *link, struct rmq_cmd *cmd);
+static void on_link_open(void *ctx, struct conn *link);
+static void on_link_close(void *ctx, struct conn *link);
 
 int rclient_new(struct loop *l, struct rclient **out)
 {
@@ -77,6 +85,21 @@ int rclient_new(struct loop *l, struct rclient **out)
     if (!n)
         return RMQ_ENOMEM;
     n->loop = l;
+    struct conn_set_options opt = {
+        .max_frame = RMQ_FRAME_MAX_DEFAULT,
+        .max_output = RCLIENT_MAX_OUTPUT,
+        .read_budget = READ_BUDGET,
+        .defer_output = true, /* written before the loop sleeps */
+        .on_frame = on_link_frame,
+        .on_close = on_link_close,
+        .on_open = on_link_open,
+        .ctx = n,
+    };
+    if (conn_set_new(l, &opt, &n->conns) != 0 || pending_init(&n->pending, n, RCLIENT_MAX_PENDING) != 0) {
+        conn_set_free(n->conns);
+        rmq_free(n);
+        return RMQ_ENOMEM;
+    }
     *out = n;
     return RMQ_OK;
 }
@@ -90,13 +113,12 @@ static void queue_work(struct rclient_conn *c)
     c->net->work = c;
 }
 
+/* Closes the socket for a failure; it is torn down in the next reap. The
+ * first reason wins; nothing happens while down. */
 static void mark_broken(struct rclient_conn *c, const char *why)
 {
-    if (c->broken || c->state == CONN_DOWN)
-        return;
-    c->broken = true;
-    queue_work(c);
-    snprintf(c->why, sizeof c->why, "%s", why);
+    if (c->link && !c->link->closing)
+        conn_close_async(c->link, why);
 }
 
 /* Parses "host:port" / "[v6]:port" into c->sa. A host name is resolved
@@ -119,6 +141,7 @@ static int parse_addr(struct rclient_conn *c, const char *addr)
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
         return RMQ_EINVAL;
+    assert(res->ai_addrlen <= sizeof c->sa);
     memcpy(&c->sa, res->ai_addr, res->ai_addrlen);
     c->salen = res->ai_addrlen;
     freeaddrinfo(res);
@@ -128,6 +151,7 @@ static int parse_addr(struct rclient_conn *c, const char *addr)
 int rclient_conn_new(struct rclient *n, const char *addr, const struct rclient_conn_handler *h,
                      int32_t *opaque, struct rclient_conn **out)
 {
+    assert(!n->freeing && opaque);
     if (strlen(addr) >= sizeof((struct rclient_conn *)0)->addr)
         return RMQ_EINVAL;
     struct rclient_conn *c = rmq_calloc(1, sizeof *c);
@@ -141,11 +165,7 @@ int rclient_conn_new(struct rclient *n, const char *addr, const struct rclient_c
     c->net = n;
     c->h = *h;
     c->opaque = opaque;
-    c->fd = -1;
     c->backoff_ms = RCLIENT_BACKOFF_MIN_MS;
-    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT, 0);
-    buf_init(&c->out, RCLIENT_MAX_OUTPUT);
-    hashmap_init(&c->pending);
     c->next = n->all;
     n->all = c;
     *out = c;
@@ -157,106 +177,80 @@ const char *rclient_conn_addr(const struct rclient_conn *c)
     return c->addr;
 }
 
-static void unlink_pending(struct rclient_conn *c, struct pending *p)
+/* Fails every request pending on c with status (none of them sees a
+ * response now). */
+static void fail_pending(struct rclient_conn *c, int status)
 {
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        c->plist = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    c->npending--;
+    assert(status < 0);
+    struct rclient *n = c->net;
+    int saved = n->fail_status;
+    n->fail_status = status;
+    (void)pending_drop_conn(&n->pending, c);
+    n->fail_status = saved;
+    assert(pending_count_conn(&n->pending, c) == 0 || !c->closing);
 }
 
-/* Fails every pending request with status. The table is emptied first, so
- * a callback that sends again sees a consistent (down) connection. */
-static void fail_all(struct rclient_conn *c, int status)
+/* The pending table's callback: the owner hears the outcome once. */
+static void on_pending(void *owner, void *ctx, const struct rmq_cmd *resp)
 {
-    struct pending *p = c->plist;
-    c->plist = NULL;
-    c->npending = 0;
-    hashmap_free(&c->pending, NULL);
-    hashmap_init(&c->pending);
-    while (p) {
-        struct pending *next = p->next;
-        p->cb(p->ctx, status, NULL);
-        rmq_free(p);
-        p = next;
+    struct rclient *n = owner;
+    struct rreq *r = ctx;
+    struct rclient_conn *c = r->c;
+    if (r->withdrawn) {
+        rmq_free(r);
+        return;
     }
+    int status = 0;
+    if (resp) {
+        n->stats.responses++;
+    } else {
+        status = n->fail_status;
+        assert(status < 0);
+        if (status == -ETIMEDOUT && c->closing) {
+            status = -ECANCELED; /* closed already: cancelled, not late */
+        } else if (status == -ETIMEDOUT) {
+            n->stats.timeouts++;
+            if (r->flags & SIM_REQ_SYNC)
+                mark_broken(c, "a request timed out (the Java client closes the socket)");
+        }
+    }
+    rclient_reply_cb cb = r->cb;
+    void *cb_ctx = r->ctx;
+    rmq_free(r);
+    cb(cb_ctx, status, resp);
 }
 
-/* Closes the socket and schedules the next attempt; no callbacks. */
-static void close_socket(struct rclient_conn *c)
+/* Schedules the next connect attempt, doubling the backoff. */
+static void schedule_retry(struct rclient_conn *c)
 {
-    if (c->fd >= 0) {
-        loop_del_fd(c->net->loop, c->fd);
-        close(c->fd);
-    }
-    c->fd = -1;
-    c->state = CONN_DOWN;
-    c->write_armed = false;
-    rmq_frame_decoder_free(&c->dec);
-    rmq_frame_decoder_init(&c->dec, RMQ_FRAME_MAX_DEFAULT, 0);
-    buf_reset(&c->out);
     c->retry_at = loop_now_ms(c->net->loop) + c->backoff_ms;
     c->backoff_ms = c->backoff_ms * 2 > RCLIENT_BACKOFF_MAX_MS ? RCLIENT_BACKOFF_MAX_MS : c->backoff_ms * 2;
+    assert(c->backoff_ms >= RCLIENT_BACKOFF_MIN_MS && c->backoff_ms <= RCLIENT_BACKOFF_MAX_MS);
 }
 
-static void on_event(struct loop *l, int fd, uint32_t events, void *ctx);
-
-/* Connected: queued output goes out and the owner hears of it before the
- * loop sleeps (this may run inside a send, where a callback must not). */
-static void became_up(struct rclient_conn *c)
-{
-    c->state = CONN_UP;
-    c->up_news = true;
-    c->net->stats.connects++;
-    queue_work(c);
-}
-
-/* Starts a non-blocking connect. 0 (connecting or up) or -errno. */
-static int start_connect(struct rclient_conn *c)
-{
-    int fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int one = 1;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* latency, not required */
-    int rc = connect(fd, (struct sockaddr *)&c->sa, c->salen);
-    if (rc != 0 && errno != EINPROGRESS) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    int lrc = loop_add_fd(c->net->loop, fd, LOOP_READ | LOOP_WRITE, on_event, c);
-    if (lrc != 0) {
-        close(fd);
-        return lrc;
-    }
-    c->fd = fd;
-    c->write_armed = true;
-    c->state = CONN_CONNECTING;
-    if (rc == 0)
-        became_up(c);
-    return RMQ_OK;
-}
-
-/* Makes sure a send can be queued: connects when down and allowed. */
+/* Makes sure a send can be queued: connects when down and allowed. 0
+ * (connecting or up) or a negative code. */
 static int ensure_open(struct rclient_conn *c)
 {
     c->wanted = true;
-    if (c->broken || c->closing)
+    if (c->closing || (c->link && c->link->closing))
         return -ENOTCONN;
-    if (c->state != CONN_DOWN)
+    if (c->link)
         return RMQ_OK;
-    if (loop_now_ms(c->net->loop) < c->retry_at)
+    struct rclient *n = c->net;
+    if (loop_now_ms(n->loop) < c->retry_at)
         return -ENOTCONN;
-    int rc = start_connect(c);
+    int rc = conn_set_dial(n->conns, (const struct sockaddr *)&c->sa, c->salen, ++n->next_id, c->addr,
+                           loop_now_ms(n->loop), &c->link);
     if (rc != 0) {
+        c->link = NULL;
         log_debug("sim: connect %s failed: %s", c->addr, rmq_strerror(rc));
-        close_socket(c);
+        schedule_retry(c);
+        return rc;
     }
-    return rc;
+    assert(c->link->dialed && c->link->connecting);
+    c->link->user = c;
+    return RMQ_OK;
 }
 
 static int queue_frame(struct rclient_conn *c, const struct rmq_cmd *cmd)
@@ -264,43 +258,39 @@ static int queue_frame(struct rclient_conn *c, const struct rmq_cmd *cmd)
     int rc = ensure_open(c);
     if (rc != 0)
         return rc;
-    size_t before = buf_live(&c->out);
-    rc = rmq_frame_encode(cmd, &c->out);
-    if (rc != 0) {
-        c->out.len = c->out.pos + before; /* keep the stream frame-aligned */
+    rc = conn_try_send(c->link, cmd);
+    if (rc != 0)
         return rc;
-    }
     c->net->stats.requests += !rmq_cmd_is_response(cmd);
-    if (c->state == CONN_UP)
-        queue_work(c);
     return RMQ_OK;
 }
 
 int rclient_conn_request(struct rclient_conn *c, struct rmq_cmd *req, int64_t timeout_ms, unsigned flags,
                          rclient_reply_cb cb, void *ctx)
 {
-    if (c->npending >= RCLIENT_MAX_PENDING)
+    assert(cb);
+    struct rclient *n = c->net;
+    if (pending_count_conn(&n->pending, c) >= RCLIENT_MAX_PENDING)
         return RMQ_E2BIG;
-    struct pending *p = rmq_calloc(1, sizeof *p);
-    if (!p)
+    struct rreq *r = rmq_calloc(1, sizeof *r);
+    if (!r)
         return RMQ_ENOMEM;
     req->opaque = (int32_t)(uint32_t)(*c->opaque)++; /* wraps like Java's int counter */
     req->flag &= ~(RMQ_FLAG_RESPONSE | RMQ_FLAG_ONEWAY);
-    *p = (struct pending){.opaque = req->opaque, .flags = flags, .cb = cb, .ctx = ctx};
-    p->deadline = loop_now_ms(c->net->loop) + timeout_ms;
-    int rc = hashmap_put(&c->pending, &p->opaque, sizeof p->opaque, p, NULL);
-    if (rc == 0 && (rc = queue_frame(c, req)) != 0)
-        (void)hashmap_remove(&c->pending, &p->opaque, sizeof p->opaque);
+    *r = (struct rreq){.c = c, .flags = flags, .cb = cb, .ctx = ctx};
+    int rc = pending_add(&n->pending, c, req->opaque, loop_now_ms(n->loop) + timeout_ms, on_pending, r);
     if (rc != 0) {
-        rmq_free(p);
+        rmq_free(r);
         return rc;
     }
-    p->next = c->plist;
-    if (c->plist)
-        c->plist->prev = p;
-    c->plist = p;
-    c->npending++;
-    return RMQ_OK;
+    rc = queue_frame(c, req);
+    if (rc != 0) {
+        r->withdrawn = true; /* the table frees it, and cb never runs */
+        bool found = pending_complete(&n->pending, c, req->opaque, NULL);
+        assert(found);
+        (void)found;
+    }
+    return rc;
 }
 
 int rclient_conn_oneway(struct rclient_conn *c, struct rmq_cmd *req)
@@ -312,6 +302,7 @@ int rclient_conn_oneway(struct rclient_conn *c, struct rmq_cmd *req)
 
 int rclient_conn_reply(struct rclient_conn *c, const struct rmq_cmd *resp)
 {
+    assert(rmq_cmd_is_response(resp));
     return queue_frame(c, resp);
 }
 
@@ -325,178 +316,89 @@ void rclient_conn_close(struct rclient_conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    if (c->link && !c->link->closing) {
+        c->flush_on_close = true;
+        conn_close_async(c->link, "closed by its owner");
+    }
     queue_work(c);
 }
 
-static void on_response(struct rclient_conn *c, const struct rmq_cmd *cmd)
+static void on_link_frame(void *ctx, struct conn *link, struct rmq_cmd *cmd)
 {
-    struct pending *p = hashmap_remove(&c->pending, &cmd->opaque, sizeof cmd->opaque);
-    if (!p) {
-        log_debug("sim: %s: unmatched response opaque %d dropped", c->addr, cmd->opaque);
-        return;
-    }
-    unlink_pending(c, p);
-    c->net->stats.responses++;
-    p->cb(p->ctx, 0, cmd);
-    rmq_free(p);
-}
-
-/* Decodes and hands out every complete frame. */
-static void dispatch_frames(struct rclient_conn *c)
-{
-    while (!c->broken && !c->closing) {
-        struct rmq_cmd cmd;
-        rmq_cmd_init(&cmd);
-        int rc = rmq_frame_decoder_next(&c->dec, &cmd);
-        if (rc == RMQ_EAGAIN)
-            return;
-        if (rc != 0) {
-            char why[200];
-            snprintf(why, sizeof why, "bad frame: %s", c->dec.error[0] ? c->dec.error : rmq_strerror(rc));
-            mark_broken(c, why);
-            rmq_cmd_clear(&cmd);
-            return;
-        }
-        c->backoff_ms = RCLIENT_BACKOFF_MIN_MS; /* the peer talks: the link is healthy */
-        if (rmq_cmd_is_response(&cmd))
-            on_response(c, &cmd);
-        else if (c->h.on_request)
-            c->h.on_request(c->h.ctx, c, &cmd);
-        rmq_cmd_clear(&cmd);
+    struct rclient *n = ctx;
+    struct rclient_conn *c = link->user;
+    assert(c && c->link == link && !c->closing && c->net == n);
+    c->backoff_ms = RCLIENT_BACKOFF_MIN_MS; /* the peer talks: the link is healthy */
+    if (rmq_cmd_is_response(cmd)) {
+        if (!pending_complete(&n->pending, c, cmd->opaque, cmd))
+            log_debug("sim: %s: unmatched response opaque %d dropped", c->addr, cmd->opaque);
+    } else if (c->h.on_request) {
+        c->h.on_request(c->h.ctx, c, cmd);
     }
 }
 
-static int feed(void *ctx, const uint8_t *p, size_t n)
+/* Connected: the owner hears of it before the loop sleeps, when queued
+ * output goes out too. */
+static void on_link_open(void *ctx, struct conn *link)
 {
-    struct rclient_conn *c = ctx;
-    if (rmq_frame_decoder_feed(&c->dec, p, n) != 0) {
-        mark_broken(c, "out of memory");
-        return RMQ_ENOMEM;
-    }
-    dispatch_frames(c);
-    return c->broken || c->closing ? RMQ_ESTATE : 0;
-}
-
-static void on_readable(struct rclient_conn *c)
-{
-    if (c->broken)
-        return;
-    int rc = net_read_into(c->fd, READ_BUDGET, feed, c);
-    if (rc == 1)
-        mark_broken(c, "peer closed the connection");
-    else if (rc < 0 && rc != -EAGAIN && rc > RMQ_EAGAIN)
-        mark_broken(c, strerror(-rc));
-}
-
-/* Writes queued output: 0 when drained, RMQ_EAGAIN when the socket is full. */
-static int write_out(struct rclient_conn *c)
-{
-    int rc = net_write_buf(c->fd, &c->out);
-    if (rc == 0)
-        return RMQ_OK;
-    if (rc == -EAGAIN)
-        return RMQ_EAGAIN;
-    mark_broken(c, strerror(-rc));
-    return RMQ_EIO;
-}
-
-static void set_write_interest(struct rclient_conn *c, bool want)
-{
-    if (c->write_armed == want)
-        return;
-    if (loop_mod_fd(c->net->loop, c->fd, LOOP_READ | (want ? LOOP_WRITE : 0)) == 0)
-        c->write_armed = want;
-    else
-        mark_broken(c, "epoll modify failed");
-}
-
-/* The connect finished (writable or error): up, or broken with the reason. */
-static void finish_connect(struct rclient_conn *c)
-{
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-        err = errno;
-    if (err != 0) {
-        mark_broken(c, strerror(err));
-        return;
-    }
-    set_write_interest(c, false);
-    became_up(c);
-}
-
-static void on_event(struct loop *l, int fd, uint32_t events, void *ctx)
-{
-    (void)l;
-    (void)fd;
-    struct rclient_conn *c = ctx;
-    if (c->broken || c->closing)
-        return;
-    if (c->state == CONN_CONNECTING) {
-        if (events & (LOOP_WRITE | LOOP_ERROR))
-            finish_connect(c);
-        return;
-    }
-    if ((events & LOOP_WRITE) && write_out(c) == RMQ_OK)
-        set_write_interest(c, false);
-    if (events & LOOP_READ)
-        on_readable(c);
-}
-
-/* Tears a broken connection down: socket closed, requests failed, the
- * owner told (unless a failed request's callback closed it meanwhile). */
-static void teardown(struct rclient_conn *c)
-{
-    bool was_up = c->state == CONN_UP;
-    if (c->h.on_down)
-        log_debug("sim: connection to %s lost: %s", c->addr, c->why);
-    else
-        log_info("sim: connection to %s lost: %s", c->addr, c->why);
-    c->net->stats.disconnects++;
-    close_socket(c);
-    c->broken = false;
-    c->up_news = false;
-    fail_all(c, -ECONNRESET);
-    if (c->h.on_down && !c->closing)
-        c->h.on_down(c->h.ctx, c, was_up, c->why);
+    struct rclient *n = ctx;
+    struct rclient_conn *c = link->user;
+    assert(c && c->link == link && !link->connecting);
+    c->up_news = true;
+    n->stats.connects++;
+    queue_work(c);
 }
 
 /* Whether a connect in progress has completed by now, without waiting (on
  * loopback the kernel finishes it inside connect()). */
-static bool connect_done_now(const struct rclient_conn *c)
+static bool connect_done_now(int fd)
 {
-    struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
     int err = 0;
     socklen_t len = sizeof err;
     return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) &&
-           getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
 }
 
-/* Closes the socket, fails what is pending with status and frees c (not
- * unlinked here). */
-static void destroy(struct rclient_conn *c, int status)
+/* A broken connection's socket is being freed: its queued output dropped,
+ * the next attempt scheduled, its requests failed, the owner told (unless
+ * a failed request's callback closed it meanwhile). */
+static void teardown(struct rclient_conn *c, struct conn *link)
 {
-    close_socket(c);
-    fail_all(c, status);
-    rmq_frame_decoder_free(&c->dec);
-    buf_free(&c->out);
-    rmq_free(c);
+    bool was_up = !link->connecting;
+    char why[sizeof link->close_reason];
+    snprintf(why, sizeof why, "%s", link->close_reason);
+    if (c->h.on_down)
+        log_debug("sim: connection to %s lost: %s", c->addr, why);
+    else
+        log_info("sim: connection to %s lost: %s", c->addr, why);
+    c->net->stats.disconnects++;
+    conn_drop_output(link);
+    schedule_retry(c);
+    c->up_news = false;
+    fail_pending(c, -ECONNRESET);
+    if (c->h.on_down && !c->closing)
+        c->h.on_down(c->h.ctx, c, was_up, why);
 }
 
-/* Sends what the socket takes of a closed connection's output, as a socket
- * closed at that moment would, and marks it for reap_closed. It stays
- * marked as on the work list, so nothing queues it again. */
-static void flush_closed(struct rclient_conn *c)
+/* The conn_set frees link (its reap, or the set's end). */
+static void on_link_close(void *ctx, struct conn *link)
 {
-    c->in_work = true;
-    c->reap = true;
-    c->net->nreap++;
-    if (c->state == CONN_CONNECTING && !c->broken && connect_done_now(c)) {
-        c->state = CONN_UP;
-        c->net->stats.connects++;
+    struct rclient *n = ctx;
+    struct rclient_conn *c = link->user;
+    assert(c && c->link == link && link->closing);
+    c->link = NULL;
+    link->user = NULL;
+    if (!c->closing) {
+        teardown(c, link);
+        return;
     }
-    if (c->state == CONN_UP && !c->broken)
-        (void)net_write_buf(c->fd, &c->out);
+    /* The owner's close sends what the socket takes, as a socket closed at
+     * that moment would; a broken one, or the client's end, sends nothing. */
+    if (!c->flush_on_close || n->freeing)
+        conn_drop_output(link);
+    else if (link->connecting && connect_done_now(link->fd))
+        n->stats.connects++;
 }
 
 /* Frees the closed connections: all of them off the list first, then their
@@ -516,18 +418,22 @@ static void reap_closed(struct rclient *n)
         dead = c;
         n->nreap--;
     }
+    assert(n->nreap == 0);
     while (dead) {
         struct rclient_conn *c = dead;
         dead = c->next;
-        destroy(c, -ECANCELED);
+        assert(c->closing && !c->link);
+        fail_pending(c, -ECANCELED);
+        rmq_free(c);
     }
 }
 
 void rclient_before_sleep(struct rclient *n)
 {
-    /* Callbacks run by teardown may queue more work: loop until quiet, each
-     * pass handling what the previous one queued. */
-    for (int pass = 0; n->work && pass < 8; pass++) {
+    /* Callbacks (on_up, a failed request's, on_down) may queue more work:
+     * loop until quiet, each pass handling what the previous one queued. */
+    for (int pass = 0; pass < 8; pass++) {
+        bool busy = n->work != NULL;
         struct rclient_conn *c = n->work;
         n->work = NULL;
         while (c) {
@@ -535,72 +441,51 @@ void rclient_before_sleep(struct rclient *n)
             c->in_work = false;
             c->next_work = NULL;
             if (c->closing) {
-                flush_closed(c);
-                c = next;
-                continue;
-            }
-            if (!c->broken && c->up_news) {
+                /* Its socket is already closing (rclient_conn_close); it
+                 * stays marked as on the work list, so nothing queues it
+                 * again. */
+                assert(!c->link || c->link->closing);
+                c->in_work = true;
+                c->reap = true;
+                n->nreap++;
+            } else if (c->up_news && c->link && !c->link->closing) {
                 bool again = c->ever_up;
                 c->up_news = false;
                 c->ever_up = true;
                 if (c->h.on_up)
                     c->h.on_up(c->h.ctx, c, again);
             }
-            if (c->broken)
-                teardown(c);
-            else if (c->state == CONN_UP && !c->write_armed)
-                set_write_interest(c, write_out(c) == RMQ_EAGAIN);
             c = next;
         }
-        if (n->nreap)
+        busy = conn_set_reap(n->conns) > 0 || busy;
+        if (n->nreap) {
             reap_closed(n);
+            busy = true;
+        }
+        if (!busy)
+            break;
     }
-}
-
-/* Takes every request past its deadline off the table first, then runs
- * their callbacks, which may send again. */
-static void expire(struct rclient_conn *c, int64_t now)
-{
-    struct pending *expired = NULL;
-    for (struct pending *p = c->plist, *next; p; p = next) {
-        next = p->next;
-        if (p->deadline > now)
-            continue;
-        (void)hashmap_remove(&c->pending, &p->opaque, sizeof p->opaque);
-        unlink_pending(c, p);
-        p->next = expired;
-        expired = p;
-    }
-    while (expired) {
-        struct pending *p = expired;
-        expired = p->next;
-        c->net->stats.timeouts++;
-        if (p->flags & SIM_REQ_SYNC)
-            mark_broken(c, "a request timed out (the Java client closes the socket)");
-        p->cb(p->ctx, -ETIMEDOUT, NULL);
-        rmq_free(p);
-    }
+    conn_set_flush(n->conns);
 }
 
 void rclient_tick(struct rclient *n)
 {
     int64_t now = loop_now_ms(n->loop);
+    int saved = n->fail_status;
+    n->fail_status = -ETIMEDOUT;
+    (void)pending_expire(&n->pending, now);
+    n->fail_status = saved;
     for (struct rclient_conn *c = n->all; c; c = c->next) {
-        if (c->closing)
+        if (c->closing || c->link || !c->wanted || now < c->retry_at)
             continue;
-        expire(c, now);
-        if (c->state == CONN_DOWN && !c->broken && !c->closing && c->wanted && now >= c->retry_at &&
-            ensure_open(c) != 0)
+        if (ensure_open(c) != 0)
             log_debug("sim: reconnect to %s failed; next try in %lld ms", c->addr, (long long)c->backoff_ms);
     }
 }
 
 size_t rclient_pending(const struct rclient *n)
 {
-    size_t total = 0;
-    for (const struct rclient_conn *c = n->all; c; c = c->next)
-        total += c->npending;
-    return total;
+    return pending_count(&n->pending);
 }
 
 const struct rclient_stats *rclient_stats(const struct rclient *n)
@@ -612,11 +497,18 @@ void rclient_free(struct rclient *n)
 {
     if (!n)
         return;
+    n->freeing = true;
+    for (struct rclient_conn *c = n->all; c; c = c->next)
+        c->closing = true; /* a failed request's callback cannot reopen it */
+    conn_set_free(n->conns);
     while (n->all) {
         struct rclient_conn *c = n->all;
         n->all = c->next;
-        c->closing = true; /* a failed request's callback cannot reopen it */
-        destroy(c, RMQ_ESTATE);
+        assert(!c->link);
+        fail_pending(c, RMQ_ESTATE);
+        rmq_free(c);
     }
+    n->fail_status = RMQ_ESTATE;
+    pending_free(&n->pending);
     rmq_free(n);
 }

@@ -11,7 +11,9 @@
  * to requests by opaque, expires requests that outlive their timeout, and
  * reconnects with a bounded exponential backoff after the peer closes,
  * unless its owner closes it (rclient_conn_close). It knows frames and
- * opaques, not request codes.
+ * opaques, not request codes. The sockets are core's dialed conns (conn.h:
+ * the same decoder, output queue, flush and reap as accepted ones), the
+ * requests waiting for a reply a core pending table (pending.h).
  *
  * Callbacks: a reply callback runs exactly once for every request that was
  * accepted (rclient_conn_request returned 0): with the response, or with a

@@ -6,6 +6,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -76,6 +77,7 @@ static void free_dead(struct loop *l)
 {
     while (l->dead) {
         struct watch *w = l->dead;
+        assert(w->dead);
         l->dead = w->next_dead;
         rmq_free(w);
     }
@@ -108,6 +110,7 @@ static int set_of(const struct loop *l, const struct watch *w)
 
 int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ctx)
 {
+    assert(cb);
     if (fd < 0)
         return RMQ_EINVAL;
     size_t old = l->by_fd_cap;
@@ -130,6 +133,7 @@ int loop_add_fd(struct loop *l, int fd, uint32_t events, loop_fd_cb cb, void *ct
         return e;
     }
     l->by_fd[fd] = w;
+    assert(!w->bulk && (size_t)fd < l->by_fd_cap);
     return RMQ_OK;
 }
 
@@ -138,6 +142,7 @@ int loop_mod_fd(struct loop *l, int fd, uint32_t events)
     if (fd < 0 || (size_t)fd >= l->by_fd_cap || !l->by_fd[fd])
         return RMQ_ENOTFOUND;
     struct watch *w = l->by_fd[fd];
+    assert(w->fd == fd && !w->dead);
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = w};
     if (epoll_ctl(set_of(l, w), EPOLL_CTL_MOD, fd, &ev) != 0)
         return -errno;
@@ -150,6 +155,7 @@ int loop_set_bulk(struct loop *l, int fd, bool bulk)
     if (fd < 0 || (size_t)fd >= l->by_fd_cap || !l->by_fd[fd])
         return RMQ_ENOTFOUND;
     struct watch *w = l->by_fd[fd];
+    assert(w->fd == fd && !w->dead);
     if (w->bulk == bulk)
         return RMQ_OK;
     struct epoll_event ev = {.events = w->events, .data.ptr = w};
@@ -166,6 +172,7 @@ void loop_del_fd(struct loop *l, int fd)
     if (fd < 0 || (size_t)fd >= l->by_fd_cap || !l->by_fd[fd])
         return;
     struct watch *w = l->by_fd[fd];
+    assert(w->fd == fd && !w->dead);
     /* Failure only means the fd is already gone from the set; nothing to undo. */
     (void)epoll_ctl(set_of(l, w), EPOLL_CTL_DEL, fd, NULL);
     l->by_fd[fd] = NULL;
@@ -178,6 +185,7 @@ void loop_del_fd(struct loop *l, int fd)
 int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_timer_cb cb, void *ctx,
                    int *id_out)
 {
+    assert(cb && period_ms >= 0);
     int slot = -1;
     for (int i = 0; i < l->ntimers; i++) {
         if (l->timers[i].id == 0) {
@@ -191,6 +199,7 @@ int loop_add_timer(struct loop *l, int64_t delay_ms, int64_t period_ms, loop_tim
         slot = l->ntimers++;
     }
     struct timer *t = &l->timers[slot];
+    assert(slot >= 0 && slot < l->ntimers);
     t->id = l->next_timer_id++;
     t->when = rmq_mono_ms() + delay_ms;
     t->period = period_ms;
@@ -294,6 +303,8 @@ static bool dispatch_events(struct loop *l, const struct epoll_event *events, in
         struct watch *w = events[i].data.ptr;
         if (w->dead)
             continue;
+        /* A live watch is the one its fd maps to (loop_del_fd marks it dead first). */
+        assert((size_t)w->fd < l->by_fd_cap && l->by_fd[w->fd] == w);
         uint32_t e = events[i].events, out = 0;
         if (e & (EPOLLIN | EPOLLRDHUP))
             out |= LOOP_READ;

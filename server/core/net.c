@@ -2,6 +2,7 @@
 #include "net.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -74,6 +75,7 @@ int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out)
 
 int net_read_into(int fd, size_t budget, int (*sink)(void *ctx, const uint8_t *p, size_t n), void *ctx)
 {
+    assert(fd >= 0 && sink && budget > 0);
     while (budget > 0) {
         uint8_t tmp[65536];
         ssize_t n = read(fd, tmp, sizeof tmp);
@@ -103,6 +105,7 @@ int net_write_buf(int fd, struct buf *b)
     while (buf_live(b) > 0) {
         ssize_t n = send(fd, buf_head(b), buf_live(b), MSG_NOSIGNAL);
         if (n > 0) {
+            assert((size_t)n <= buf_live(b));
             buf_consume(b, (size_t)n);
             continue;
         }
@@ -131,5 +134,21 @@ int net_accept(int lfd, char *peer, size_t peerlen)
         return e;
     }
     format_addr(&ss, peer, peerlen, NULL);
+    return fd;
+}
+
+int net_connect(const struct sockaddr *sa, socklen_t salen)
+{
+    assert(sa && salen > 0 && (size_t)salen <= sizeof(struct sockaddr_storage));
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* latency, not required */
+    if (connect(fd, sa, salen) != 0 && errno != EINPROGRESS) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
     return fd;
 }

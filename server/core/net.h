@@ -1,5 +1,5 @@
-/* net.h — socket helpers: listen, accept (non-blocking, close-on-exec),
- * TCP_NODELAY, address formatting. Knows nothing of RocketMQ. Return 0 / an
+/* net.h — socket helpers: listen, accept, connect (non-blocking,
+ * close-on-exec), TCP_NODELAY, address formatting. Knows nothing of RocketMQ. Return 0 / an
  * fd, or -errno (getaddrinfo failures map to -EADDRNOTAVAIL). */
 #ifndef RMQ_NET_H
 #define RMQ_NET_H
@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* Non-blocking listening TCP socket on host:port (port 0 = any free port),
  * SO_REUSEADDR, backlog 1024. Returns the fd or -errno. */
@@ -18,6 +19,11 @@ int net_local_addr(int fd, char *out, size_t outlen, uint16_t *port_out);
  * the peer "ip:port" goes to peer. Returns the fd, -EAGAIN when none is
  * pending, or -errno. */
 int net_accept(int lfd, char *peer, size_t peerlen);
+/* Starts a non-blocking connect to sa (TCP_NODELAY, close-on-exec).
+ * Returns the fd (the connect may still be in progress: it is complete
+ * when the fd turns writable, SO_ERROR telling how it ended) or -errno
+ * when it failed at once. */
+int net_connect(const struct sockaddr *sa, socklen_t salen);
 
 /* Reads fd until it would block, budget bytes have been read, or sink
  * returns non-zero, handing each chunk to sink. Returns -EAGAIN when the

@@ -507,8 +507,43 @@ static void test_bad_address(void **state)
     assert_int_equal(rclient_conn_new(f->net, "127.0.0.1:", &h, &f->opaque, &o.c), RMQ_EINVAL);
 }
 
+/* A SYNC request that outlives its timeout fails once with -ETIMEDOUT and
+ * closes the socket, as the Java client does: the other pending request
+ * fails with -ECONNRESET and the owner hears of the loss. */
+static void timeout_send(struct fx *f)
+{
+    open_conn(f, &f->o[0]);
+    struct rmq_cmd req;
+    rmq_cmd_init_request(&req, CODE_SILENT, 0, 0);
+    assert_int_equal(rclient_conn_request(f->o[0].c, &req, 50, SIM_REQ_SYNC, on_reply, &f->r[0]), 0);
+    rmq_cmd_clear(&req);
+    rmq_cmd_init_request(&req, CODE_SILENT, 0, 0);
+    assert_int_equal(rclient_conn_request(f->o[0].c, &req, 5000, 0, on_reply, &f->r[1]), 0);
+    rmq_cmd_clear(&req);
+    assert_int_equal(rclient_pending(f->net), 2);
+}
+
+static void timeout_check(struct fx *f)
+{
+    assert_int_equal(f->r[0].status, -ETIMEDOUT);
+    assert_true(f->r[1].done);
+    assert_int_equal(f->r[1].status, -ECONNRESET);
+    assert_true(f->o[0].down_was_up);
+    assert_int_equal(rclient_pending(f->net), 0);
+    assert_int_equal(rclient_stats(f->net)->timeouts, 1);
+    assert_int_equal(rclient_stats(f->net)->disconnects, 1);
+    rclient_conn_close(f->o[0].c);
+}
+
+static void test_sync_timeout(void **state)
+{
+    static const struct step steps[] = {{NULL, timeout_send}, {o0_down, timeout_check}};
+    run_steps(*state, steps, sizeof steps / sizeof steps[0]);
+}
+
 TEST_MAIN(cmocka_unit_test_setup_teardown(test_two_connections_one_address, setup, teardown),
           cmocka_unit_test_setup_teardown(test_close_sends_queued_output, setup, teardown),
           cmocka_unit_test_setup_teardown(test_peer_close, setup, teardown),
           cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_bad_address, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_bad_address, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_sync_timeout, setup, teardown))
