@@ -11,6 +11,7 @@
 #include "admin_clients.h"
 #include "allocate.h"
 #include "broker.h"
+#include "broker_state.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"

@@ -29,7 +29,7 @@ static int parse_body(struct broker *s, struct conn *c, const struct rmq_cmd *re
     return RMQ_OK;
 }
 
-void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void lock_req_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     struct rmq_lock_body b;
     if (parse_body(s, c, req, &b) != 0)
@@ -51,7 +51,7 @@ void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
     rmq_lock_body_clear(&b);
 }
 
-void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void lock_req_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     struct rmq_lock_body b;
     /* --compat: the broker unlocks nothing and answers SUCCESS for a JSON body that lacks

@@ -4,8 +4,9 @@
  * stores no messages, so a queue's min offset is 0 and its max offset is the
  * highest offset any group committed for it. Loop thread only. */
 #include "offset_requests.h"
-#include "admin_requests.h"
-#include "broker.h"
+
+#include "admin_offset_requests.h"
+#include "offset_table.h"
 #include "conn.h"
 #include "err.h"
 #include "log.h"
@@ -16,20 +17,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset)
-{
-    int rc = offsets_put_at(&s->offsets, group, topic, qid, offset, broker_now_ms(s));
-    if (rc == 0)
-        rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
-    return rc;
-}
-
-int64_t broker_queue_end(const struct broker *s, const char *topic, int32_t qid)
-{
-    /* --queue-end zero: an empty queue, as a broker that stores no message answers (§12). */
-    return s->cfg->queue_end_zero ? 0 : offsets_queue_max(&s->offsets, topic, qid);
-}
 
 /* Reads the common (topic, queueId) pair; replies the error itself. */
 static int topic_queue(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char **topic,
@@ -60,7 +47,7 @@ static void reply_value(struct broker *s, struct conn *c, const struct rmq_cmd *
     reply_send(s, c, req, &resp, durable);
 }
 
-void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_query(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int32_t qid;
@@ -91,7 +78,7 @@ void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     reply_value(s, c, req, "offset", 0, false);
 }
 
-void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int32_t qid;
@@ -113,7 +100,7 @@ void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
         reply_code(s, c, req, RMQ_RESP_SUCCESS, "Offset has been previously reset");
         return;
     }
-    if (broker_offset_commit(s, group, topic, qid, off) != 0) {
+    if (offset_table_commit(s, group, topic, qid, off) != 0) {
         log_error("offset %s/%s/%d not stored: %s", group, topic, (int)qid, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
         return;
@@ -124,15 +111,15 @@ void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     reply_ok(s, c, req, true);
 }
 
-void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_get_max(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
     if (topic_queue(s, c, req, &topic, &qid) == 0)
-        reply_value(s, c, req, "offset", broker_queue_end(s, topic, qid), false);
+        reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
 }
 
-void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_get_min(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
@@ -140,7 +127,7 @@ void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req
         reply_value(s, c, req, "offset", 0, false);
 }
 
-void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_search(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
@@ -148,10 +135,10 @@ void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "timestamp", &ts) != 0)
         return;
     /* No message is stored after any time: the answer is the queue's end. */
-    reply_value(s, c, req, "offset", broker_queue_end(s, topic, qid), false);
+    reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
 }
 
-void handle_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;

@@ -5,13 +5,13 @@
  * clients neither hot-loop nor time out (PROTOCOL: docs/protocol.md §6). A pull carrying
  * COMMIT_OFFSET commits its commitOffset, as the broker does. Loop thread only. */
 #include "pull_requests.h"
-#include "admin_requests.h"
+#include "admin_offset_requests.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
 #include "loop.h"
 #include "mem.h"
-#include "offset_requests.h"
+#include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
 
@@ -49,7 +49,7 @@ static void answer_offsets(struct broker *s, struct conn *c, const struct rmq_cm
 static void answer_not_found(struct broker *s, struct conn *c, const struct rmq_cmd *req_like,
                              const char *topic, int32_t qid, int64_t queue_offset)
 {
-    int64_t max = broker_queue_end(s, topic, qid);
+    int64_t max = offset_table_queue_end(s, topic, qid);
     if (queue_offset > max && !s->cfg->queue_end_zero)
         max = queue_offset;
     answer_offsets(s, c, req_like, RMQ_RESP_PULL_NOT_FOUND, queue_offset < 0 ? 0 : queue_offset, max);
@@ -105,7 +105,7 @@ static bool pull_refused(struct broker *s, struct conn *c, const struct rmq_cmd 
 static bool pull_offset_moved(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *topic,
                               int32_t qid, int64_t queue_offset)
 {
-    int64_t end = broker_queue_end(s, topic, qid);
+    int64_t end = offset_table_queue_end(s, topic, qid);
     if (queue_offset >= 0 && queue_offset <= end)
         return false;
     answer_offsets(s, c, req, RMQ_RESP_PULL_OFFSET_MOVED, queue_offset < 0 ? 0 : end, end);
@@ -183,7 +183,7 @@ static int hold(struct broker *s, struct conn *c, const struct rmq_cmd *req, con
     return RMQ_OK;
 }
 
-void handle_pull(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void pull_req_message(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int64_t qid, queue_offset, sys_flag = 0, commit = -1, suspend = 0;
@@ -212,7 +212,7 @@ void handle_pull(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (admin_offset_pull_moved(s, c, req, group, topic, (int32_t)qid, queue_offset))
         return;
     if ((sys_flag & PULL_SYSFLAG_COMMIT_OFFSET) && commit >= 0 &&
-        broker_offset_commit(s, group, topic, (int32_t)qid, commit) == 0) {
+        offset_table_commit(s, group, topic, (int32_t)qid, commit) == 0) {
         struct offset_entry *e = offsets_find(&s->offsets, group, topic, (int32_t)qid);
         if (e)
             e->channel_id = c->id;
