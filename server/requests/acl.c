@@ -6,6 +6,7 @@
 #include "mem.h"
 #include "array.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -150,6 +151,7 @@ int acl_load(const char *path, struct acl **out, char *err, size_t errlen)
 
 int acl_check(const struct acl *a, const struct rmq_cmd *cmd, const char **why)
 {
+    assert(a && cmd && why);
     const char *ak = rmq_cmd_ext_get(cmd, "AccessKey"), *sig = rmq_cmd_ext_get(cmd, "Signature");
     if (!ak || !sig) {
         *why = "ACL: AccessKey and Signature are required";

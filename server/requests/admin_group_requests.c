@@ -17,6 +17,7 @@
 #include "request_codes.h"
 #include "store.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static int load_time(void *ctx, const char *group, const char *topic, int queue_
 
 int admin_group_req_load(struct broker *s)
 {
+    assert(s->store); /* at start, after store_open */
     if (!s->group_configs && !(s->group_configs = json_object()))
         return RMQ_ENOMEM;
     int rc = store_load_group_configs(s->store, load_config, s);
@@ -98,6 +100,7 @@ void admin_group_req_update(struct broker *s, struct conn *c, struct rmq_cmd *re
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "subscription group not stored");
         return;
     }
+    assert(json_object_get(s->group_configs, name)); /* installed once stored */
     s->group_configs_version++;
     log_info("subscription group %s configured by an admin request from %s", name, c->peer);
     rmq_free(name);
@@ -171,6 +174,7 @@ void admin_group_req_delete(struct broker *s, struct conn *c, struct rmq_cmd *re
         json_object_del(s->group_configs, group);
         s->group_configs_version++;
     }
+    assert(!json_object_get(s->group_configs, group));
     log_info("subscription group %s deleted (%zu offset(s)) by an admin request from %s", group, noffsets,
              c->peer);
     reply_ok(s, c, req, had || noffsets);

@@ -28,6 +28,7 @@
 #include "request_codes.h"
 #include "store.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,7 @@ bool admin_offset_commit_allowed(struct broker *s, const char *group, const char
     struct offset_entry *e = pending(s, group, topic, qid);
     if (e && offset == e->offset)
         e->reset_pending = false;
+    assert(!e || e->reset_pending == (offset != e->offset)); /* the reset offset itself ends the mark */
     return !e || offset == e->offset;
 }
 
@@ -258,6 +260,7 @@ static json_t *reset_body(const struct admin_reset *r, const struct admin_reset_
 int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct admin_reset_row **rows_out,
                        size_t *n_out)
 {
+    assert(r && r->group && r->topic && rows_out && n_out);
     *rows_out = NULL;
     *n_out = 0;
     const struct topic *tp = topics_get(&s->topics, r->topic);
@@ -284,6 +287,7 @@ int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct adm
                                          !r->force && has && target >= committed ? committed : target};
         }
     }
+    assert(n <= cap); /* one row per writable queue at most */
     int rc = 0;
     for (size_t i = 0; rc == 0 && !r->dry_run && i < n; i++) {
         rc = offset_table_commit(s, r->group, r->topic, rows[i].queue_id, rows[i].to);

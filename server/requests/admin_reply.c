@@ -11,6 +11,7 @@
 
 char *admin_reply_mq_key(const char *broker_name, const char *topic, int32_t qid)
 {
+    assert(broker_name && topic && qid >= 0);
     json_t *k =
         json_pack("{s:s,s:i,s:s}", "brokerName", broker_name, "queueId", (json_int_t)qid, "topic", topic);
     char *text = k ? json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

@@ -18,6 +18,7 @@
 #include "store.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,7 @@ void admin_topic_req_create(struct broker *s, struct conn *c, struct rmq_cmd *re
     }
     if (!found)
         list[n++] = (struct topic_broker){(char *)s->cfg->broker_name, (int)r, (int)w, (int)perm};
+    assert(n >= 1 && n <= TOPIC_MAX_BROKERS); /* this broker's entry, within the table's bound */
     if (!tp && (int64_t)s->topics.map.count >= s->cfg->max_topics) {
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "topic not created: --max-topics reached");
         return;
@@ -229,6 +231,7 @@ void admin_topic_req_delete_in_broker(struct broker *s, struct conn *c, struct r
     }
     bool existed = topics_delete(&s->topics, topic) == 0;
     size_t noffsets = offsets_delete_topic(&s->offsets, topic);
+    assert(!topics_get(&s->topics, topic));
     int rc = 0;
     if (existed) {
         trace_record_route(s->trace, broker_now_ms(s), topic, NULL);

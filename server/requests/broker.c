@@ -11,6 +11,8 @@
 #include "store.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
+
 /* Channel ids collected per registry_expire call. */
 #define BROKER_EXPIRE_BATCH 256
 
@@ -26,6 +28,7 @@ int broker_put_topic(struct broker *s, const char *name, const struct topic_brok
     int rc = topics_put(&s->topics, name, brokers, n);
     if (rc != 0)
         return rc;
+    assert(n <= TOPIC_MAX_BROKERS && topics_get(&s->topics, name)); /* topics_put bounds n */
     struct store_topic_broker sb[TOPIC_MAX_BROKERS];
     for (size_t i = 0; i < n; i++)
         sb[i] = (struct store_topic_broker){brokers[i].broker_name, brokers[i].read_queue_nums,
@@ -56,6 +59,7 @@ const struct topic *broker_create_topic(struct broker *s, const char *name, int 
 
 void broker_expire(struct broker *s)
 {
+    assert(s->conns && s->cfg->channel_expiry_ms > 0);
     uint64_t t0 = rmq_mono_us();
     if (s->cfg->idle_timeout_ms > 0) {
         int64_t now = loop_now_ms(s->loop);

@@ -20,6 +20,7 @@
 
 int broker_init_state(struct broker *s, const struct config *cfg)
 {
+    assert(cfg && !s->loop && !s->conns); /* s is zeroed by the caller */
     s->cfg = cfg;
     s->next_opaque = 1000000;
     s->wall_base_ms = rmq_wall_ms();
@@ -57,6 +58,7 @@ void broker_reset_live(struct broker *s)
     struct registry_hooks hooks = s->reg.hooks;
     registry_free(&s->reg);
     registry_init(&s->reg, &hooks);
+    assert(s->pulls.n == 0 && s->reg.groups.count == 0 && !s->group_configs); /* nothing live survives */
     /* The --topic topics are part of the daemon's configuration, not state. */
     for (size_t i = 0; i < s->cfg->ntopics; i++)
         if (!broker_create_topic(s, s->cfg->topics[i].name, s->cfg->topics[i].queues))

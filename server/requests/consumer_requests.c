@@ -13,6 +13,7 @@
 #include "rmq_body.h"
 #include "store.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,15 +116,30 @@ void consumer_req_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *re
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "heartbeat not applied: out of memory");
         return;
     }
+    /* The limit checked above holds for what was applied. */
+    assert(!registry_channel(&s->reg, c->id) ||
+           (int64_t)registry_channel(&s->reg, c->id)->ngroups <= s->cfg->max_groups_per_client);
     refresh_client_row(s, c, req);
     reply_heartbeat(s, c, req, res.sub_change);
 }
+
+#ifndef NDEBUG
+/* For asserts: whether channel id is a member of g. */
+static bool in_group(const struct reg_group *g, uint64_t id)
+{
+    for (size_t i = 0; g && i < g->g.nmembers; i++)
+        if (g->g.members[i].channel_id == id)
+            return true;
+    return false;
+}
+#endif
 
 void consumer_req_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group = rmq_cmd_ext_get(req, "consumerGroup");
     if (group && *group) {
         registry_unregister(&s->reg, c->id, group);
+        assert(!in_group(registry_group(&s->reg, group), c->id));
         /* --notify-on-noop-unregister: the broker NOTIFYs a live group even when the channel
          * was not in it (§12); rmqcoord by default only when a member left. */
         struct reg_group *g = registry_group(&s->reg, group);

@@ -14,6 +14,7 @@
 #include "rmq_body.h"
 #include "store.h"
 
+#include <assert.h>
 #include <string.h>
 
 #define HEARTBEAT_STORE_MS 1000
@@ -102,6 +103,9 @@ static void record_event(struct broker *s, struct reg_group *g, const char *kind
                          uint64_t channel_id, const char *before_extra, size_t before_at, long before_skip)
 {
     size_t n = g->g.nmembers;
+    /* A joiner stands in the list after, a leaver stood in the one before (n + 1 places). */
+    assert(before_skip < 0 || (size_t)before_skip < n);
+    assert(!before_extra || before_at <= n);
     bool full = n <= EVENT_FULL_MEMBERS || g->events_since_full >= event_snapshot_every(n);
     struct buf after, before;
     buf_init(&after, 0);
@@ -159,6 +163,7 @@ static void schedule_notify(struct broker *s, struct reg_group *g, enum notify_c
                      : notify_policy_marks(&g->g, change, s->cfg->notify_on_expiry);
     if (marks)
         registry_mark_notify_at(&s->reg, g, loop_now_ms(s->loop));
+    assert(!marks || g->notify_pending); /* owed until notify_flush takes it */
 }
 
 void member_events_mark_notify(struct broker *s, struct reg_group *g)
@@ -169,6 +174,7 @@ void member_events_mark_notify(struct broker *s, struct reg_group *g)
 static void hook_joined(void *ctx, struct reg_group *g, const struct mship_member *m)
 {
     struct broker *s = ctx;
+    assert(m >= g->g.members && m < g->g.members + g->g.nmembers); /* the joiner is in the group */
     int64_t now = broker_now_ms(s);
     check_store(s,
                 store_put_group(s->store, g->g.name, rmq_consume_type_name(g->g.consume_type),

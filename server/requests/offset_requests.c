@@ -15,6 +15,7 @@
 #include "request_codes.h"
 #include "store.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,6 +107,7 @@ void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return;
     }
     struct offset_entry *e = offsets_find(&s->offsets, group, topic, qid);
+    assert(e); /* offset_table_commit put it */
     if (e)
         e->channel_id = c->id; /* the reported holder of GET /api/groups/{g}/offsets */
     reply_ok(s, c, req, true);

@@ -8,7 +8,11 @@
 
 int offset_table_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset)
 {
+    assert(group && topic);
     int rc = offsets_put_at(&s->offsets, group, topic, qid, offset, broker_now_ms(s));
+    /* In the table at once: the queue's end counts it before the batch commits. */
+    assert(rc != 0 || (offsets_find(&s->offsets, group, topic, qid) &&
+                       offsets_queue_max(&s->offsets, topic, qid) >= offset));
     if (rc == 0)
         rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
     return rc;

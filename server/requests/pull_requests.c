@@ -15,6 +15,7 @@
 #include "reply.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@
 static void answer_offsets(struct broker *s, struct conn *c, const struct rmq_cmd *req_like, int32_t code,
                            int64_t next_begin, int64_t max)
 {
+    assert(code == RMQ_RESP_PULL_NOT_FOUND || code == RMQ_RESP_PULL_OFFSET_MOVED);
     struct rmq_cmd resp;
     bool v5 = s->cfg->compat == CONFIG_COMPAT_BROKER_5;
     if (rmq_cmd_init_response(&resp, req_like, code,
@@ -138,9 +140,21 @@ static bool due(const struct held_pull *h, const void *arg)
     return h->deadline_ms <= *(const int64_t *)arg;
 }
 
+#ifndef NDEBUG
+/* For asserts: whether no held pull matches pick(arg). */
+static bool none_held(const struct broker *s, held_pull_pick pick, const void *arg)
+{
+    for (size_t i = 0; i < s->pulls.n; i++)
+        if (pick(&s->pulls.items[i], arg))
+            return false;
+    return true;
+}
+#endif
+
 void pull_release_group(struct broker *s, const char *group)
 {
     held_pulls_release(&s->pulls, same_group, group, answer_hold, s);
+    assert(none_held(s, same_group, group));
 }
 
 void pull_drop_conn(struct broker *s, const struct conn *c)
@@ -148,12 +162,14 @@ void pull_drop_conn(struct broker *s, const struct conn *c)
     /* The connection is going away: forget its holds without answering. */
     held_pulls_forget_conn(&s->pulls, c);
     held_pulls_release(&s->pulls, same_conn, NULL, NULL, NULL);
+    assert(none_held(s, same_conn, c) && none_held(s, same_conn, NULL)); /* nothing left to answer on c */
 }
 
 void pull_on_timer(struct broker *s)
 {
     int64_t now = broker_now_ms(s);
     held_pulls_release(&s->pulls, due, &now, answer_hold, s);
+    assert(none_held(s, due, &now)); /* no pull outlives its deadline by more than a tick */
 }
 
 void pull_free_all(struct broker *s)
@@ -164,6 +180,8 @@ void pull_free_all(struct broker *s)
 static int hold(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *group,
                 const char *topic, int32_t qid, int64_t queue_offset, int64_t hold_ms)
 {
+    /* A oneway pull is never held: nothing could answer it. */
+    assert(hold_ms > 0 && !rmq_cmd_is_oneway(req));
     struct held_pull h = {
         .conn = c,
         .opaque = req->opaque,

@@ -16,6 +16,7 @@
 #include "request_codes.h"
 #include "route_requests.h"
 
+#include <assert.h>
 #include <stdio.h>
 
 struct route {
@@ -63,6 +64,7 @@ static const struct route routes[] = {
 
 void dispatch_request(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
+    assert(!rmq_cmd_is_response(req)); /* responses go to outbound.c (turn.c) */
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (routes[i].code == req->code) {
             routes[i].fn(s, c, req);

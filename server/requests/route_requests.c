@@ -9,6 +9,7 @@
 #include "reply.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,7 @@ void route_req_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (reply_require_str(s, c, req, "topic", &name) != 0)
         return;
     const struct topic *tp = resolve_topic(s, name);
+    assert(!tp || !strcmp(tp->name, name));
     if (!tp) {
         char remark[400];
         if ((int64_t)s->topics.map.count >= s->cfg->max_topics)
