@@ -5,11 +5,10 @@
 #include "server.h"
 
 #include "acl.h"
-#include "broker_state.h"
 #include "admin_dispatch.h"
-#include "admin_holdings.h"
 #include "admin_group_requests.h"
-#include "clocks.h"
+#include "admin_holdings.h"
+#include "broker_state.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
@@ -70,7 +69,6 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
     (void)events;
     struct daemon *d = ctx;
     struct broker *s = &d->b;
-    assert(!d->accept_paused); /* paused listeners are out of the poll set */
     for (int i = 0; i < 64; i++) {
         char peer[64];
         int cfd = net_accept(fd, peer, sizeof peer);

@@ -68,16 +68,13 @@ void reply_forget_conn(struct broker *s, const struct conn *c)
     assert(reply_held_sane(s)); /* c, about to be freed, is held by none */
 }
 
-/* Whether c is one of s's connections (closing ones included: they stay
- * in the set until reaped). */
-static bool conn_known(const struct broker *s, const struct conn *c)
+/* Whether c is still a connection of s: its channel names it, or it is
+ * closing (not yet reaped; a connection whose channel could not be opened
+ * is closed at once). O(1): the held list is checked after every close. */
+static bool conn_live(const struct broker *s, const struct conn *c)
 {
-    if (!s->conns)
-        return false;
-    for (const struct conn *k = conn_set_first(s->conns); k; k = k->next)
-        if (k == c)
-            return true;
-    return false;
+    const struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    return c->closing || (ch && ch->conn == c);
 }
 
 bool reply_held_sane(const struct broker *s)
@@ -85,7 +82,7 @@ bool reply_held_sane(const struct broker *s)
     if (s->nacks > s->acks_cap || (s->nacks > 0 && !s->acks))
         return false;
     for (size_t i = 0; i < s->nacks; i++)
-        if (s->acks[i].conn && !conn_known(s, s->acks[i].conn))
+        if (s->acks[i].conn && !conn_live(s, s->acks[i].conn))
             return false;
     return true;
 }

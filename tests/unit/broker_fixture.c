@@ -18,19 +18,13 @@
 #include "err.h"
 #include "log.h"
 #include "loop.h"
-#include "mem.h"
-#include "notify.h"
 #include "outbound.h"
-#include "pull_requests.h"
-#include "reply.h"
 #include "request_codes.h"
-#include "request_dispatch.h"
 #include "rmq_body.h"
 #include "store.h"
 #include "test_support.h"
 #include "turn.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
