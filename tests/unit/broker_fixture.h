@@ -56,6 +56,9 @@ void fx_free(struct fx *fx);
  * its store channel row already written (broker_store_channel); returns its
  * peer index. */
 size_t fx_connect(struct fx *fx);
+/* The same without the channel row: what accept leaves before the first
+ * request (broker_on_frame writes the row). */
+size_t fx_connect_bare(struct fx *fx);
 struct conn *fx_conn(struct fx *fx, size_t i);
 /* One before_sleep of the daemon (broker_before_sleep, committing any open
  * batch): store upkeep, reap, NOTIFY, commit (its result in
