@@ -1,19 +1,26 @@
 /* notify_policy.c — see notify_policy.h. Pure; any thread. */
 #include "notify_policy.h"
 
-bool notify_policy_marks(const struct mship_group *g, enum notify_change change, bool notify_on_expiry)
+bool notify_policy_marks(const struct mship_group *g, enum notify_change change,
+                         const struct broker_dialect *d)
 {
     /* PROTOCOL (docs/protocol.md §4.5): the broker stays silent on expiry;
      * rmqcoord notifies unless told not to. */
-    if (change == NOTIFY_CHANGE_EXPIRE && !notify_on_expiry)
+    if (change == NOTIFY_CHANGE_EXPIRE && !d->notify_on_expiry)
         return false;
-    /* PROTOCOL (docs/protocol.md §4.4): broadcast groups are not notified. */
-    return mship_notifies(g);
+    /* PROTOCOL (docs/protocol.md §4.4): broadcast groups are not notified, but by a 4.9 broker. */
+    return d->notify_broadcast || mship_notifies(g);
 }
 
-bool notify_policy_sends(const struct mship_group *g)
+bool notify_policy_sends(const struct mship_group *g, const struct broker_dialect *d)
 {
-    return g->nmembers > 0 && mship_notifies(g);
+    return g->nmembers > 0 && (d->notify_broadcast || mship_notifies(g));
+}
+
+bool notify_policy_unregister_marks(const struct mship_group *g, const struct broker_dialect *d)
+{
+    /* PROTOCOL (docs/protocol.md §4.6): the broker notifies a live group whoever unregistered. */
+    return d->notify_noop_unregister && g->nmembers > 0 && notify_policy_marks(g, NOTIFY_CHANGE_LEAVE, d);
 }
 
 bool notify_policy_subscription_counts(unsigned flags)

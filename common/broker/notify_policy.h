@@ -1,12 +1,15 @@
 /* notify_policy.h — who is sent NOTIFY_CONSUMER_IDS_CHANGED, and after
  * which membership changes. The daemon (server/requests: member_events.c
  * marks, notify.c sends) and the trace replayer (server/replay/replay.c)
- * both ask these, so a replay predicts the daemon's NOTIFYs by the very same
- * rule. Pure; any thread.
+ * both ask these, with the same broker dialect (dialect.h: the daemon's
+ * --compat and notify flags, replay's --compat and its own flags), so a
+ * replay predicts the daemon's NOTIFYs by the very same rule. Pure; any
+ * thread.
  */
 #ifndef RMQ_NOTIFY_POLICY_H
 #define RMQ_NOTIFY_POLICY_H
 
+#include "dialect.h"
 #include "membership.h"
 
 #include <stdbool.h>
@@ -21,13 +24,20 @@ enum notify_change {
 };
 
 /* Whether change to g marks the group for one NOTIFY (coalesced: the
- * group is sent it once, after the changes of the same turn).
- * notify_on_expiry is --notify-on-expiry (on by default). */
-bool notify_policy_marks(const struct mship_group *g, enum notify_change change, bool notify_on_expiry);
+ * group is sent it once, after the changes of the same turn), in dialect d
+ * (its notify_on_expiry, notify_broadcast). */
+bool notify_policy_marks(const struct mship_group *g, enum notify_change change,
+                         const struct broker_dialect *d);
 
-/* Whether a marked group is sent its NOTIFY when the turn ends; if so,
- * every member it has then gets one, a member that just joined included. */
-bool notify_policy_sends(const struct mship_group *g);
+/* Whether a marked group is sent its NOTIFY when the turn ends, in dialect
+ * d; if so, every member it has then gets one, a member that just joined
+ * included. */
+bool notify_policy_sends(const struct mship_group *g, const struct broker_dialect *d);
+
+/* After an UNREGISTER_CLIENT naming g (what it removed, if anything, was a
+ * leave of its own): whether g is marked besides, as a broker marks a live
+ * group even when the channel was not in it (d->notify_noop_unregister). */
+bool notify_policy_unregister_marks(const struct mship_group *g, const struct broker_dialect *d);
 
 /* While the daemon's loop has more input ready than one turn takes, a
  * group's NOTIFYs are at least this far apart, and further for big groups

@@ -353,9 +353,9 @@ static struct allocate_queue *foreign_queues(const struct holdings_round *r, con
 
 static int ask_all(struct holdings_round *r);
 
-static void ignore_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
+static void ignore_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
 {
-    (void)s;
+    (void)owner;
     (void)ctx;
     (void)resp;
 }
@@ -470,8 +470,9 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
                           r->asked_ms, h->ri.mqs, h->ri.nmqs, reason);
 }
 
-static void on_reply(struct broker *s, void *ctx, const struct rmq_cmd *resp)
+static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
 {
+    struct broker *s = owner;
     struct holding *h = ctx;
     struct holdings_round *r = h->round;
     if (resp) {
@@ -681,9 +682,9 @@ void admin_holdings_abort_all(struct broker *s)
     while (s->rounds) {
         struct holdings_round *r = s->rounds;
         /* Outstanding asks point into r: make their callbacks harmless first. */
-        for (size_t i = 0; i < s->noutbound; i++)
-            if (s->outbound[i].cb == on_reply && ((struct holding *)s->outbound[i].ctx)->round == r)
-                s->outbound[i].cb = ignore_reply;
+        for (struct pending_req *p = pending_first(&s->outbound); p; p = p->next)
+            if (p->cb == on_reply && ((struct holding *)p->ctx)->round == r)
+                p->cb = ignore_reply;
         int status;
         complete(s, r, 503, admin_error_json(&status, 503, "shutting down", "the daemon is stopping"));
     }

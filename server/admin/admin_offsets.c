@@ -306,6 +306,36 @@ static json_t *stored_or_error(struct broker *s, json_t *reply, int *status)
     return admin_error_json(status, 500, "storage error", "the offsets could not be stored");
 }
 
+/* Offsets above this lose precision in the JavaScript of the dashboard
+ * and of most JSON readers (2^53 - 1). */
+#define RESET_MAX_OFFSET ((INT64_C(1) << 53) - 1)
+
+/* A 400 for a queue id that is not one of the topic's queues (a negative
+ * one used to reset every queue), an offset outside 0..RESET_MAX_OFFSET or
+ * a timestamp below -1; NULL when the request may go on. */
+static json_t *reset_bounds(struct broker *s, const struct admin_reset *r, const json_t *body, int *status)
+{
+    const struct topic *tp = topics_get(&s->topics, r->topic);
+    int64_t nq = 0;
+    for (size_t b = 0; tp && b < tp->nbrokers; b++)
+        if (tp->brokers[b].write_queue_nums > nq)
+            nq = tp->brokers[b].write_queue_nums;
+    char why[200];
+    if (tp && json_object_get(body, "queueId") && (r->queue_id < 0 || r->queue_id >= nq)) {
+        snprintf(why, sizeof why, "queueId %lld is not a queue of topic %s (0..%lld)", (long long)r->queue_id,
+                 r->topic, (long long)nq - 1);
+        return admin_error_json(status, 400, "bad queueId", why);
+    }
+    if (json_object_get(body, "offset") && (r->offset < 0 || r->offset > RESET_MAX_OFFSET)) {
+        snprintf(why, sizeof why, "offset %lld outside 0..%lld", (long long)r->offset,
+                 (long long)RESET_MAX_OFFSET);
+        return admin_error_json(status, 400, "bad offset", why);
+    }
+    if (r->timestamp < -1)
+        return admin_error_json(status, 400, "bad timestamp", "timestamp is milliseconds since 1970, or -1 (now)");
+    return NULL;
+}
+
 json_t *admin_group_offsets_reset(struct broker *s, const char *group, const json_t *body, int *status)
 {
     struct admin_reset r = {.group = group, .timestamp = -1, .queue_id = -1, .offset = -1, .force = true};
@@ -318,6 +348,8 @@ json_t *admin_group_offsets_reset(struct broker *s, const char *group, const jso
         !opt_int(body, "offset", &r.offset, status, &err) ||
         !opt_bool(body, "force", &r.force, status, &err) ||
         !opt_bool(body, "dryRun", &r.dry_run, status, &err))
+        return err;
+    if ((err = reset_bounds(s, &r, body, status)) != NULL)
         return err;
     struct admin_reset_row *rows;
     size_t n;

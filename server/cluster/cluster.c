@@ -100,7 +100,7 @@ bool cluster_dispatch(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return false;
     /* --compat broker-4.9: a 4.9 name server sends no reply at all to a code it does not
      * serve (docs/protocol.md §12). */
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49)
+    if (s->cfg->dialect.namesrv_silent_on_broker_code)
         return true;
     /* PROTOCOL (docs/protocol.md §2.3): a broker request sent to a name server gets
      * REQUEST_CODE_NOT_SUPPORTED. */

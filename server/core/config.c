@@ -268,7 +268,7 @@ void config_defaults(struct config *cfg)
     cfg->channel_expiry_ms = RMQ_DEFAULT_CHANNEL_EXPIRY_MS;
     cfg->expiry_scan_ms = 1000;
     cfg->sync_interval_ms = 1000;
-    cfg->notify_on_expiry = true;
+    dialect_init(&cfg->dialect, DIALECT_RMQCOORD);
     cfg->auto_create_queues = 8;
     cfg->max_frame_bytes = RMQ_FRAME_MAX_DEFAULT;
     cfg->max_header_bytes = RMQ_HEADER_MAX_DEFAULT;
@@ -358,27 +358,21 @@ static int parse_choice(const char *flag, const char *arg, const char *yes, cons
     return RMQ_OK;
 }
 
-/* --compat MODE: the broker's behaviour for every difference that has a
- * switch (docs/protocol.md §12), before the other flags so they override it. */
-static int apply_compat(struct config *cfg, const char *mode)
+/* --compat MODE: the mode's dialect (dialect.c), and the broker's side of every
+ * other difference that has a switch (docs/protocol.md §12), before the other
+ * flags so they override it. */
+static int apply_compat(struct config *cfg, const char *arg)
 {
-    if (!strcmp(mode, "rmqcoord")) {
-        cfg->compat = CONFIG_COMPAT_NONE;
-        return RMQ_OK;
-    }
-    if (!strcmp(mode, "broker") || !strcmp(mode, "broker-5"))
-        cfg->compat = CONFIG_COMPAT_BROKER_5;
-    else if (!strcmp(mode, "broker-4.9"))
-        cfg->compat = CONFIG_COMPAT_BROKER_49;
-    else {
-        fprintf(stderr, "rmqcoord serve: --compat takes rmqcoord, broker, broker-5 or broker-4.9, got '%s'\n",
-                mode);
+    enum dialect_mode mode;
+    if (dialect_mode_parse(arg, &mode) != 0) {
+        fprintf(stderr, "rmqcoord serve: --compat takes " DIALECT_MODE_VALUES ", got '%s'\n", arg);
         return RMQ_EINVAL;
     }
-    cfg->notify_on_expiry = false;
+    dialect_init(&cfg->dialect, mode);
+    if (mode == DIALECT_RMQCOORD)
+        return RMQ_OK;
     cfg->expiry_scan_ms = 10000;
     cfg->auto_create_queues = 0;
-    cfg->notify_noop_unregister = true;
     cfg->refuse_sql92 = true;
     cfg->queue_end_zero = true;
     cfg->pull_checks = true;
@@ -441,7 +435,8 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
         return RMQ_OK;
     case OPT_HTTP_INSECURE: cfg->http_insecure = true; return RMQ_OK;
     case OPT_STORE: return copy_name("store", arg, cfg->store_path, sizeof cfg->store_path);
-    case OPT_NOTIFY_EXPIRY: return parse_choice("notify-on-expiry", arg, "on", "off", &cfg->notify_on_expiry);
+    case OPT_NOTIFY_EXPIRY:
+        return parse_choice("notify-on-expiry", arg, "on", "off", &cfg->dialect.notify_on_expiry);
     case OPT_BROKER_NAME: return copy_name("broker-name", arg, cfg->broker_name, sizeof cfg->broker_name);
     case OPT_CLUSTER: return copy_name("cluster", arg, cfg->cluster_name, sizeof cfg->cluster_name);
     case OPT_TOPIC: return parse_topic(cfg, arg);
@@ -490,7 +485,8 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     }
     case OPT_COMPAT: return RMQ_OK; /* applied before the other flags (config_parse) */
     case OPT_NOOP_UNREGISTER:
-        return parse_choice("notify-on-noop-unregister", arg, "on", "off", &cfg->notify_noop_unregister);
+        return parse_choice("notify-on-noop-unregister", arg, "on", "off",
+                            &cfg->dialect.notify_noop_unregister);
     case OPT_SQL92: return parse_choice("sql92", arg, "refuse", "accept", &cfg->refuse_sql92);
     case OPT_QUEUE_END: return parse_choice("queue-end", arg, "zero", "committed", &cfg->queue_end_zero);
     case OPT_PULL_CHECKS: return parse_choice("pull-checks", arg, "on", "off", &cfg->pull_checks);

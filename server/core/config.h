@@ -6,6 +6,8 @@
 #ifndef RMQ_CONFIG_H
 #define RMQ_CONFIG_H
 
+#include "dialect.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,9 +27,6 @@ struct config_topic {
 
 /* --role: both = one process is name server and broker (the default). */
 enum config_role { CONFIG_ROLE_BOTH = 0, CONFIG_ROLE_NAMESRV, CONFIG_ROLE_BROKER };
-/* --compat: whose answers to give where rmqcoord's own differ (README "Where rmqcoord differs"):
- * rmqcoord's (the default), a 4.9 broker's or a 5.x broker's (docs/protocol.md §12). */
-enum config_compat { CONFIG_COMPAT_NONE = 0, CONFIG_COMPAT_BROKER_49, CONFIG_COMPAT_BROKER_5 };
 #define CONFIG_MAX_NAMESRV 8
 
 struct config {
@@ -41,8 +40,7 @@ struct config {
     char store_path[4096];
     int64_t channel_expiry_ms;
     int64_t expiry_scan_ms;
-    int64_t sync_interval_ms; /* 0 = every commit fsynced on the loop */
-    bool notify_on_expiry;
+    int64_t sync_interval_ms;   /* 0 = every commit fsynced on the loop */
     int64_t notify_coalesce_ms; /* --notify-coalesce-ms: least time between two NOTIFYs of a group, 0 = off */
     int auto_create_queues;     /* 0 = auto-create off */
     size_t max_frame_bytes;
@@ -78,9 +76,8 @@ struct config {
     int64_t broker_expiry_ms;     /* namesrv: a broker silent this long leaves the routes */
     char acl_path[4096];
     /* Broker-exact behaviours (docs/protocol.md §12); --compat sets them all, a flag of its own overrides. */
-    int compat;                  /* enum config_compat: the version-shaped answers */
-    bool notify_noop_unregister; /* --notify-on-noop-unregister: an UNREGISTER_CLIENT that removed nothing
-                                    NOTIFYs */
+    struct broker_dialect dialect; /* --compat MODE's answers, with --notify-on-expiry and
+                                      --notify-on-noop-unregister in it (dialect.h) */
     bool refuse_sql92;           /* --sql92 refuse: CHECK_CLIENT_CONFIG refuses SQL92 */
     bool queue_end_zero;         /* --queue-end zero: max offset 0 (an empty queue), not the highest commit */
     bool pull_checks;            /* --pull-checks on: OFFSET_MOVED, queueId, SUBSCRIPTION_NOT_EXIST/_LATEST */

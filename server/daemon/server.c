@@ -301,8 +301,13 @@ static int setup_trace(struct broker *s)
 
 static int setup_acl(struct broker *s)
 {
-    if (!s->cfg->acl_path[0])
-        return RMQ_OK;
+    if (!s->cfg->acl_path[0]) {
+        /* The token guards the admin codes over remoting as it guards HTTP. */
+        int rc = s->cfg->admin_token[0] ? acl_new_admin_token(s->cfg->admin_token, &s->acl) : RMQ_OK;
+        if (rc != 0)
+            log_error("cannot set up the admin-token guard: %s", rmq_strerror(rc));
+        return rc;
+    }
     char err[256];
     int rc = acl_load(s->cfg->acl_path, &s->acl, err, sizeof err);
     if (rc != 0)

@@ -75,6 +75,7 @@ static struct offset_entry *entry_for(struct hashmap *m, const char *key, size_t
 int offsets_put_at(struct offsets *o, const char *group, const char *topic, int32_t qid, int64_t offset,
                    int64_t now_ms)
 {
+    o->changes++;
     char key[OFFSETS_KEY_MAX];
     size_t n = make_key(key, sizeof key, topic, NULL, qid);
     /* The queue's max first: a failure then leaves the committed table as it was. */
@@ -157,11 +158,13 @@ static size_t remove_where(struct offsets *o, const char *group, const char *top
 
 size_t offsets_delete_topic(struct offsets *o, const char *topic)
 {
+    o->changes++;
     return remove_where(o, NULL, topic);
 }
 
 size_t offsets_delete_group(struct offsets *o, const char *group)
 {
+    o->changes++;
     return remove_where(o, group, NULL);
 }
 

@@ -25,6 +25,7 @@ struct offset_entry {
 struct offsets {
     struct hashmap committed; /* "group\0topic\0qid" -> struct offset_entry* (owned) */
     struct hashmap queue_max; /* "topic\0qid" -> int64_t* (owned) */
+    uint64_t changes;         /* counts every put and delete: a caller tells whether anything moved */
 };
 
 void offsets_init(struct offsets *o);

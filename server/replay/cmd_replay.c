@@ -99,6 +99,14 @@ static void usage(FILE *f)
                                                                          "[--max-conns N]  live replay "
                                                                          "against a running daemon\n",
         f);
+    fputs("\nThe daemon's dialect, as `rmqcoord serve` was given it (a flag given with it overrides it):\n"
+          "  --compat MODE              rmqcoord (default), broker (= broker-5), broker-5 or broker-4.9:\n"
+          "                             NOTIFY as that broker does (4.9: broadcasting groups too), none\n"
+          "                             on expiry, one on an UNREGISTER_CLIENT that removed nothing, and\n"
+          "                             --expiry-scan-ms 10000\n"
+          "  --notify-on-noop-unregister on|off  NOTIFY the group on an UNREGISTER_CLIENT that removed\n"
+          "                             nothing (off; --compat: on)\n",
+          f);
     fputs("\nExit status: 0; 1 when the trace cannot be read or the live replay fails; 2 for bad options.\n",
           f);
 }
@@ -182,6 +190,8 @@ enum {
     O_MAX_CONNS,
     O_CLIENT,
     O_INFER,
+    O_COMPAT,
+    O_NOOP_UNREGISTER,
     O_HELP,
 };
 
@@ -205,6 +215,8 @@ static const struct option long_opts[] = {
     {"max-conns", required_argument, NULL, O_MAX_CONNS},
     {"client", required_argument, NULL, O_CLIENT},
     {"infer", required_argument, NULL, O_INFER},
+    {"compat", required_argument, NULL, O_COMPAT},
+    {"notify-on-noop-unregister", required_argument, NULL, O_NOOP_UNREGISTER},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -231,7 +243,11 @@ static int apply_opt(struct cli *c, int o, char *arg)
     case O_EXPIRY: return rmq_parse_i64_range(arg, 0, INT64_MAX, &r->expiry_ms);
     case O_SCAN: return rmq_parse_i64_range(arg, 1, INT64_MAX, &r->scan_ms);
     case O_ON_EXPIRY:
-        r->notify_on_expiry = !strcmp(arg, "on");
+        r->dialect.notify_on_expiry = !strcmp(arg, "on");
+        return strcmp(arg, "on") && strcmp(arg, "off") ? RMQ_EINVAL : 0;
+    case O_COMPAT: return 0; /* applied before the other options (parse_args) */
+    case O_NOOP_UNREGISTER:
+        r->dialect.notify_noop_unregister = !strcmp(arg, "on");
         return strcmp(arg, "on") && strcmp(arg, "off") ? RMQ_EINVAL : 0;
     case O_SOURCE:
         r->notify_source = !strcmp(arg, "model")   ? REPLAY_NOTIFY_MODEL
@@ -257,6 +273,33 @@ static int apply_opt(struct cli *c, int o, char *arg)
     }
 }
 
+/* --compat MODE / --compat=MODE (the last one wins), as `serve` takes it: the
+ * daemon's dialect, and its expiry scan (serve --compat scans every 10 s),
+ * before the other options so they override it. 0 or RMQ_EINVAL (printed). */
+static int apply_compat(struct replay_options *r, int argc, char **argv)
+{
+    const char *arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--compat") && i + 1 < argc)
+            arg = argv[++i];
+        else if (!strncmp(argv[i], "--compat=", 9))
+            arg = argv[i] + 9;
+    }
+    enum dialect_mode mode;
+    if (!arg)
+        return 0;
+    if (dialect_mode_parse(arg, &mode) != 0) {
+        fprintf(stderr, "rmqcoord replay: --compat takes " DIALECT_MODE_VALUES ", got '%s'\n", arg);
+        return RMQ_EINVAL;
+    }
+    dialect_init(&r->dialect, mode);
+    if (mode != DIALECT_RMQCOORD)
+        r->scan_ms = 10000;
+    return 0;
+}
+
 static int parse_args(struct cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
@@ -266,6 +309,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
     c->opt.alloc.idcs = c->idcs;
     c->speed = 1.0;
     c->max_conns = 4096;
+    if (apply_compat(&c->opt, argc, argv) != 0)
+        return RMQ_EINVAL;
     optind = 1;
     opterr = 0;
     int o;

@@ -28,7 +28,7 @@ void replay_options_init(struct replay_options *opt)
     opt->notify_delay_ms = 0;
     opt->expiry_ms = RMQ_DEFAULT_CHANNEL_EXPIRY_MS;
     opt->scan_ms = 1000;
-    opt->notify_on_expiry = true;
+    dialect_init(&opt->dialect, DIALECT_RMQCOORD);
     opt->notify_source = REPLAY_NOTIFY_AUTO;
     opt->infer = true;
     opt->format = REPLAY_TEXT;
@@ -221,10 +221,10 @@ bool rp_in_window(const struct replay *rp, int64_t ts)
 
 /* ---- the daemon's registry hooks (server.c hook_*), replayed ---- */
 
-/* The daemon's rule (notify_policy, as member_events.c asks it). */
+/* The daemon's rule (notify_policy in the daemon's dialect, as member_events.c asks it). */
 static void schedule_notify(struct rp_view *v, struct reg_group *g, enum notify_change change)
 {
-    if (notify_policy_marks(&g->g, change, v->rp->opt.notify_on_expiry))
+    if (notify_policy_marks(&g->g, change, &v->rp->opt.dialect))
         registry_mark_notify(&v->reg, g);
 }
 
@@ -380,7 +380,7 @@ static int cmp_group_name(const void *a, const void *b)
 
 static void notify_group(struct replay *rp, struct rp_view *v, struct reg_group *g)
 {
-    if (!notify_policy_sends(&g->g))
+    if (!notify_policy_sends(&g->g, &rp->opt.dialect))
         return;
     size_t delivered = 0, deaf = 0;
     for (size_t i = 0; i < g->g.nmembers; i++) {

@@ -15,6 +15,7 @@
 
 #include "allocate.h"
 #include "buf.h"
+#include "dialect.h"
 #include "trace_fmt.h"
 
 #include <stdbool.h>
@@ -63,7 +64,8 @@ struct replay_options {
     int64_t notify_delay_ms;       /* NOTIFY to rebalance (0) */
     int64_t expiry_ms;             /* channel expiry (120000) */
     int64_t scan_ms;               /* expiry scan period (1000, the daemon's default) */
-    bool notify_on_expiry;         /* true, the daemon's default */
+    struct broker_dialect dialect; /* --compat (rmqcoord's, the daemon's default), its notify flags
+                                      overridden by --notify-on-expiry, --notify-on-noop-unregister */
     enum replay_notify_source notify_source;
     const char *const *ignore_notify; /* client ids that only rebalance on their timer; borrowed */
     size_t n_ignore;

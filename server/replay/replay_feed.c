@@ -6,6 +6,7 @@
  */
 #include "err.h"
 #include "mem.h"
+#include "notify_policy.h"
 #include "replay_int.h"
 #include "request_codes.h"
 #include "topics.h"
@@ -186,8 +187,13 @@ static int on_request(struct replay *rp, const struct trace_event *ev)
     for (size_t i = 0; i < ev->next; i++)
         if (!strcmp(ev->ext[i].key, "consumerGroup"))
             group = ev->ext[i].val; /* the last one wins, as rmq_cmd_ext_set does */
-    if (group && *group)
+    if (group && *group) {
         registry_unregister(&c->view->reg, c->id, group);
+        /* The dialect may notify the group besides (--notify-on-noop-unregister), as the daemon does. */
+        struct reg_group *g = registry_group(&c->view->reg, group);
+        if (g && notify_policy_unregister_marks(&g->g, &rp->opt.dialect))
+            registry_mark_notify(&c->view->reg, g);
+    }
     return RMQ_OK;
 }
 

@@ -165,7 +165,7 @@ void rp_out_header(struct replay *rp)
                            " notify-on-expiry=%s notify-source=%s\n== timeline\n",
                 rp->start_ms, json(rp) ? "" : start_iso, allocate_strategy_name(o->alloc.strategy),
                 o->alloc.virtual_nodes, o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
-                o->notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
+                o->dialect.notify_on_expiry ? (json(rp) ? "true" : "on") : (json(rp) ? "false" : "off"),
                 src[o->notify_source]);
 }
 

@@ -4,6 +4,7 @@
 #include "acl_sig.h"
 #include "err.h"
 #include "mem.h"
+#include "request_codes.h"
 #include "array.h"
 
 #include <assert.h>
@@ -13,13 +14,15 @@
 #include <string.h>
 
 struct acl_account {
-    char *access_key; /* owned */
+    char *access_key; /* owned; NULL: any AccessKey (the admin token) */
     char *secret_key; /* owned */
+    bool admin;
 };
 
 struct acl {
     struct acl_account *accounts;
     size_t n, cap;
+    bool admin_codes_only; /* --admin-token without --acl */
 };
 
 void acl_free(struct acl *a)
@@ -87,16 +90,27 @@ static int add_account(struct acl *a)
 {
     if (RMQ_GROW(a->accounts, a->cap, a->n + 1, 4) != 0)
         return RMQ_ENOMEM;
-    a->accounts[a->n++] = (struct acl_account){NULL, NULL};
+    a->accounts[a->n++] = (struct acl_account){NULL, NULL, false};
     return RMQ_OK;
+}
+
+/* A YAML boolean as plain_acl.yml writes it; anything else is not admin. */
+static bool yaml_true(const char *v)
+{
+    return !strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE") || !strcmp(v, "yes");
 }
 
 /* Reads one line into the account being built. */
 static int take_line(struct acl *a, const char *line, char *err, size_t errlen)
 {
     char *ak = value_of(line, "accessKey"), *sk = ak ? NULL : value_of(line, "secretKey");
-    if (!ak && !sk)
+    if (!ak && !sk) {
+        char *adm = value_of(line, "admin");
+        if (adm && a->n > 0 && a->accounts[a->n - 1].access_key)
+            a->accounts[a->n - 1].admin = yaml_true(adm);
+        rmq_free(adm);
         return RMQ_OK;
+    }
     if (ak && (a->n == 0 || a->accounts[a->n - 1].access_key)) {
         if (add_account(a) != 0) {
             rmq_free(ak);
@@ -149,26 +163,70 @@ int acl_load(const char *path, struct acl **out, char *err, size_t errlen)
     return RMQ_OK;
 }
 
+int acl_new_admin_token(const char *token, struct acl **out)
+{
+    if (!token || !*token)
+        return RMQ_EINVAL;
+    struct acl *a = rmq_calloc(1, sizeof *a);
+    if (!a || add_account(a) != 0 || !(a->accounts[0].secret_key = rmq_strdup(token))) {
+        acl_free(a);
+        return RMQ_ENOMEM;
+    }
+    a->accounts[0].admin = true;
+    a->admin_codes_only = true;
+    *out = a;
+    return RMQ_OK;
+}
+
+bool acl_is_admin_code(int32_t code)
+{
+    switch (code) {
+    /* The codes ACL 1.0 keeps for admin accounts (docs/protocol.md §9)... */
+    case RMQ_REQ_UPDATE_AND_CREATE_TOPIC:
+    case RMQ_REQ_UPDATE_BROKER_CONFIG:
+    case RMQ_REQ_DELETE_TOPIC_IN_BROKER:
+    case RMQ_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
+    case RMQ_REQ_DELETE_SUBSCRIPTIONGROUP:
+    /* ...and the ones that move every consumer of a group or drop a route
+     * for everyone, which rmqcoord guards as well. */
+    case RMQ_REQ_DELETE_TOPIC_IN_NAMESRV:
+    case RMQ_REQ_INVOKE_BROKER_TO_RESET_OFFSET:
+    case RMQ_REQ_RESET_CONSUMER_CLIENT_OFFSET: return true;
+    default: return false;
+    }
+}
+
 int acl_check(const struct acl *a, const struct rmq_cmd *cmd, const char **why)
 {
     assert(a && cmd && why);
+    bool admin_code = acl_is_admin_code(cmd->code);
+    if (a->admin_codes_only && !admin_code)
+        return RMQ_OK;
     const char *ak = rmq_cmd_ext_get(cmd, "AccessKey"), *sig = rmq_cmd_ext_get(cmd, "Signature");
     if (!ak || !sig) {
-        *why = "ACL: AccessKey and Signature are required";
+        *why = a->admin_codes_only ? "admin request: sign it (AccessKey, Signature) with the --admin-token as "
+                                     "secretKey"
+                                   : "ACL: AccessKey and Signature are required";
         return RMQ_EINVAL;
     }
     for (size_t i = 0; i < a->n; i++) {
-        if (strcmp(a->accounts[i].access_key, ak))
+        const struct acl_account *acc = &a->accounts[i];
+        if (acc->access_key && strcmp(acc->access_key, ak))
             continue;
         char want[ACL_SIG_LEN];
-        if (acl_signature(cmd, a->accounts[i].secret_key, want) != 0) {
+        if (acl_signature(cmd, acc->secret_key, want) != 0) {
             *why = "ACL: out of memory checking the signature";
             return RMQ_EINVAL;
         }
-        if (acl_equal_ct(want, sig))
-            return RMQ_OK;
-        *why = "ACL: signature mismatch";
-        return RMQ_EINVAL;
+        if (!acl_equal_ct(want, sig)) {
+            *why = "ACL: signature mismatch";
+            return RMQ_EINVAL;
+        }
+        if (admin_code && !acc->admin) {
+            *why = "ACL: this request code needs an admin account (admin: true)";
+            return RMQ_EINVAL;
+        }
+        return RMQ_OK;
     }
     *why = "ACL: unknown AccessKey";
     return RMQ_EINVAL;

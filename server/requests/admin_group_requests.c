@@ -191,16 +191,19 @@ struct forward {
     char what[600]; /* "<group> <clientId>" for remarks */
 };
 
+/* The live connection of channel id (a hash lookup: an answer must not
+ * cost a walk over every connection). */
 static struct conn *conn_by_id(struct broker *s, uint64_t id)
 {
-    for (struct conn *c = conn_set_first(s->conns); c; c = c->next)
-        if (c->id == id)
-            return c->closing ? NULL : c;
-    return NULL;
+    struct reg_channel *ch = registry_channel(&s->reg, id);
+    struct conn *c = ch ? ch->conn : NULL;
+    assert(!c || c->id == id);
+    return c && !c->closing ? c : NULL;
 }
 
-static void forward_done(struct broker *s, void *ctx, const struct rmq_cmd *from_client)
+static void forward_done(void *owner, void *ctx, const struct rmq_cmd *from_client)
 {
+    struct broker *s = owner;
     struct forward *f = ctx;
     struct conn *admin = conn_by_id(s, f->admin_conn_id);
     if (admin) {
@@ -270,11 +273,19 @@ void admin_group_req_forward_running_info(struct broker *s, struct conn *c, stru
     struct rmq_cmd out;
     rmq_cmd_init(&out);
     out.code = RMQ_REQ_GET_CONSUMER_RUNNING_INFO;
+    /* PROTOCOL: docs/protocol.md §3.8 — a new request built from the header's
+     * three fields, as the broker does: never the requester's other extFields
+     * or body, so a forward costs the member a few hundred bytes whatever
+     * the requester sent. */
+    bool jstack = false;
+    (void)rmq_cmd_ext_get_bool(req, "jstackEnable", &jstack);
     int rc = f ? RMQ_OK : RMQ_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < req->ext_len; i++)
-        rc = rmq_cmd_ext_set(&out, req->ext[i].key, req->ext[i].val);
-    if (rc == 0 && req->body_len)
-        rc = rmq_cmd_set_body_copy(&out, req->body, req->body_len);
+    if (rc == 0)
+        rc = rmq_cmd_ext_set(&out, "consumerGroup", group);
+    if (rc == 0)
+        rc = rmq_cmd_ext_set(&out, "clientId", client_id);
+    if (rc == 0)
+        rc = rmq_cmd_ext_set(&out, "jstackEnable", jstack ? "true" : "false");
     if (rc == 0) {
         *f = (struct forward){.admin_conn_id = c->id,
                               .opaque = req->opaque,
@@ -284,7 +295,12 @@ void admin_group_req_forward_running_info(struct broker *s, struct conn *c, stru
         rc = outbound_send(s, ch->conn, &out, FORWARD_TIMEOUT_MS, forward_done, f);
     }
     rmq_cmd_clear(&out);
-    if (rc != 0) {
+    if (rc == RMQ_E2BIG) {
+        rmq_free(f);
+        snprintf(remark, sizeof remark, "[OVERLOAD] %d requests to consumer %s %s already wait for its answer",
+                 OUTBOUND_MAX_PER_CONN, group, client_id);
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_BUSY, remark);
+    } else if (rc != 0) {
         rmq_free(f);
         snprintf(remark, sizeof remark, "invoke consumer %s %s Exception: the request could not be sent",
                  group, client_id);

@@ -19,6 +19,7 @@
 #include "held_pulls.h"
 #include "log.h"
 #include "offsets.h"
+#include "pending.h"
 #include "queue_locks.h"
 #include "registry.h"
 #include "remoting_cmd.h"
@@ -35,7 +36,6 @@ struct loop;
 struct store;
 struct trace_recorder;
 struct acl;
-struct outbound_pending;
 struct holdings_round;
 struct namesrv_table;
 struct broker_reg;
@@ -74,9 +74,10 @@ struct broker {
     struct held_ack *acks;     /* owned */
     uint64_t writes_at_commit; /* store_write_count at the last commit */
     int64_t last_commit_ms;    /* loop clock of the last commit */
+    uint64_t offsets_at_commit; /* offsets.changes at the last good commit: what a lost batch undoes */
+    struct log_limit store_log; /* storage failures, once a second (a full disk fails every turn) */
     size_t nacks, acks_cap;
-    struct outbound_pending *outbound; /* owned: requests sent to clients awaiting a reply */
-    size_t noutbound, outbound_cap;
+    struct pending_table outbound; /* requests sent to clients awaiting a reply (outbound.c) */
     struct holdings_round *rounds; /* owned list: admin holdings checks in progress */
     struct trace_recorder *trace;  /* NULL unless --record */
     struct acl *acl;               /* NULL unless --acl */

@@ -11,6 +11,7 @@
 #include "loop.h"
 #include "mem.h"
 #include "member_events.h"
+#include "outbound.h"
 #include "pull_requests.h"
 #include "reply.h"
 #include "store.h"
@@ -35,7 +36,7 @@ int broker_init_state(struct broker *s, const struct config *cfg)
     topics_init(&s->topics);
     offsets_init(&s->offsets);
     queue_locks_init(&s->locks);
-    return RMQ_OK;
+    return outbound_init(s);
 }
 
 void broker_reset_live(struct broker *s)
@@ -91,7 +92,7 @@ int broker_fini_state(struct broker *s)
 {
     assert(!s->conns); /* broker_close_conns ran: no close may touch what is freed here */
     int rc = RMQ_OK;
-    if (s->store && store_in_batch(s->store) && (rc = store_commit(s->store)) != 0)
+    if (s->store && store_commit_due(s->store) && (rc = store_commit(s->store)) != 0)
         log_error("store: final commit failed: %s", store_errmsg(s->store));
     reply_release_held(s, false);
     rmq_free(s->acks);

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "mem.h"
 #include "member_events.h"
+#include "notify_policy.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "rmq_body.h"
@@ -23,11 +24,11 @@
  * heartbeat without consumer data (--compat broker-5, §12). */
 static void reply_heartbeat(struct broker *s, struct conn *c, const struct rmq_cmd *req, bool sub_change)
 {
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49) {
+    if (!s->cfg->dialect.heartbeat_v2) {
         reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
         return;
     }
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5 && !sub_change) {
+    if (s->cfg->dialect.heartbeat_sub_change_without_data && !sub_change) {
         const struct reg_channel *ch = registry_channel(&s->reg, c->id);
         sub_change = !ch || ch->ngroups == 0;
     }
@@ -87,7 +88,7 @@ void consumer_req_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *re
         rmq_heartbeat_clear(&hb);
         return;
     }
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49) {
+    if (!s->cfg->dialect.heartbeat_v2) {
         /* A 4.9 broker knows no heartbeat v2: every heartbeat is a full one (§12). */
         hb.fingerprint = 0;
         hb.without_sub = false;
@@ -143,7 +144,7 @@ void consumer_req_unregister_client(struct broker *s, struct conn *c, struct rmq
         /* --notify-on-noop-unregister: the broker NOTIFYs a live group even when the channel
          * was not in it (§12); rmqcoord by default only when a member left. */
         struct reg_group *g = registry_group(&s->reg, group);
-        if (s->cfg->notify_noop_unregister && g && g->g.nmembers > 0)
+        if (g && notify_policy_unregister_marks(&g->g, &s->cfg->dialect))
             member_events_mark_notify(s, g);
     }
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
@@ -257,7 +258,7 @@ static int encode_assignments(const struct allocate_queue *qs, size_t n, struct 
  * REQUEST_CODE_NOT_SUPPORTED, on which a 5.x client rebalances itself (docs/protocol.md §12). */
 void consumer_req_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
-    if (s->cfg->compat != CONFIG_COMPAT_BROKER_5) {
+    if (!s->cfg->dialect.query_assignment) {
         char remark[128];
         snprintf(remark, sizeof remark, "request code %d (QUERY_ASSIGNMENT) is not supported by rmqcoord",
                  req->code);

@@ -76,7 +76,7 @@ void lock_req_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req
     struct rmq_lock_body b;
     /* --compat: the broker unlocks nothing and answers SUCCESS for a JSON body that lacks
      * clientId or mqSet (docs/protocol.md §12); rmqcoord names the missing field. */
-    if (s->cfg->compat != CONFIG_COMPAT_NONE && req->body_len > 0) {
+    if (s->cfg->dialect.unlock_lenient && req->body_len > 0) {
         json_t *root = json_loadb((const char *)req->body, req->body_len, 0, NULL);
         bool object = json_is_object(root);
         json_decref(root);

@@ -157,13 +157,11 @@ static void check_store(struct broker *s, int rc, const char *what, const char *
 
 static void schedule_notify(struct broker *s, struct reg_group *g, enum notify_change change)
 {
-    /* --compat broker-4.9: a 4.9 broker notifies broadcast groups too (docs/protocol.md §12). */
-    bool marks = s->cfg->compat == CONFIG_COMPAT_BROKER_49
-                     ? change != NOTIFY_CHANGE_EXPIRE || s->cfg->notify_on_expiry
-                     : notify_policy_marks(&g->g, change, s->cfg->notify_on_expiry);
-    if (marks)
+    /* The dialect's rule, which replay shares (a 4.9 broker notifies broadcast groups too, §12). */
+    if (notify_policy_marks(&g->g, change, &s->cfg->dialect)) {
         registry_mark_notify_at(&s->reg, g, loop_now_ms(s->loop));
-    assert(!marks || g->notify_pending); /* owed until notify_flush takes it */
+        assert(g->notify_pending); /* owed until notify_flush takes it */
+    }
 }
 
 void member_events_mark_notify(struct broker *s, struct reg_group *g)

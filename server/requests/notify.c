@@ -24,8 +24,8 @@ static void notify_group(struct broker *s, struct reg_group *g)
     /* --release-pulls-on-change off: held to their deadline, as the broker does (§12). */
     if (s->cfg->release_pulls_on_change)
         pull_release_group(s, g->g.name);
-    /* --compat broker-4.9: broadcast groups are notified too (docs/protocol.md §12). */
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_49 ? g->g.nmembers == 0 : !notify_policy_sends(&g->g))
+    /* The dialect's rule, which replay shares (a 4.9 broker notifies broadcast groups too, §12). */
+    if (!notify_policy_sends(&g->g, &s->cfg->dialect))
         return;
     struct rmq_cmd cmd;
     rmq_cmd_init_request(&cmd, RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED, s->next_opaque++, RMQ_FLAG_ONEWAY);

@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "err.h"
 #include "log.h"
+#include "loop.h"
 #include "mem.h"
 #include "reply.h"
 #include "request_codes.h"
@@ -67,13 +68,10 @@ void offset_req_query(struct broker *s, struct conn *c, struct rmq_cmd *req)
      * 4.9 has no setZeroIfNotFound; broker-5: 5.x answers QUERY_NOT_FOUND
      * unless message 0 is in memory, never with an empty queue (§12). */
     bool zero = true;
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5 ||
-        (s->cfg->compat == CONFIG_COMPAT_NONE && rmq_cmd_ext_get_bool(req, "setZeroIfNotFound", &zero) == 0 &&
-         !zero)) {
-        reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND,
-                   s->cfg->compat == CONFIG_COMPAT_BROKER_5
-                       ? "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
-                       : "Not found, no offset committed for this queue");
+    const struct broker_dialect *d = &s->cfg->dialect;
+    if (d->query_offset_not_found ||
+        (d->query_offset_set_zero && rmq_cmd_ext_get_bool(req, "setZeroIfNotFound", &zero) == 0 && !zero)) {
+        reply_code(s, c, req, RMQ_RESP_QUERY_NOT_FOUND, d->query_offset_not_found_remark);
         return;
     }
     reply_value(s, c, req, "offset", 0, false);
@@ -87,7 +85,7 @@ void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
     /* --compat broker-5: 5.x refuses a commit of a group with no subscription-group config (one
      * that never heartbeated) before it reads the other fields (docs/protocol.md §12). */
     const char *g5 = rmq_cmd_ext_get(req, "consumerGroup");
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5 && g5 && *g5 && !registry_group_known(&s->reg, g5)) {
+    if (s->cfg->dialect.offset_commit_needs_group && g5 && *g5 && !registry_group_known(&s->reg, g5)) {
         char remark[320];
         snprintf(remark, sizeof remark, "Group %s not exist!", g5);
         reply_code(s, c, req, RMQ_RESP_SUBSCRIPTION_GROUP_NOT_EXIST, remark);
@@ -102,7 +100,8 @@ void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return;
     }
     if (offset_table_commit(s, group, topic, qid, off) != 0) {
-        log_error("offset %s/%s/%d not stored: %s", group, topic, (int)qid, store_errmsg(s->store));
+        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "offset %s/%s/%d not stored: %s", group, topic,
+                    (int)qid, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
         return;
     }

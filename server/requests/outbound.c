@@ -1,102 +1,72 @@
-/* outbound.c — see outbound.h. Loop thread only. */
+/* outbound.c — see outbound.h. Loop thread only. The waiting requests live
+ * in one pending table (core/pending.c): an answer is matched by hash, a
+ * timeout by the deadline heap, a close by the connection's own list, so
+ * none of them costs a scan of every request. */
 #include "outbound.h"
 
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
 #include "loop.h"
-#include "mem.h"
-#include "array.h"
 
-#include <string.h>
+#include <assert.h>
+
+int outbound_init(struct broker *s)
+{
+    return pending_init(&s->outbound, s, OUTBOUND_MAX_PER_CONN);
+}
+
+size_t outbound_count(const struct broker *s)
+{
+    return pending_count(&s->outbound);
+}
 
 int outbound_send(struct broker *s, struct conn *c, struct rmq_cmd *req, int64_t timeout_ms, outbound_cb cb,
                   void *ctx)
 {
-    if (RMQ_GROW(s->outbound, s->outbound_cap, s->noutbound + 1, 16) != 0)
-        return RMQ_ENOMEM;
+    assert(c && !c->closing && timeout_ms >= 0);
     /* Our opaques count up from a large base so they are easy to tell from
-     * the client's own numbers in captures; matching is by flag anyway. */
-    req->opaque = s->next_opaque++;
-    req->flag = 0;
-    req->serialize_type = RMQ_SERIALIZE_JSON;
-    int rc = conn_send(c, req);
+     * the client's own numbers in captures; matching is by flag anyway.
+     * Unsigned arithmetic: the counter wraps like Java's int, never overflows. */
+    int32_t opaque = (int32_t)(uint32_t)s->next_opaque;
+    s->next_opaque = (int32_t)((uint32_t)s->next_opaque + 1u);
+    int rc = pending_add(&s->outbound, c, opaque, loop_now_ms(s->loop) + timeout_ms, cb, ctx);
+    if (rc == RMQ_E2BIG)
+        s->stats.limit_hits++;
     if (rc != 0)
         return rc;
-    s->outbound[s->noutbound++] = (struct outbound_pending){.conn = c,
-                                                            .opaque = req->opaque,
-                                                            .deadline_ms = loop_now_ms(s->loop) + timeout_ms,
-                                                            .cb = cb,
-                                                            .ctx = ctx};
+    req->opaque = opaque;
+    req->flag = 0;
+    req->serialize_type = RMQ_SERIALIZE_JSON;
+    rc = conn_send(c, req);
+    if (rc != 0) {
+        /* Not sent: take it back without its callback (the caller hears rc). */
+        bool gone = pending_cancel(&s->outbound, c, opaque);
+        assert(gone);
+        (void)gone;
+        return rc;
+    }
     return RMQ_OK;
-}
-
-/* Removes entry i (order kept: callbacks run in send order) and returns it. */
-static struct outbound_pending take(struct broker *s, size_t i)
-{
-    struct outbound_pending p = s->outbound[i];
-    memmove(&s->outbound[i], &s->outbound[i + 1], (s->noutbound - i - 1) * sizeof p);
-    s->noutbound--;
-    return p;
 }
 
 bool outbound_on_response(struct broker *s, struct conn *c, const struct rmq_cmd *resp)
 {
-    for (size_t i = 0; i < s->noutbound; i++) {
-        if (s->outbound[i].conn == c && s->outbound[i].opaque == resp->opaque) {
-            struct outbound_pending p = take(s, i);
-            p.cb(s, p.ctx, resp);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Runs (with NULL) and removes every entry pick() selects. A callback may
- * send new requests, so entries are taken one at a time. */
-static void fail_where(struct broker *s, bool (*pick)(const struct outbound_pending *, const void *),
-                       const void *arg)
-{
-    for (size_t i = 0; i < s->noutbound;) {
-        if (!pick(&s->outbound[i], arg)) {
-            i++;
-            continue;
-        }
-        struct outbound_pending p = take(s, i);
-        p.cb(s, p.ctx, NULL);
-    }
-}
-
-static bool is_due(const struct outbound_pending *p, const void *arg)
-{
-    return p->deadline_ms <= *(const int64_t *)arg;
-}
-static bool on_conn(const struct outbound_pending *p, const void *arg)
-{
-    return p->conn == arg;
-}
-static bool every(const struct outbound_pending *p, const void *arg)
-{
-    (void)p;
-    (void)arg;
-    return true;
+    return pending_complete(&s->outbound, c, resp->opaque, resp);
 }
 
 void outbound_on_timer(struct broker *s)
 {
-    int64_t now = loop_now_ms(s->loop);
-    fail_where(s, is_due, &now);
+    (void)pending_expire(&s->outbound, loop_now_ms(s->loop));
 }
 
 void outbound_drop_conn(struct broker *s, const struct conn *c)
 {
-    fail_where(s, on_conn, c);
+    (void)pending_drop_conn(&s->outbound, c);
+    assert(pending_count_conn(&s->outbound, c) == 0);
 }
 
 void outbound_free_all(struct broker *s)
 {
-    fail_where(s, every, NULL);
-    rmq_free(s->outbound);
-    s->outbound = NULL;
-    s->noutbound = s->outbound_cap = 0;
+    pending_free(&s->outbound);
+    assert(pending_count(&s->outbound) == 0);
 }

@@ -8,6 +8,7 @@
 #ifndef RMQ_OUTBOUND_H
 #define RMQ_OUTBOUND_H
 
+#include "pending.h"
 #include "remoting_cmd.h"
 
 #include <stdbool.h>
@@ -16,20 +17,25 @@
 struct broker;
 struct conn;
 
-/* resp is borrowed for the call; NULL = no reply (timeout, closed, shutdown). */
-typedef void (*outbound_cb)(struct broker *s, void *ctx, const struct rmq_cmd *resp);
+/* owner is the struct broker; resp is borrowed for the call, NULL = no
+ * reply (timeout, closed, shutdown). */
+typedef pending_cb outbound_cb;
 
-struct outbound_pending {
-    struct conn *conn; /* borrowed; cleared when it closes */
-    int32_t opaque;
-    int64_t deadline_ms; /* loop clock: clients answer in real time even with a virtual clock */
-    outbound_cb cb;
-    void *ctx;
-};
+/* Requests waiting on one client connection at most (SYSTEM_BUSY-like
+ * refusal past it, counted as a limit hit): a member that reads but never
+ * answers cannot park an unbounded number of forwarded asks. */
+#define OUTBOUND_MAX_PER_CONN 1024
+
+/* Sets up s->outbound (empty). 0 or RMQ_ENOMEM. */
+int outbound_init(struct broker *s);
+/* Requests waiting for an answer. */
+size_t outbound_count(const struct broker *s);
 
 /* Sends req (code, extFields, body set by the caller; opaque, flag and
- * serialize type set here: a JSON request) on c. 0, or an error after which
- * cb is never called. */
+ * serialize type set here: a JSON request) on c; the deadline is on the
+ * loop clock (clients answer in real time even with a virtual clock). 0, or
+ * an error after which cb is never called: RMQ_E2BIG when c already has
+ * OUTBOUND_MAX_PER_CONN requests waiting. */
 int outbound_send(struct broker *s, struct conn *c, struct rmq_cmd *req, int64_t timeout_ms, outbound_cb cb,
                   void *ctx);
 /* A response frame arrived on c: runs the matching callback. Returns false

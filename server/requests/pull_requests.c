@@ -31,15 +31,15 @@ static void answer_offsets(struct broker *s, struct conn *c, const struct rmq_cm
 {
     assert(code == RMQ_RESP_PULL_NOT_FOUND || code == RMQ_RESP_PULL_OFFSET_MOVED);
     struct rmq_cmd resp;
-    bool v5 = s->cfg->compat == CONFIG_COMPAT_BROKER_5;
+    bool sys_flags = s->cfg->dialect.pull_sys_flags;
     if (rmq_cmd_init_response(&resp, req_like, code,
                               code == RMQ_RESP_PULL_NOT_FOUND ? "no new message" : "offset moved") != 0 ||
         rmq_cmd_ext_set_i64(&resp, "nextBeginOffset", next_begin) != 0 ||
         rmq_cmd_ext_set_i64(&resp, "minOffset", 0) != 0 ||
         rmq_cmd_ext_set_i64(&resp, "maxOffset", max) != 0 ||
         rmq_cmd_ext_set(&resp, "suggestWhichBrokerId", "0") != 0 ||
-        (v5 && (rmq_cmd_ext_set(&resp, "groupSysFlag", "0") != 0 ||
-                rmq_cmd_ext_set(&resp, "topicSysFlag", "0") != 0))) {
+        (sys_flags && (rmq_cmd_ext_set(&resp, "groupSysFlag", "0") != 0 ||
+                       rmq_cmd_ext_set(&resp, "topicSysFlag", "0") != 0))) {
         rmq_cmd_clear(&resp);
         conn_close_async(c, "out of memory building a reply");
         return;
@@ -73,10 +73,7 @@ static bool pull_refused(struct broker *s, struct conn *c, const struct rmq_cmd 
         snprintf(remark, sizeof remark,
                  "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]", (int)qid,
                  tp->name, tp->brokers[i].read_queue_nums, c->peer);
-        reply_code(s, c, req,
-                   s->cfg->compat == CONFIG_COMPAT_BROKER_5 ? RMQ_RESP_INVALID_PARAMETER
-                                                            : RMQ_RESP_SYSTEM_ERROR,
-                   remark);
+        reply_code(s, c, req, s->cfg->dialect.pull_bad_queue_code, remark);
         return true;
     }
     if (sys_flag & PULL_SYSFLAG_SUBSCRIPTION)

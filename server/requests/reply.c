@@ -22,7 +22,7 @@ void reply_send(struct broker *s, struct conn *c, const struct rmq_cmd *req, str
     }
     /* PROTOCOL: the reply uses the request's header encoding (as 4.9 does); a 5.x broker answers
      * in JSON whatever the request used (--compat broker-5, docs/protocol.md §12). */
-    if (s->cfg->compat == CONFIG_COMPAT_BROKER_5)
+    if (s->cfg->dialect.reply_header_json)
         resp->serialize_type = RMQ_SERIALIZE_JSON;
     if (!durable) {
         conn_send(c, resp);

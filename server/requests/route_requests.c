@@ -32,7 +32,7 @@ static const struct topic *resolve_topic(struct broker *s, const char *name)
     const struct topic *tp = topics_get(&s->topics, name);
     if (tp)
         return tp;
-    if (s->cfg->compat != CONFIG_COMPAT_NONE && s->cfg->role == CONFIG_ROLE_BOTH && !strcmp(name, "TBW102")) {
+    if (s->cfg->dialect.route_tbw102 && s->cfg->role == CONFIG_ROLE_BOTH && !strcmp(name, "TBW102")) {
         struct topic_broker b = {(char *)s->cfg->broker_name, 8, 8, TOPIC_PERM_RW | 1};
         return broker_put_topic(s, name, &b, 1) == 0 ? topics_get(&s->topics, name) : NULL;
     }
@@ -78,7 +78,7 @@ void route_req_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *name;
     const char *given = rmq_cmd_ext_get(req, "topic");
-    if (s->cfg->compat != CONFIG_COMPAT_NONE && (!given || !*given)) {
+    if (s->cfg->dialect.route_null_topic && (!given || !*given)) {
         /* The name server looks the null topic up and finds nothing (§12). */
         reply_code(s, c, req, RMQ_RESP_TOPIC_NOT_EXIST,
                    "No topic route info in name server for the topic: null");
@@ -102,7 +102,7 @@ void route_req_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
     buf_init(&body, 0);
     /* A created topic is a stored fact: the route goes out after its commit. */
     int rc = topics_route_encode(tp, s->cfg->cluster_name, s->advertise, wants_quoted_ids(req), &body);
-    if (rc == 0 && s->cfg->compat == CONFIG_COMPAT_BROKER_5)
+    if (rc == 0 && s->cfg->dialect.route_acting_master)
         rc = add_acting_master(s, &body);
     reply_body(s, c, req, rc, &body, true);
 }
@@ -158,7 +158,7 @@ void route_req_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *re
         qsort(list, n, sizeof *list, cmp_broker_name);
         rc = cluster_info_encode(list, n, &body);
     }
-    if (rc == 0 && s->cfg->compat == CONFIG_COMPAT_BROKER_5)
+    if (rc == 0 && s->cfg->dialect.route_acting_master)
         rc = add_acting_master(s, &body);
     rmq_free(list);
     reply_body(s, c, req, rc, &body, false);

@@ -10,6 +10,7 @@
 #include "loop.h"
 #include "member_events.h"
 #include "notify.h"
+#include "offset_table.h"
 #include "outbound.h"
 #include "pull_requests.h"
 #include "reply.h"
@@ -178,20 +179,29 @@ static int settle_round(struct broker *s, bool commit)
     conn_set_reap(s->conns);
     notify_flush(s);
     int rc = RMQ_OK;
-    if (commit && store_in_batch(s->store)) {
+    /* store_commit_due, not store_in_batch: a batch SQLite rolled back by
+     * itself, with nothing written after it, must still fail its replies. */
+    if (commit && store_commit_due(s->store)) {
         s->writes_at_commit = store_write_count(s->store);
         s->last_commit_ms = loop_now_ms(s->loop);
         uint64_t t0 = rmq_mono_us();
         /* Only a batch an acknowledgement depends on waits for fsync. */
         rc = s->nacks > 0 ? store_commit(s->store) : store_commit_lazy(s->store);
         if (rc != 0) {
-            log_error("store: commit failed: %s", store_errmsg(s->store));
+            log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "store: commit failed: %s",
+                        store_errmsg(s->store));
             member_events_need_snapshots(s);
             s->stats.commit_failures++;
+            /* The live view must not run ahead of what was acknowledged. */
+            if (offset_table_reload(s) != 0)
+                log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "store: reloading offsets failed: %s",
+                            store_errmsg(s->store));
+        } else {
+            s->offsets_at_commit = s->offsets.changes;
         }
         stats_histogram_add(&s->stats.commit, rmq_mono_us() - t0);
-        assert(rc != 0 || !store_in_batch(s->store)); /* a successful commit closes the batch */
     }
+    assert(!commit || rc != RMQ_OK || !store_commit_due(s->store)); /* a successful commit ends the batch */
     reply_release_held(s, rc == RMQ_OK);
     assert(s->nacks == 0); /* every held reply is sent or replaced once the batch's fate is known */
     conn_set_flush(s->conns);
@@ -211,7 +221,7 @@ int broker_before_sleep(struct broker *s, enum broker_commit when)
         log_error("store: pruning closed channels failed: %s", store_errmsg(s->store));
     int failed = RMQ_OK;
     for (int round = 0; round < SETTLE_ROUNDS; round++) {
-        bool commit = when == BROKER_COMMIT_EVERY_TURN || (store_in_batch(s->store) && commit_due(s));
+        bool commit = when == BROKER_COMMIT_EVERY_TURN || (store_commit_due(s->store) && commit_due(s));
         int rc = settle_round(s, commit);
         if (rc != 0)
             failed = rc;

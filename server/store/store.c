@@ -36,6 +36,7 @@
  */
 #include "store.h"
 
+#include "clocks.h"
 #include "err.h"
 #include "mem.h"
 #include "store_internal.h"
@@ -525,8 +526,11 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
         rmq_free(s);
         return e;
     }
+    store_note_file(s, path);
     int rc = sqlite3_open_v2(path, &s->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, NULL);
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
+                                 SQLITE_OPEN_NOFOLLOW,
+                             NULL);
     if (rc != SQLITE_OK) {
         e = s->db ? store_fail(s, rc, path) : RMQ_ENOMEM;
         if (!s->db)
@@ -596,6 +600,11 @@ bool store_in_batch(const struct store *s)
     return s->in_batch;
 }
 
+bool store_commit_due(const struct store *s)
+{
+    return s->in_batch || s->batch_lost;
+}
+
 /* With lazy sync on the connection runs at synchronous=OFF (SQLite
  * refuses to change it inside a transaction, and a batch starts before
  * anyone knows whether a reply will depend on it), so a commit that must
@@ -623,6 +632,23 @@ static int commit(struct store *s, bool lazy)
         s->resync_needed = true;
     if (!s->in_batch)
         return lost ? RMQ_EIO : 0; /* errbuf still names the failure that lost it */
+    /* A batch others wait on must reach the file the next start opens: a
+     * stat per durable commit (its fsync costs far more); a lazy one looks
+     * once a second. */
+    uint64_t now_us = rmq_mono_us();
+    if (!lazy || now_us - s->moved_checked_us >= 1000000) {
+        s->moved_checked_us = now_us;
+        if (store_file_moved(s)) {
+            s->resync_needed = true;
+            char why[sizeof s->errbuf];
+            memcpy(why, s->errbuf, sizeof why);
+            (void)store_exec_st(s, ST_ROLLBACK, NULL, "");
+            memcpy(s->errbuf, why, sizeof why);
+            s->in_batch = !sqlite3_get_autocommit(s->db);
+            s->batch_lost = s->in_batch;
+            return RMQ_EIO;
+        }
+    }
     if (store_exec_st(s, ST_COMMIT, NULL, "") == 0) {
         s->in_batch = false;
         s->resync_in_batch = false;

@@ -157,6 +157,12 @@ struct store_syncer_stats;
 /* Copies the checkpoint thread's counters; false when lazy sync is off. */
 bool store_sync_stats(struct store *s, struct store_syncer_stats *out);
 bool store_in_batch(const struct store *s);
+/* Whether store_commit has something to report: an open batch, or one
+ * SQLite rolled back by itself (a full disk, an I/O error) since the last
+ * commit. Callers that decide whether to commit ask this, not
+ * store_in_batch: a batch lost with nothing written after it is still a
+ * batch whose held replies must fail. */
+bool store_commit_due(const struct store *s);
 /* Counts write calls (each joins the open batch): a caller compares two
  * readings to learn whether something it did is waiting for a commit. */
 uint64_t store_write_count(const struct store *s);

@@ -34,6 +34,29 @@
  * same for the database file but also lock out the HTTP thread's reader
  * and the sync thread. */
 
+/* A planted symbolic link at the store's path, its WAL, its shared-memory
+ * index or its lock file would make the daemon write where the link
+ * points (its pid into the lock's target, say). None is followed: the
+ * store is given by its real path. */
+static int refuse_symlinks(const char *path, char *err, size_t errlen)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", ".lock"};
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0]; i++) {
+        char p[4200];
+        if (snprintf(p, sizeof p, "%s%s", path, suffix[i]) >= (int)sizeof p) {
+            (void)rmq_fail(err, errlen, RMQ_OK, "store path too long: %s", path);
+            return RMQ_EINVAL;
+        }
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
+            (void)rmq_fail(err, errlen, RMQ_OK, "%s is a symbolic link: not followed; give the store's real path",
+                           p);
+            return -ELOOP;
+        }
+    }
+    return 0;
+}
+
 int store_lock_acquire(struct store *s, const char *path, char *err, size_t errlen)
 {
     struct stat st;
@@ -41,12 +64,16 @@ int store_lock_acquire(struct store *s, const char *path, char *err, size_t errl
         (void)rmq_fail(err, errlen, RMQ_OK, "open %s: %s", path, strerror(EISDIR));
         return -EISDIR;
     }
+    int e0 = refuse_symlinks(path, err, errlen);
+    if (e0)
+        return e0;
     char lock[4200];
     if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock) {
         (void)rmq_fail(err, errlen, RMQ_OK, "store path too long: %s", path);
         return RMQ_EINVAL;
     }
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    /* O_NOFOLLOW: a link planted between the check above and here fails too. */
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
     if (fd < 0) {
         int e = errno;
         (void)rmq_fail(err, errlen, RMQ_OK, "cannot open the lock file %s: %s", lock, strerror(e));
@@ -77,6 +104,31 @@ int store_lock_acquire(struct store *s, const char *path, char *err, size_t errl
         log_warn("store: cannot write the pid into %s", lock);
     s->lock_fd = fd;
     return 0;
+}
+
+void store_note_file(struct store *s, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        s->file_dev = (uint64_t)st.st_dev;
+        s->file_ino = (uint64_t)st.st_ino;
+    }
+}
+
+bool store_file_moved(struct store *s)
+{
+    if (!s->file_ino)
+        return false; /* never noted (an in-memory store in a test) */
+    const char *path = sqlite3_db_filename(s->db, "main");
+    struct stat st;
+    if (path && *path && stat(path, &st) == 0 && (uint64_t)st.st_dev == s->file_dev &&
+        (uint64_t)st.st_ino == s->file_ino)
+        return false;
+    snprintf(s->errbuf, sizeof s->errbuf,
+             "the store file %s was moved or deleted while running: nothing more is acknowledged; restart "
+             "the daemon",
+             path ? path : "?");
+    return true;
 }
 
 void store_lock_release(struct store *s)

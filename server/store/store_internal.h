@@ -41,6 +41,8 @@ struct store {
     bool resync_in_batch;         /* the open batch re-writes them (store_resync_due) */
     int64_t resync_next_ms;       /* store_resync_due: not before */
     int64_t prune_next_ms;        /* store_prune: not before */
+    uint64_t file_dev, file_ino;  /* the database file opened (store_guard.c store_file_moved) */
+    uint64_t moved_checked_us;    /* store_file_moved: last look, for lazy commits */
     char errbuf[256];
 };
 
@@ -53,6 +55,12 @@ struct store {
  * is an rmqcoord store (before anything writes to it), the log line for a
  * 0-byte file, and the writer's bounded busy wait. */
 int store_lock_acquire(struct store *s, const char *path, char *err, size_t errlen);
+/* Records which file path is (after it exists), for store_file_moved. */
+void store_note_file(struct store *s, const char *path);
+/* Whether the database file was renamed away or deleted since it was
+ * opened: later commits would go to a file nobody finds at the next
+ * start. Sets errbuf when it was. */
+bool store_file_moved(struct store *s);
 void store_lock_release(struct store *s);
 int store_check_ours(struct store *s, const char *path, int64_t version);
 void store_note_empty_file(const char *path);

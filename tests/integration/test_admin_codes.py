@@ -278,6 +278,14 @@ class AdminCodesTest(DaemonCase):
         self.assertEqual(self.d.http("POST", path, {"topic": "Nope"})[0], 404)
         self.assertEqual(self.d.http("POST", path, {"topic": TOPIC, "force": "yes"})[0], 400)
         self.assertEqual(self.d.http("POST", path, {})[0], 400)
+        # Bounds: a negative queue id used to reset every queue, one past the
+        # topic answered 200 and did nothing, 2^63-1 was accepted.
+        for bad in ({"queueId": -5, "offset": 1}, {"queueId": 4, "offset": 1}, {"queueId": 0, "offset": -2},
+                    {"queueId": 0, "offset": 2 ** 63 - 1}, {"timestamp": -7}):
+            st, body = self.d.http("POST", path, dict(bad, topic=TOPIC))
+            self.assertEqual(st, 400, (bad, body))
+            self.assertIn("error", body)
+        self.assertEqual([query(c, GROUP, TOPIC, q) for q in range(4)], [100, 50, 102, 103], "nothing moved")
         # Clone OTHER's offsets into a new group.
         clone = "/api/groups/GC/offsets/clone"
         st, body = self.d.http("POST", clone, {"from": OTHER, "topic": TOPIC, "dryRun": True})

@@ -416,6 +416,62 @@ class Acl(unittest.TestCase):
         self.assertIn(b"cannot load --acl", p.stderr)
 
 
+class AdminCodes(unittest.TestCase):
+    """The admin request codes need an admin account under --acl, and a
+    signature with the token under --admin-token; other codes are untouched
+    by the token."""
+
+    def test_acl_admin_flag(self):
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(prefix="rmqcoord-acl-"), "plain_acl.yml")
+        with open(path, "w") as f:
+            f.write("accounts:\n  - accessKey: user\n    secretKey: u1234567\n    admin: false\n"
+                    "  - accessKey: boss\n    secretKey: b1234567\n    admin: true\n")
+        d = Daemon("--acl", path, "--topic", "T:4")
+        try:
+            c = d.connect()
+            topic = {"topic": "T", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}
+            for code, ext in ((17, topic), (200, {}), (207, {"groupName": "G"}), (215, {"topic": "T"}),
+                              (222, {"topic": "T", "group": "G", "timestamp": "0", "isForce": "true"})):
+                r = c.request(code, signed(ext, b"", "user", "u1234567"))
+                self.assertEqual(r.code, 16, "code %d from a non-admin account" % code)
+                self.assertIn("admin", r.remark)
+            r = c.request(ROUTE, signed({"topic": "T"}, b"", "user", "u1234567"))
+            self.assertEqual(r.code, 0, "a non-admin account keeps the client codes")
+            self.assertEqual(len(r.json()["queueDatas"]), 1)
+            self.assertEqual(r.json()["queueDatas"][0]["readQueueNums"], 4, "the refused 17 changed nothing")
+            r = c.request(17, signed(topic, b"", "boss", "b1234567"))
+            self.assertEqual(r.code, 0, r.remark)
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_admin_token_guards_remoting_admin_codes(self):
+        d = Daemon("--admin-token", "t0ken", "--topic", "T:4")
+        try:
+            c = d.connect()
+            topic = {"topic": "T", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}
+            r = c.request(17, topic)
+            self.assertEqual(r.code, 16, "an unsigned admin code is refused")
+            self.assertIn("--admin-token", r.remark)
+            self.assertEqual(c.request(17, signed(topic, b"", "admin", "wrong")).code, 16)
+            r = c.request(222, {"topic": "T", "group": "G", "timestamp": "0", "isForce": "true"})
+            self.assertEqual(r.code, 16)
+            # Client codes need nothing.
+            self.assertEqual(c.request(HB, body=heartbeat_body("c1", {"G": ["T"]})).code, 0)
+            self.assertEqual(c.request(15, {"topic": "T", "consumerGroup": "G", "queueId": 0,
+                                            "commitOffset": 5}).code, 0)
+            r = c.request(ROUTE, {"topic": "T"})
+            self.assertEqual(r.json()["queueDatas"][0]["readQueueNums"], 4, "the refused 17 changed nothing")
+            r = c.request(17, signed(topic, b"", "admin", "t0ken"))
+            self.assertEqual(r.code, 0, r.remark)
+            r = c.request(ROUTE, {"topic": "T"})
+            self.assertEqual(r.json()["queueDatas"][0]["readQueueNums"], 1)
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class Persistence(unittest.TestCase):
     def test_restart_keeps_topics_and_offsets_and_drops_stale_members(self):
         d = Daemon("--auto-create-queues", "0")

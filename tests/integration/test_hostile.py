@@ -10,12 +10,14 @@ import sqlite3
 import subprocess
 import struct
 import sys
+import threading
 import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, DaemonCase, encode_header_json, frame, heartbeat_body, probing, signed  # noqa: E402
+from rmqclient import (Daemon, DaemonCase, encode_frame, encode_header_json, frame, heartbeat_body,  # noqa: E402
+                       decode_header, next_frame, probing, request_header, signed)
 
 GET_CONSUMER_LIST = 38
 # Under ASan/UBSan (meson sets RMQ_SANITIZE) the daemon is several times
@@ -371,6 +373,131 @@ class BigHeartbeat(DaemonCase):
         self.assertIn("--max-heartbeat-bytes", r.remark)
         self.assertTrue(lat and all(x is not None for x in lat))
         self.assertLess(max(lat), 0.3 * TIME_SCALE, "the loop stalled %.3f s on one heartbeat" % max(lat))
+
+
+def split_frames(buf):
+    """The codes of the whole frames at the start of buf, and the rest."""
+    codes, pos = [], 0
+    while True:
+        f = next_frame(buf, pos)
+        if f is None:
+            return codes, buf[pos:]
+        codes.append(decode_header(f[0], f[1])["code"])
+        pos += f[3]
+
+
+class ForwardFlood(DaemonCase):
+    """A member that reads but never answers, and many GET_CONSUMER_RUNNING_INFO
+    (307) asks naming it from four connections: what waits for its answers
+    is bounded per connection, and its close (which fails every waiting ask)
+    must not stall the other clients."""
+
+    def test_flood_of_307_to_a_silent_member(self):
+        n_per_conn = 20000
+        victim = self.d.connect()
+        self.conns.append(victim)
+        self.assertEqual(victim.request(34, body=heartbeat_body("v-1", {"G": ["T"]})).code, 0)
+        stop = threading.Event()
+        seen = {"asks": 0}
+
+        def read_victim():  # reads everything, answers nothing
+            buf = b""
+            victim.sock.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    chunk = victim.sock.recv(1 << 20)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+                codes_in, buf = split_frames(buf)
+                seen["asks"] += len(codes_in)
+
+        reader = threading.Thread(target=read_victim, daemon=True)
+        reader.start()
+        attackers = [self.d.connect() for _ in range(4)]
+        self.conns.extend(attackers)
+        codes = [dict() for _ in attackers]
+
+        def flood(i, c):
+            ext = {"consumerGroup": "G", "clientId": "v-1", "jstackEnable": "false"}
+            c.send_raw(b"".join(encode_frame(request_header(307, op, ext, 0, 0, 409, "JAVA"), b"", 0)
+                                for op in range(1, n_per_conn + 1)))
+            c.sock.settimeout(1.0)
+            buf, got, deadline = b"", 0, time.monotonic() + 60
+            while got < n_per_conn and time.monotonic() < deadline:
+                try:
+                    chunk = c.sock.recv(1 << 20)
+                except socket.timeout:
+                    continue
+                if not chunk:
+                    break
+                buf += chunk
+                got_codes, buf = split_frames(buf)
+                got += len(got_codes)
+                for code in got_codes:
+                    codes[i][code] = codes[i].get(code, 0) + 1
+
+        with probing(self.d, period=0.01) as lat:
+            threads = [threading.Thread(target=flood, args=(i, c)) for i, c in enumerate(attackers)]
+            for t in threads:
+                t.start()
+            # Wait for the refusals (everything past the bound is answered at once).
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and sum(sum(c.values()) for c in codes) < 4 * n_per_conn - 1024:
+                time.sleep(0.05)
+            time.sleep(0.3)
+            victim.close()  # every waiting ask now fails at once
+            for t in threads:
+                t.join(70)
+            time.sleep(0.3)
+        stop.set()
+        total = {}
+        for c in codes:
+            for k, v in c.items():
+                total[k] = total.get(k, 0) + v
+        answered = [x for x in lat if x is not None]
+        worst = max(answered) if answered else None
+        print("asks forwarded %d, replies by code %s, probe rounds %d, worst %.3f s"
+              % (seen["asks"], total, len(lat), worst or -1))
+        self.assertNotIn(None, lat, "a good client's request went unanswered")
+        self.assertEqual(sum(total.values()), 4 * n_per_conn, "every ask is answered")
+        self.assertLessEqual(seen["asks"], 1024, "what waits on one member is bounded")
+        self.assertEqual(total.get(207, 0), seen["asks"], "each forwarded ask fails once when the member closes")
+        self.assertLess(worst, 1.0 * TIME_SCALE, "a good client waited behind the flood")
+
+
+class ForwardBigBody(DaemonCase):
+    """A 307 with a 5 MiB body and extra extFields: the member gets a new
+    request built from the header's three fields, no body, and is not
+    closed as a non-reader (it reads everything)."""
+
+    def test_forward_is_rebuilt_from_the_header(self):
+        victim = self.d.connect()
+        self.conns.append(victim)
+        self.assertEqual(victim.request(34, body=heartbeat_body("v-1", {"G": ["T"]})).code, 0)
+        admin = self.d.connect()
+        self.conns.append(admin)
+        op = admin.send(307, {"consumerGroup": "G", "clientId": "v-1", "jstackEnable": "false",
+                              "padding": "p" * 2000}, body=b"x" * (5 << 20))
+        ask = victim.recv_frame(timeout=5.0)
+        while ask is not None and ask.code == 40:  # the NOTIFY of its own join
+            ask = victim.recv_frame(timeout=5.0)
+        self.assertIsNotNone(ask, "the member got the forwarded ask")
+        self.assertEqual(ask.code, 307)
+        self.assertEqual(ask.body, b"", "the requester's body is not forwarded")
+        self.assertEqual(sorted(ask.ext), ["clientId", "consumerGroup", "jstackEnable"])
+        self.assertEqual(ask.ext["clientId"], "v-1")
+        # The member answers; the admin gets that answer under its own opaque.
+        victim.send_raw(encode_frame({"code": 0, "flag": 1, "language": "JAVA", "opaque": ask.opaque,
+                                      "serializeTypeCurrentRPC": "JSON", "version": 409}, b"{}", 0))
+        r = admin.wait_response(op, timeout=5.0)
+        self.assertIsNotNone(r)
+        self.assertEqual(r.code, 0)
+        self.assertFalse(victim.is_closed_by_peer(timeout=0.3), "the member stays connected")
 
 
 if __name__ == "__main__":

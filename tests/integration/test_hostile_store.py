@@ -15,7 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import Daemon, DaemonCase, heartbeat_body  # noqa: E402
+from rmqclient import BIN, Daemon, DaemonCase, heartbeat_body  # noqa: E402
 
 HB = 34
 UNREGISTER = 35
@@ -269,6 +269,59 @@ class HistoryGap(DaemonCase):
             self.assertIsNone(e["after"], "event %d cannot be rebuilt: null, not %r" % (e["id"], e["after"]))
             self.assertIsNone(e["before"])
         self.assertTrue(all(e["after"] is not None for e in self.events() if e["id"] < gone))
+
+
+
+class PlantedSymlinks(unittest.TestCase):
+    """A symbolic link planted at the store's lock file, WAL or database
+    path is not followed: the daemon refuses to start and names it, and the
+    link's target is untouched."""
+
+    def start(self, store):
+        p = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0", "--http",
+                              "off", "--store", store], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate(timeout=10)
+        return p.returncode, out, err.decode(errors="replace")
+
+    def test_links_are_refused(self):
+        import tempfile
+        d = tempfile.mkdtemp(prefix="rmqcoord-link-")
+        victim = os.path.join(d, "victim.txt")
+        for suffix in (".lock", "-wal", ""):
+            with open(victim, "w") as f:
+                f.write("precious\n")
+            store = os.path.join(d, "store%s.db" % (suffix.strip(".-") or "main"))
+            os.symlink(victim, store + suffix)
+            rc, out, err = self.start(store)
+            self.assertNotIn(b"READY", out, "started with %s a symlink" % (store + suffix))
+            self.assertNotEqual(rc, 0)
+            self.assertIn("symbolic link", err)
+            with open(victim) as f:
+                self.assertEqual(f.read(), "precious\n", "the link's target was written")
+
+
+class StoreMovedAway(DaemonCase):
+    """The store renamed away while the daemon runs: commits would go to a
+    file the next start does not open, so nothing more is acknowledged."""
+
+    def test_commit_after_rename_is_refused(self):
+        c = self.d.connect()
+        self.conns.append(c)
+        ext = {"topic": "T", "consumerGroup": "G", "queueId": 0}
+        self.assertEqual(c.request(UPDATE_OFF, dict(ext, commitOffset=1)).code, 0)
+        os.rename(self.d.store, self.d.store + ".moved")
+        try:
+            r = c.request(UPDATE_OFF, dict(ext, commitOffset=2))
+            self.assertEqual(r.code, 1, "a commit into a moved store must not be acknowledged")
+            self.assertIn("not stored", r.remark)
+            self.assertIn("moved or deleted", self.d.logtext())
+            self.assertTrue(self.d.alive())
+        finally:
+            os.rename(self.d.store + ".moved", self.d.store)
 
 
 if __name__ == "__main__":

@@ -163,6 +163,52 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn(b"unknown event", bad.stderr)
 
+    def recorded_notify_rounds(self, group):
+        """The recorded NOTIFYs of group, as one delivery count per round (rounds are 50 ms apart)."""
+        rounds = {}
+        with open(self.trace) as f:
+            for line in f:
+                ev = json.loads(line)
+                if ev.get("event") == "notify" and ev["group"] == group:
+                    rounds[ev["ts"]] = rounds.get(ev["ts"], 0) + 1
+        return [rounds[t] for t in sorted(rounds)]
+
+    def test_replay_predicts_broker49_notifies(self):
+        """--compat broker-4.9 notifies broadcasting groups and answers a no-op UNREGISTER_CLIENT with a
+        NOTIFY; replay --compat broker-4.9 predicts the NOTIFYs the daemon sent, round by round."""
+        d = self.daemon("--record", self.trace, "--topic", "T:4", "--compat", "broker-4.9")
+        a, b, c = self.conn(d), self.conn(d), self.conn(d)
+        for conn, cid in ((a, "cA"), (b, "cB")):
+            r = conn.request(HB, body=heartbeat_body(cid, {"BG": ["T"]}, model="BROADCASTING"))
+            self.assertEqual(r.code, 0, r)
+            time.sleep(0.05)
+        for conn, cid in ((b, "cB"), (c, "cC")):  # a leave, then an unregister that removes nothing
+            r = conn.request(UNREG, {"clientID": cid, "consumerGroup": "BG", "producerGroup": "P"})
+            self.assertEqual(r.code, 0, r)
+            time.sleep(0.05)
+        self.assertEqual(d.stop(), 0)
+        sent = self.recorded_notify_rounds("BG")
+        self.assertEqual(sent, [1, 2, 1, 1], "the daemon's NOTIFYs: two joins, a leave, a no-op unregister")
+
+        def predicted(*flags):
+            out = run("replay", self.trace, "--format", "json", "--notify-source", "model", *flags).stdout
+            recs = [json.loads(line) for line in out.decode().splitlines()]
+            return [r["clients"] for r in recs if r["type"] == "notify" and r["group"] == "BG"]
+
+        self.assertEqual(predicted("--compat", "broker-4.9"), sent)
+        self.assertEqual(predicted(), [], "rmqcoord's own dialect notifies no broadcasting group")
+        self.assertEqual(predicted("--compat", "broker-5"), [])
+        # As for serve: --compat sets the broker's expiry rules, a flag given with it (before or after) wins.
+        for flags, want in ((("--compat", "broker-4.9"), (10000, False)),
+                            (("--notify-on-expiry", "on", "--compat=broker-4.9", "--expiry-scan-ms", "500"),
+                             (500, True))):
+            out = run("replay", self.trace, "--format", "json", *flags).stdout.decode()
+            meta = [json.loads(line) for line in out.splitlines() if '"type":"meta"' in line][0]
+            self.assertEqual((meta["expiryScanMs"], meta["notifyOnExpiry"]), want, flags)
+        bad = run("replay", self.trace, "--compat", "broker-3", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn(b"--compat takes", bad.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -195,7 +195,7 @@ static void test_expiry_silent_when_configured(void **state)
 {
     struct config cfg;
     fx_config_defaults(&cfg);
-    cfg.notify_on_expiry = false;
+    cfg.dialect.notify_on_expiry = false;
     cfg.channel_expiry_ms = 1000;
     struct fx *fx = fx_new(&cfg);
     (void)state;

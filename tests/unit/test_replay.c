@@ -131,7 +131,7 @@ static void test_expiry_silent(void **state)
 {
     (void)state;
     struct replay_options o = defaults();
-    o.notify_on_expiry = false;
+    o.dialect.notify_on_expiry = false;
     o.scan_ms = 10000;
     check_golden("traces/expiry.jsonl", "traces/expiry_silent.expected.txt", &o);
 }

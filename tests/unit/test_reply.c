@@ -117,6 +117,52 @@ static void test_failed_commit_turns_held_reply_into_system_error(void **state)
     assert_int_equal(fx_sql_int(fx, "SELECT queue_offset FROM offsets"), 44);
 }
 
+/* A write later in the same turn that SQLite answers by rolling the whole
+ * batch back (a full disk met while the page cache spills): the offset
+ * commit held before it went with the batch, so its reply must become
+ * SYSTEM_ERROR, and the live offset must fall back to the stored one. */
+static void test_batch_rolled_back_by_sqlite_fails_held_replies(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    update_offset(fx, a, 4, 0, 40);
+    fx_iterate(fx);
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, a, 4, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+
+    update_offset(fx, a, 5, 0, 42);
+    assert_int_equal(fx->b.nacks, 1);
+    /* Bigger than SQLite's page cache: the statement itself must write. */
+    char *big = test_big_json(8 * 1024 * 1024);
+    assert_non_null(big);
+    struct test_fsize_guard guard;
+    assert_int_equal(test_fsize_limit(fx->db, &guard), 0);
+    struct store_event ev = {.ts_ms = 2, .group = "g", .kind = "join", .before_json = big};
+    int rc = store_append_event(fx->b.store, &ev, NULL);
+    assert_int_equal(test_fsize_restore(&guard), 0);
+    free(big);
+    assert_int_not_equal(rc, 0);
+    assert_false(store_in_batch(fx->b.store)); /* SQLite rolled the batch back by itself */
+
+    fx_iterate(fx);
+    assert_int_not_equal(fx->last_commit_rc, 0);
+    assert_int_equal(fx_reply(fx, a, 5, &r), RMQ_RESP_SYSTEM_ERROR);
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx_sql_int(fx, "SELECT queue_offset FROM offsets"), 40);
+    int64_t live = -1;
+    assert_int_equal(offsets_get(&fx->b.offsets, "g", "T", 3, &live), 0);
+    assert_int_equal(live, 40);
+
+    /* The loss is reported once: the next commit is acknowledged. */
+    update_offset(fx, a, 6, 0, 43);
+    fx_iterate(fx);
+    assert_int_equal(fx->last_commit_rc, 0);
+    assert_int_equal(fx_reply(fx, a, 6, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx_sql_int(fx, "SELECT queue_offset FROM offsets"), 43);
+}
+
 /* A oneway request is stored but never answered, not even when held. */
 static void test_oneway_never_answered(void **state)
 {
@@ -229,5 +275,6 @@ static void test_failed_body_closes_connection(void **state)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 TEST_MAIN(T(test_held_until_commit), T(test_failed_commit_turns_held_reply_into_system_error),
+          T(test_batch_rolled_back_by_sqlite_fails_held_replies),
           T(test_oneway_never_answered), T(test_held_reply_of_closed_connection_dropped), T(test_reply_shape),
           T(test_required_field_remarks), T(test_failed_body_closes_connection))
