@@ -44,6 +44,7 @@ enum rmq_request_code {
     RMQ_REQ_SEND_MESSAGE_V2 = 310,
     RMQ_REQ_GET_TOPIC_CONFIG = 351,
     RMQ_REQ_LITE_PULL_MESSAGE = 361,
+    RMQ_REQ_QUERY_ASSIGNMENT = 400, /* 5.x; served with --compat broker-5 only (consumer_requests.c) */
 };
 
 enum rmq_response_code {

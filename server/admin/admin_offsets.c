@@ -2,8 +2,9 @@
 #include "admin_offsets.h"
 
 #include "admin_allocation.h"
+#include "admin_offset_requests.h"
 #include "admin_reply.h"
-#include "admin_requests.h"
+#include "offset_table.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -150,7 +151,7 @@ json_t *admin_group_offsets(struct broker *s, const char *group, const json_t *q
         json_t *o =
             json_pack("{s:o,s:i,s:I,s:I,s:o,s:b,s:o,s:o,s:o,s:o}", "topic", admin_json_name(r->topic),
                       "queueId", (int)r->qid, "committedOffset", (json_int_t)r->e->offset, "maxOffset",
-                      (json_int_t)broker_queue_end(s, r->topic, r->qid), "lastCommitMs",
+                      (json_int_t)offset_table_queue_end(s, r->topic, r->qid), "lastCommitMs",
                       r->e->updated_ms ? json_integer(r->e->updated_ms) : json_null(), "resetPending",
                       r->e->reset_pending, "expectedOwners", expected ? json_incref(expected) : json_array(),
                       "reportedHolder", holder, "pulling", pull ? pull : json_array(), "lastCommitter",
@@ -417,7 +418,7 @@ json_t *admin_group_offsets_clone(struct broker *s, const char *group, const jso
     for (size_t i = 0; rc == 0 && !dry && i < rs.n; i++) {
         /* The topic name lives in the source's key: copy it before the table changes. */
         char *t = rmq_strdup(rs.r[i].topic);
-        rc = t ? broker_offset_commit(s, group, t, rs.r[i].qid, vals[i]) : RMQ_ENOMEM;
+        rc = t ? offset_table_commit(s, group, t, rs.r[i].qid, vals[i]) : RMQ_ENOMEM;
         rmq_free(t);
     }
     rmq_free(vals);

@@ -12,6 +12,7 @@
 #include "admin_reply.h"
 #include "allocate.h"
 #include "broker.h"
+#include "broker_state.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"

@@ -218,7 +218,7 @@ int broker_reg_start(struct broker *s)
     s->breg = r;
     r->s = s;
     r->opaque = 1;
-    if (s->http)
+    if (s->http_port)
         snprintf(r->http_addr, sizeof r->http_addr, "%s:%u", s->cfg->http.host, s->http_port);
     int rc = rclient_new(s->loop, &r->net);
     struct rclient_conn_handler h = {.ctx = r};

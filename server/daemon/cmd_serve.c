@@ -15,7 +15,7 @@ int cmd_serve_main(int argc, char **argv)
     int rc = config_parse(&cfg, argc, argv);
     if ((rc = proc_start(rc, cfg.log_level)) >= 0)
         return rc;
-    static struct broker srv;
+    static struct daemon srv;
     rc = server_init(&srv, &cfg);
     if (rc == 0)
         rc = server_run(&srv);

@@ -1,36 +1,30 @@
-/* server.c — wires the modules together and runs one loop iteration's
- * bookkeeping (see server.h). Loop thread only, except server_init and
+/* server.c — wires the modules together: the sockets of accept, signals,
+ * timers, the HTTP side, and the loop hooks that run requests/turn.h's
+ * turn (see server.h). Loop thread only, except server_init and
  * server_fini which run on the main thread before and after the loop. */
-#include "broker.h"
+#include "server.h"
 
 #include "acl.h"
 #include "admin_dispatch.h"
+#include "admin_group_requests.h"
 #include "admin_holdings.h"
-#include "admin_requests.h"
-#include "clocks.h"
+#include "broker_state.h"
 #include "cluster.h"
 #include "conn.h"
 #include "err.h"
 #include "http_admin.h"
-#include "lock_requests.h"
 #include "log.h"
 #include "loop.h"
 #include "mailbox.h"
-#include "mem.h"
-#include "member_events.h"
 #include "net.h"
-#include "notify.h"
 #include "outbound.h"
 #include "proc.h"
 #include "pull_requests.h"
-#include "reply.h"
-#include "request_codes.h"
-#include "request_dispatch.h"
-#include "rmq_body.h"
-#include "server.h"
 #include "store.h"
 #include "trace_recorder.h"
+#include "turn.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,98 +32,6 @@
 #include <unistd.h>
 
 /* ---- connections ---- */
-
-/* Token bucket per connection (--max-requests-per-sec, burst of one second's
- * worth): a flooding client gets SYSTEM_BUSY, the others keep their latency. */
-static bool within_rate(struct broker *s, struct conn *c)
-{
-    int64_t rate = s->cfg->max_requests_per_sec;
-    struct reg_channel *ch = registry_channel(&s->reg, c->id);
-    if (rate <= 0 || !ch)
-        return true;
-    int64_t now = loop_now_ms(s->loop);
-    if (ch->rate_refill_ms == 0) {
-        ch->rate_tokens = (double)rate;
-    } else if (now > ch->rate_refill_ms) {
-        ch->rate_tokens += (double)(now - ch->rate_refill_ms) * (double)rate / 1000.0;
-        if (ch->rate_tokens > (double)rate)
-            ch->rate_tokens = (double)rate;
-    }
-    ch->rate_refill_ms = now;
-    if (ch->rate_tokens < 1.0)
-        return false;
-    ch->rate_tokens -= 1.0;
-    return true;
-}
-
-static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
-{
-    struct broker *s = ctx;
-    s->stats.requests++;
-    if (rmq_cmd_is_response(cmd)) {
-        /* PROTOCOL (docs/protocol.md §1.5): replies to our own requests are matched, never waited on. */
-        if (!outbound_on_response(s, c, cmd))
-            log_debug("response code %d opaque %d from %s matches nothing; dropped", cmd->code, cmd->opaque,
-                      c->peer);
-        return;
-    }
-    if (!within_rate(s, c)) {
-        s->stats.requests_throttled++;
-        char remark[128];
-        snprintf(remark, sizeof remark, "[OVERLOAD] more than %lld requests/s on this connection",
-                 (long long)s->cfg->max_requests_per_sec);
-        reply_code(s, c, cmd, RMQ_RESP_SYSTEM_BUSY, remark);
-        return;
-    }
-    const char *why;
-    if (s->acl && acl_check(s->acl, cmd, &why) != 0) {
-        s->stats.requests_denied++;
-        log_debug("%s from %s: %s", rmq_request_name(cmd->code), c->peer, why);
-        reply_code(s, c, cmd, RMQ_RESP_NO_PERMISSION, why);
-        return;
-    }
-    /* A channel row is written at its first accepted request, not at
-     * accept: bare connect/close churn, or frames the ACL refuses, leave no
-     * row behind. */
-    struct reg_channel *ch = registry_channel(&s->reg, c->id);
-    if (ch && !ch->stored) {
-        ch->stored = true;
-        if (store_open_channel(s->store, (int64_t)c->id, c->peer, ch->opened_ms) != 0)
-            log_error("store: recording channel of %s failed: %s", c->peer, store_errmsg(s->store));
-    }
-    if (cmd->code == RMQ_REQ_HEART_BEAT)
-        c->bulk_frames_in_event++; /* a heartbeat flood is served in slices (conn.c classify) */
-    if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT ||
-        cmd->code == RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP) /* a client's rebalance rounds (replay_infer.c) */
-        trace_record_request(s->trace, broker_now_ms(s), c->id, c->peer, cmd);
-    uint64_t t0 = rmq_mono_us();
-    uint64_t writes = store_write_count(s->store);
-    if (!cluster_dispatch(s, c, cmd))
-        dispatch_request(s, c, cmd);
-    /* What this request changed must be committed before its reply leaves
-     * (an admin reader or the client's next step may look); a request that
-     * wrote nothing may be answered at once. */
-    if (store_write_count(s->store) != writes)
-        c->hold_output = true;
-    stats_record_request(&s->stats, cmd->code, rmq_mono_us() - t0);
-}
-
-static void on_close(void *ctx, struct conn *c)
-{
-    struct broker *s = ctx;
-    log_debug("connection %s closed: %s", c->peer, c->close_reason);
-    pull_drop_conn(s, c);
-    outbound_drop_conn(s, c);
-    cluster_conn_closed(s, c);
-    reply_forget_conn(s, c);
-    trace_record_close(s->trace, broker_now_ms(s), c->id, c->peer, c->close_reason);
-    struct reg_channel *ch = registry_channel(&s->reg, c->id);
-    bool stored = ch && ch->stored;
-    registry_channel_close(&s->reg, c->id);
-    int rc = stored ? store_close_channel(s->store, (int64_t)c->id, c->close_reason, broker_now_ms(s)) : 0;
-    if (rc != 0 && rc != RMQ_ENOTFOUND)
-        log_error("store: closing channel of %s failed: %s", c->peer, store_errmsg(s->store));
-}
 
 /* Out of descriptors (or of kernel memory), accept fails again at once: the
  * listeners pause for ACCEPT_PAUSE_MS instead of spinning a core, and the
@@ -139,43 +41,46 @@ static void on_close(void *ctx, struct conn *c)
 static void resume_accepting(struct loop *l, int id, void *ctx)
 {
     (void)id;
-    struct broker *s = ctx;
-    for (size_t i = 0; i < s->nlisten; i++)
-        if (loop_mod_fd(l, s->listen_fds[i], LOOP_READ) != 0)
-            log_error("cannot resume listening on %s", s->listen_addrs[i]);
-    s->accept_paused = false;
+    struct daemon *d = ctx;
+    assert(d->accept_paused);
+    for (size_t i = 0; i < d->nlisten; i++)
+        if (loop_mod_fd(l, d->listen_fds[i], LOOP_READ) != 0)
+            log_error("cannot resume listening on %s", d->listen_addrs[i]);
+    d->accept_paused = false;
 }
 
-static void pause_accepting(struct broker *s, int err)
+static void pause_accepting(struct daemon *d, int err)
 {
+    struct broker *s = &d->b;
     s->stats.accept_failures++;
-    log_limited(&s->accept_log, loop_now_ms(s->loop), LOG_WARN, "accept failed: %s; not accepting for %d ms",
+    log_limited(&d->accept_log, loop_now_ms(s->loop), LOG_WARN, "accept failed: %s; not accepting for %d ms",
                 strerror(err), ACCEPT_PAUSE_MS);
-    if (s->accept_paused)
+    if (d->accept_paused)
         return;
-    if (loop_add_timer(s->loop, ACCEPT_PAUSE_MS, 0, resume_accepting, s, NULL) != 0)
+    if (loop_add_timer(s->loop, ACCEPT_PAUSE_MS, 0, resume_accepting, d, NULL) != 0)
         return; /* no timer, no pause: better to retry than to stop accepting */
-    for (size_t i = 0; i < s->nlisten; i++)
-        (void)loop_mod_fd(s->loop, s->listen_fds[i], 0);
-    s->accept_paused = true;
+    for (size_t i = 0; i < d->nlisten; i++)
+        (void)loop_mod_fd(s->loop, d->listen_fds[i], 0);
+    d->accept_paused = true;
 }
 
 static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)events;
-    struct broker *s = ctx;
+    struct daemon *d = ctx;
+    struct broker *s = &d->b;
     for (int i = 0; i < 64; i++) {
         char peer[64];
         int cfd = net_accept(fd, peer, sizeof peer);
         if (cfd == -EAGAIN)
             return;
         if (cfd == -EMFILE || cfd == -ENFILE || cfd == -ENOBUFS || cfd == -ENOMEM) {
-            pause_accepting(s, -cfd);
+            pause_accepting(d, -cfd);
             return;
         }
         if (cfd < 0) {
             /* A connection that died in the backlog (ECONNABORTED, ...): the next may be fine. */
-            log_limited(&s->accept_log, loop_now_ms(l), LOG_WARN, "accept failed: %s", strerror(-cfd));
+            log_limited(&d->accept_log, loop_now_ms(l), LOG_WARN, "accept failed: %s", strerror(-cfd));
             continue;
         }
         if ((int64_t)conn_set_count(s->conns) >= s->cfg->max_connections) {
@@ -187,64 +92,23 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
             s->stats.connections_refused++;
             continue;
         }
-        uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
+        uint64_t id = broker_next_conn_id(s);
         struct conn *c;
         if (conn_set_adopt(s->conns, cfd, id, peer, loop_now_ms(l), &c) != 0) {
             log_limited(&s->refuse_log, loop_now_ms(l), LOG_WARN,
                         "connection from %s refused: out of resources", peer);
             continue;
         }
-        if (registry_channel_open(&s->reg, id, c, peer, broker_now_ms(s)) != 0) {
-            conn_close_async(c, "out of memory");
-            continue;
-        }
-        s->stats.connections_accepted++;
-        trace_record_connect(s->trace, broker_now_ms(s), id, peer);
-        log_debug("connection %s accepted (channel %llu)", peer, (unsigned long long)id);
+        (void)broker_conn_opened(s, c); /* on failure c is closing: the next may be fine */
     }
 }
 
 /* ---- loop hooks ---- */
 
-/* Soft writes alone (refreshed heartbeat times) are committed at most this
- * often: committing them every iteration cost a WAL append per few
- * heartbeats once the loop iterated in small slices. */
-#define SOFT_COMMIT_MS 10
-
-/* Whether the open batch must be committed now: a held reply, a connection
- * holding its output, or anything but soft writes waits for it. */
-static bool commit_due(struct broker *s, struct loop *l)
-{
-    return s->nacks > 0 || store_write_count(s->store) != s->writes_at_commit ||
-           loop_now_ms(l) - s->last_commit_ms >= SOFT_COMMIT_MS;
-}
-
 static void before_sleep(struct loop *l, void *ctx)
 {
-    struct broker *s = ctx;
-    /* Closing connections can schedule NOTIFYs, and writing can close
-     * connections: repeat a few times so nothing waits for the next event. */
-    uint64_t fanout_t0 = rmq_mono_us(), notified = s->stats.notifications_sent;
-    /* Store upkeep, each at most once a second: membership facts of lost
-     * writes re-written, closed channel rows beyond their bound pruned. */
-    member_events_resync(s);
-    if (store_prune(s->store, broker_now_ms(s), NULL) != 0)
-        log_error("store: pruning closed channels failed: %s", store_errmsg(s->store));
-    for (int round = 0; round < 4; round++) {
-        (void)broker_settle_round(s, store_commit_due(s->store) && commit_due(s, l));
-        cluster_before_sleep(s);
-        /* Only a group marked during this round and due at once needs another. */
-        if (!s->reg.pending ||
-            registry_next_due(&s->reg, s->cfg->notify_coalesce_ms, loop_backlogged(l)) > loop_now_ms(l))
-            break;
-    }
-    if (s->stats.notifications_sent != notified)
-        stats_histogram_add(&s->stats.fanout, rmq_mono_us() - fanout_t0);
-    conn_set_reap(s->conns);
-    /* A postponed NOTIFY must not wait for the next event. */
-    if (s->reg.pending)
-        loop_timer_set(l, s->notify_timer,
-                       registry_next_due(&s->reg, s->cfg->notify_coalesce_ms, loop_backlogged(l)));
+    (void)l;
+    (void)broker_before_sleep(ctx, BROKER_COMMIT_WHEN_DUE); /* a failed commit is logged and counted */
 }
 
 /* The NOTIFY timer's period while nothing is postponed (before_sleep moves
@@ -294,16 +158,17 @@ static void on_mailbox(struct loop *l, int fd, uint32_t events, void *ctx)
     (void)l;
     (void)fd;
     (void)events;
-    struct broker *s = ctx;
-    mailbox_drain(s->mailbox, admin_dispatch_handle, s);
+    struct daemon *d = ctx;
+    mailbox_drain(d->mailbox, admin_dispatch_handle, &d->b);
 }
 
 static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
 {
     (void)events;
-    struct broker *s = ctx;
+    struct daemon *d = ctx;
+    assert(fd == d->signal_fd);
     if (proc_read_stop_signals(fd, "")) {
-        s->stopping = true;
+        d->stopping = true;
         loop_stop(l);
     }
 }
@@ -333,8 +198,9 @@ static int load_offset(void *ctx, const char *group, const char *topic, int queu
     return offsets_put(&s->offsets, group, topic, queue_id, offset);
 }
 
-static int open_listeners(struct broker *s)
+static int open_listeners(struct daemon *d)
 {
+    struct broker *s = &d->b;
     const struct config *cfg = s->cfg;
     for (size_t i = 0; i < cfg->nlisten; i++) {
         int fd = net_listen(cfg->listen[i].host, cfg->listen[i].port);
@@ -342,13 +208,14 @@ static int open_listeners(struct broker *s)
             log_error("cannot listen on %s:%u: %s", cfg->listen[i].host, cfg->listen[i].port, strerror(-fd));
             return fd;
         }
-        s->listen_fds[s->nlisten++] = fd;
+        assert(d->nlisten == i && i < CONFIG_MAX_LISTEN);
+        d->listen_fds[d->nlisten++] = fd;
         uint16_t port = 0;
         char bound[300];
         if (net_local_addr(fd, bound, sizeof bound, &port) != 0)
             snprintf(bound, sizeof bound, "%s:%u", cfg->listen[i].host, cfg->listen[i].port);
-        snprintf(s->listen_addrs[i], sizeof s->listen_addrs[i], "%s", bound);
-        int rc = loop_add_fd(s->loop, fd, LOOP_READ, on_accept, s);
+        snprintf(d->listen_addrs[i], sizeof d->listen_addrs[i], "%s", bound);
+        int rc = loop_add_fd(s->loop, fd, LOOP_READ, on_accept, d);
         if (rc != 0)
             return rc;
         if (i == 0 && !cfg->advertise_set) {
@@ -364,14 +231,14 @@ static int open_listeners(struct broker *s)
     return RMQ_OK;
 }
 
-static int setup_signals(struct broker *s)
+static int setup_signals(struct daemon *d)
 {
-    s->signal_fd = proc_stop_signal_fd();
-    if (s->signal_fd < 0)
-        return s->signal_fd;
+    d->signal_fd = proc_stop_signal_fd();
+    if (d->signal_fd < 0)
+        return d->signal_fd;
     /* A file-size limit must fail the write (SQLite reports it), not kill the daemon. */
     signal(SIGXFSZ, SIG_IGN);
-    return loop_add_fd(s->loop, s->signal_fd, LOOP_READ, on_signal, s);
+    return loop_add_fd(d->b.loop, d->signal_fd, LOOP_READ, on_signal, d);
 }
 
 static int setup_store(struct broker *s)
@@ -395,7 +262,7 @@ static int setup_store(struct broker *s)
     if (rc == 0)
         rc = store_load_offsets(s->store, load_offset, s);
     if (rc == 0)
-        rc = admin_requests_load(s);
+        rc = admin_group_req_load(s);
     if (rc != 0) {
         log_error("store: loading failed: %s", store_errmsg(s->store));
         return rc;
@@ -450,28 +317,30 @@ static int setup_acl(struct broker *s)
     return rc;
 }
 
-static int setup_http(struct broker *s)
+static int setup_http(struct daemon *d)
 {
-    int rc = mailbox_new(&s->mailbox);
+    struct broker *s = &d->b;
+    int rc = mailbox_new(&d->mailbox);
     if (rc != 0)
         return rc;
-    rc = loop_add_fd(s->loop, mailbox_fd(s->mailbox), LOOP_READ, on_mailbox, s);
+    rc = loop_add_fd(s->loop, mailbox_fd(d->mailbox), LOOP_READ, on_mailbox, d);
     if (rc != 0 || !s->cfg->http_enabled)
         return rc;
     struct http_admin_options opt = {
         .host = s->cfg->http.host,
         .port = s->cfg->http.port,
         .store_path = s->cfg->store_path,
-        .mailbox = s->mailbox,
+        .mailbox = d->mailbox,
         .admin_token = s->cfg->admin_token[0] ? s->cfg->admin_token : NULL,
     };
     char err[256];
-    rc = http_admin_start(&opt, &s->http, err, sizeof err);
+    rc = http_admin_start(&opt, &d->http, err, sizeof err);
     if (rc != 0) {
         log_error("cannot start HTTP admin on %s:%u: %s", s->cfg->http.host, s->cfg->http.port, err);
         return rc;
     }
-    s->http_port = http_admin_port(s->http);
+    s->http_port = http_admin_port(d->http);
+    assert(s->http_port != 0); /* broker registration reads 0 as "HTTP off" */
     return RMQ_OK;
 }
 
@@ -486,26 +355,33 @@ static void raise_fd_limit(const struct config *cfg)
                  limit, (long long)cfg->max_connections);
 }
 
-int server_init(struct broker *s, const struct config *cfg)
+int server_init(struct daemon *d, const struct config *cfg)
 {
     raise_fd_limit(cfg);
-    memset(s, 0, sizeof *s);
+    memset(d, 0, sizeof *d);
+    d->signal_fd = -1;
+    struct broker *s = &d->b;
     int rc = broker_init_state(s, cfg);
     if (rc != 0)
         return rc;
+    s->hooks = (struct broker_turn_hooks){
+        .dispatch = cluster_dispatch,
+        .conn_closed = cluster_conn_closed,
+        .settle_round = cluster_before_sleep,
+    };
     struct conn_set_options copt = {
         .max_frame = cfg->max_frame_bytes,
         .max_header = cfg->max_header_bytes,
         .max_buffered_output = cfg->max_buffered_output,
         .max_buffered_input = cfg->max_buffered_input,
         .max_output = cfg->max_pending_output,
-        .on_frame = on_frame,
-        .on_close = on_close,
+        .on_frame = broker_on_frame,
+        .on_close = broker_on_close,
         .ctx = s,
     };
     if ((rc = conn_set_new(s->loop, &copt, &s->conns)) != 0 || (rc = setup_store(s)) != 0 ||
-        (rc = setup_trace(s)) != 0 || (rc = setup_acl(s)) != 0 || (rc = setup_signals(s)) != 0 ||
-        (rc = open_listeners(s)) != 0 || (rc = setup_http(s)) != 0 || (rc = cluster_start(s)) != 0)
+        (rc = setup_trace(s)) != 0 || (rc = setup_acl(s)) != 0 || (rc = setup_signals(d)) != 0 ||
+        (rc = open_listeners(d)) != 0 || (rc = setup_http(d)) != 0 || (rc = cluster_start(s)) != 0)
         return rc;
     int timer;
     int64_t scan = cfg->expiry_scan_ms;
@@ -514,41 +390,42 @@ int server_init(struct broker *s, const struct config *cfg)
         (rc = loop_add_timer(s->loop, NOTIFY_TIMER_IDLE_MS, NOTIFY_TIMER_IDLE_MS, notify_timer, s,
                              &s->notify_timer)) != 0)
         return rc;
+    assert(s->notify_timer != 0); /* broker_before_sleep reads 0 as "no timer" */
     loop_set_before_sleep(s->loop, before_sleep, s);
     return RMQ_OK;
 }
 
-int server_run(struct broker *s)
+int server_run(struct daemon *d)
 {
+    struct broker *s = &d->b;
+    assert(d->nlisten > 0 && s->conns && s->store);
     printf("READY remoting=");
-    for (size_t i = 0; i < s->nlisten; i++)
-        printf("%s%s", i ? "," : "", s->listen_addrs[i]);
-    if (s->http)
+    for (size_t i = 0; i < d->nlisten; i++)
+        printf("%s%s", i ? "," : "", d->listen_addrs[i]);
+    if (d->http)
         printf(" http=%s:%u\n", s->cfg->http.host, s->http_port);
     else
         printf(" http=off\n");
     fflush(stdout);
-    log_info("rmqcoord serving: remoting %s, advertised broker address %s, store %s", s->listen_addrs[0],
+    log_info("rmqcoord serving: remoting %s, advertised broker address %s, store %s", d->listen_addrs[0],
              s->advertise, s->cfg->store_path);
     return loop_run(s->loop);
 }
 
-void server_fini(struct broker *s)
+void server_fini(struct daemon *d)
 {
+    struct broker *s = &d->b;
     /* Answer every deferred admin request, then stop the HTTP thread: it
      * must not post into a loop being torn down. */
     if (s->loop) {
         admin_holdings_abort_all(s);
         outbound_free_all(s);
     }
-    http_admin_stop(s->http);
-    s->http = NULL;
+    http_admin_stop(d->http);
+    d->http = NULL;
+    s->http_port = 0;
     cluster_stop(s); /* a broker unregisters from its name servers here */
-    if (s->conns) {
-        pull_free_all(s);
-        conn_set_free(s->conns);
-        s->conns = NULL;
-    }
+    broker_close_conns(s);
     /* Every connection is closed now: whatever the store still has live
      * (a close whose batch was lost) ends here, not at the next start. */
     int gone = 0;
@@ -556,25 +433,13 @@ void server_fini(struct broker *s)
         log_error("store: ending the run's members failed: %s", store_errmsg(s->store));
     if (gone > 0)
         log_info("store: %d group(s) still had stored members at stop; marked gone", gone);
-    if (s->store && store_commit_due(s->store) && store_commit(s->store) != 0)
-        log_error("store: final commit failed: %s", store_errmsg(s->store));
-    reply_release_held(s, false);
-    rmq_free(s->acks);
-    store_close(s->store);
-    s->store = NULL;
-    trace_recorder_close(s->trace);
-    s->trace = NULL;
-    acl_free(s->acl);
-    s->acl = NULL;
-    mailbox_free(s->mailbox);
-    for (size_t i = 0; i < s->nlisten; i++)
-        close(s->listen_fds[i]);
-    if (s->signal_fd >= 0)
-        close(s->signal_fd);
-    queue_locks_free(&s->locks);
-    registry_free(&s->reg);
-    topics_free(&s->topics);
-    offsets_free(&s->offsets);
-    admin_requests_free(s);
-    loop_free(s->loop);
+    mailbox_free(d->mailbox);
+    d->mailbox = NULL;
+    for (size_t i = 0; i < d->nlisten; i++)
+        close(d->listen_fds[i]);
+    d->nlisten = 0;
+    if (d->signal_fd >= 0)
+        close(d->signal_fd);
+    d->signal_fd = -1;
+    (void)broker_fini_state(s); /* a failed final commit is logged there */
 }

@@ -7,6 +7,7 @@
 #include "request_codes.h"
 #include "array.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -197,6 +198,7 @@ bool acl_is_admin_code(int32_t code)
 
 int acl_check(const struct acl *a, const struct rmq_cmd *cmd, const char **why)
 {
+    assert(a && cmd && why);
     bool admin_code = acl_is_admin_code(cmd->code);
     if (a->admin_codes_only && !admin_code)
         return RMQ_OK;

@@ -4,7 +4,9 @@
  * GET_CONSUMER_RUNNING_INFO (307) from an admin, forwarded to the client and
  * its reply passed back (specs: tests/mqadmin/FINDINGS.md §3.9–3.12).
  * Loop thread only. */
-#include "admin_requests.h"
+#include "admin_group_requests.h"
+
+#include "admin_reply.h"
 
 #include "conn.h"
 #include "err.h"
@@ -47,8 +49,9 @@ static int load_time(void *ctx, const char *group, const char *topic, int queue_
     return 0;
 }
 
-int admin_requests_load(struct broker *s)
+int admin_group_req_load(struct broker *s)
 {
+    assert(s->store); /* at start, after store_open */
     if (!s->group_configs && !(s->group_configs = json_object()))
         return RMQ_ENOMEM;
     int rc = store_load_group_configs(s->store, load_config, s);
@@ -59,7 +62,7 @@ int admin_requests_load(struct broker *s)
     return rc;
 }
 
-void admin_requests_free(struct broker *s)
+void admin_group_req_free(struct broker *s)
 {
     json_decref(s->group_configs);
     s->group_configs = NULL;
@@ -74,7 +77,7 @@ static json_t *configs(struct broker *s)
 
 /* UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200): the body is the config; kept
  * whole (4.9 and 5.x tools send different fields), stored before the reply. */
-void handle_update_sub_group(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_group_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     json_t *cfg = req->body_len ? json_loadb((const char *)req->body, req->body_len, 0, NULL) : NULL;
     const char *group = json_string_value(json_object_get(cfg, "groupName"));
@@ -97,6 +100,7 @@ void handle_update_sub_group(struct broker *s, struct conn *c, struct rmq_cmd *r
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "subscription group not stored");
         return;
     }
+    assert(json_object_get(s->group_configs, name)); /* installed once stored */
     s->group_configs_version++;
     log_info("subscription group %s configured by an admin request from %s", name, c->peer);
     rmq_free(name);
@@ -124,7 +128,7 @@ static void note_group(void *ctx, const char *group, const char *topic, int32_t 
  * one for every other group that is live or has committed offsets (what a
  * broker auto-creates at a heartbeat or commit; a deleted config stays
  * deleted until then). */
-void handle_get_all_sub_groups(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_group_req_get_all(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     json_t *table = configs(s) ? json_deep_copy(s->group_configs) : NULL, *seen = json_object();
     if (seen)
@@ -148,7 +152,7 @@ void handle_get_all_sub_groups(struct broker *s, struct conn *c, struct rmq_cmd 
 
 /* DELETE_SUBSCRIPTIONGROUP (207): the stored config, and the group's
  * offsets when removeOffset (4.9) or cleanOffset (5.x) is true. */
-void handle_delete_sub_group(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_group_req_delete(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group;
     if (reply_require_str(s, c, req, "groupName", &group) != 0)
@@ -170,6 +174,7 @@ void handle_delete_sub_group(struct broker *s, struct conn *c, struct rmq_cmd *r
         json_object_del(s->group_configs, group);
         s->group_configs_version++;
     }
+    assert(!json_object_get(s->group_configs, group));
     log_info("subscription group %s deleted (%zu offset(s)) by an admin request from %s", group, noffsets,
              c->peer);
     reply_ok(s, c, req, had || noffsets);
@@ -244,7 +249,7 @@ static struct reg_channel *member_channel(struct broker *s, const char *group, c
     return NULL;
 }
 
-void handle_forward_running_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_group_req_forward_running_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *client_id;
     if (reply_require_str(s, c, req, "consumerGroup", &group) != 0 ||

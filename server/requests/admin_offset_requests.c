@@ -1,5 +1,5 @@
 /* admin_offset_requests.c — the offset codes of admin tools (see
- * admin_requests.h; specs: tests/mqadmin/FINDINGS.md §3.8 and §3.13):
+ * admin_offset_requests.h; specs: tests/mqadmin/FINDINGS.md §3.8 and §3.13):
  * GET_CONSUME_STATS (208) and INVOKE_BROKER_TO_RESET_OFFSET (222).
  *
  * The reset is the 5.x broker's server-side one: the new offsets are
@@ -15,17 +15,20 @@
  * position it had read before the reset. A mark nobody picks up lapses
  * after RESET_PENDING_MAX_MS. As a 4.9 broker does, live clients of the group are
  * also sent RESET_CONSUMER_CLIENT_OFFSET (220, oneway). Loop thread only. */
-#include "admin_requests.h"
+#include "admin_offset_requests.h"
+
+#include "admin_reply.h"
 
 #include "conn.h"
 #include "err.h"
 #include "log.h"
 #include "mem.h"
-#include "offset_requests.h"
+#include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "store.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +92,7 @@ static json_t *stats_topics(struct broker *s, const struct rmq_cmd *req, const c
     return set;
 }
 
-void handle_consume_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_offset_req_consume_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group;
     if (reply_require_str(s, c, req, "consumerGroup", &group) != 0)
@@ -104,9 +107,9 @@ void handle_consume_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
             for (int q = 0; table && q < tp->brokers[b].read_queue_nums; q++) {
                 int64_t committed = 0;
                 (void)offsets_get(&s->offsets, group, tp->name, q, &committed);
-                char *key = admin_mq_key(tp->brokers[b].broker_name, tp->name, q);
+                char *key = admin_reply_mq_key(tp->brokers[b].broker_name, tp->name, q);
                 json_t *row = json_pack("{s:I,s:I,s:I,s:I}", "brokerOffset",
-                                        (json_int_t)broker_queue_end(s, tp->name, q), "consumerOffset",
+                                        (json_int_t)offset_table_queue_end(s, tp->name, q), "consumerOffset",
                                         (json_int_t)committed, "lastTimestamp", (json_int_t)0, "pullOffset",
                                         (json_int_t)committed);
                 if (!key || !row || json_object_set_new(table, key, row) != 0) {
@@ -149,6 +152,7 @@ bool admin_offset_commit_allowed(struct broker *s, const char *group, const char
     struct offset_entry *e = pending(s, group, topic, qid);
     if (e && offset == e->offset)
         e->reset_pending = false;
+    assert(!e || e->reset_pending == (offset != e->offset)); /* the reset offset itself ends the mark */
     return !e || offset == e->offset;
 }
 
@@ -157,7 +161,7 @@ bool admin_offset_commit_allowed(struct broker *s, const char *group, const char
 static void answer_moved(struct broker *s, struct conn *c, const struct rmq_cmd *req_like, const char *topic,
                          int32_t qid, int64_t next)
 {
-    int64_t max = broker_queue_end(s, topic, qid);
+    int64_t max = offset_table_queue_end(s, topic, qid);
     struct rmq_cmd resp;
     if (rmq_cmd_init_response(&resp, req_like, RMQ_RESP_PULL_OFFSET_MOVED,
                               "the offset was reset by an admin") != 0 ||
@@ -243,7 +247,7 @@ static json_t *reset_body(const struct admin_reset *r, const struct admin_reset_
 {
     json_t *table = json_object();
     for (size_t i = 0; table && i < n; i++) {
-        char *key = admin_mq_key(rows[i].broker_name, r->topic, rows[i].queue_id);
+        char *key = admin_reply_mq_key(rows[i].broker_name, r->topic, rows[i].queue_id);
         if (!key || json_object_set_new(table, key, json_integer(rows[i].to)) != 0) {
             json_decref(table);
             table = NULL;
@@ -256,6 +260,7 @@ static json_t *reset_body(const struct admin_reset *r, const struct admin_reset_
 int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct admin_reset_row **rows_out,
                        size_t *n_out)
 {
+    assert(r && r->group && r->topic && rows_out && n_out);
     *rows_out = NULL;
     *n_out = 0;
     const struct topic *tp = topics_get(&s->topics, r->topic);
@@ -273,7 +278,7 @@ int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct adm
             if (r->queue_id >= 0 && q != r->queue_id)
                 continue;
             /* No message is stored: the search by time and "now" (-1) both give the queue's end. */
-            int64_t target = r->offset >= 0 ? r->offset : broker_queue_end(s, r->topic, q), committed = 0;
+            int64_t target = r->offset >= 0 ? r->offset : offset_table_queue_end(s, r->topic, q), committed = 0;
             if (target < 0)
                 target = 0;
             bool has = offsets_get(&s->offsets, r->group, r->topic, q, &committed) == 0;
@@ -282,9 +287,10 @@ int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct adm
                                          !r->force && has && target >= committed ? committed : target};
         }
     }
+    assert(n <= cap); /* one row per writable queue at most */
     int rc = 0;
     for (size_t i = 0; rc == 0 && !r->dry_run && i < n; i++) {
-        rc = broker_offset_commit(s, r->group, r->topic, rows[i].queue_id, rows[i].to);
+        rc = offset_table_commit(s, r->group, r->topic, rows[i].queue_id, rows[i].to);
         struct offset_entry *e =
             rc == 0 ? offsets_find(&s->offsets, r->group, r->topic, rows[i].queue_id) : NULL;
         if (e)
@@ -312,7 +318,7 @@ int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct adm
     return RMQ_OK;
 }
 
-void handle_reset_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_offset_req_reset(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     struct admin_reset r = {.queue_id = -1, .offset = -1, .force = true};
     if (reply_require_str(s, c, req, "topic", &r.topic) != 0 ||

@@ -1,21 +1,24 @@
 /* admin_topic_requests.c — the topic codes of admin tools (see
- * admin_requests.h; specs: tests/mqadmin/FINDINGS.md §3.1–3.7): the topic
+ * admin_topic_requests.h; specs: tests/mqadmin/FINDINGS.md §3.1–3.7): the topic
  * list, a topic's stats and config, the broker's runtime info, creating and
  * deleting topics. rmqcoord stores no messages: a queue's min offset is 0
  * and its max offset is the highest committed one (what GET_MAX_OFFSET
  * answers), so topicStatus and consumerProgress agree. Loop thread only. */
-#include "admin_requests.h"
+#include "admin_topic_requests.h"
+
+#include "admin_reply.h"
+#include "offset_table.h"
 
 #include "conn.h"
 #include "err.h"
 #include "log.h"
 #include "mem.h"
-#include "offset_requests.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "store.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,33 +28,13 @@
 #define ADMIN_BROKER_VERSION "409"
 #define ADMIN_TOPIC_NAME_MAX 127
 
-char *admin_mq_key(const char *broker_name, const char *topic, int32_t qid)
-{
-    json_t *k =
-        json_pack("{s:s,s:i,s:s}", "brokerName", broker_name, "queueId", (json_int_t)qid, "topic", topic);
-    char *text = k ? json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(k);
-    return text;
-}
-
-void admin_reply_json(struct broker *s, struct conn *c, const struct rmq_cmd *req, json_t *body, bool durable)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    int rc = text ? buf_append_str(&b, text) : RMQ_ENOMEM;
-    free(text);
-    reply_body(s, c, req, rc, &b, durable);
-}
-
-void handle_admin_noop(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_noop(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }
 
 /* GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic, sorted. */
-void handle_topic_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char **names = hashmap_sorted_keys(&s->topics.map);
     json_t *list = names ? json_array() : NULL;
@@ -79,7 +62,7 @@ static const struct topic *topic_of(struct broker *s, struct conn *c, const stru
 }
 
 /* GET_TOPIC_STATS_INFO (202): per queue, min 0 and max = GET_MAX_OFFSET. */
-void handle_topic_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const struct topic *tp = topic_of(s, c, req, "topic[", "] not exist");
     if (!tp)
@@ -89,9 +72,9 @@ void handle_topic_stats(struct broker *s, struct conn *c, struct rmq_cmd *req)
         const struct topic_broker *tb = &tp->brokers[b];
         int nq = tb->read_queue_nums > tb->write_queue_nums ? tb->read_queue_nums : tb->write_queue_nums;
         for (int q = 0; table && q < nq; q++) {
-            char *key = admin_mq_key(tb->broker_name, tp->name, q);
+            char *key = admin_reply_mq_key(tb->broker_name, tp->name, q);
             json_t *v = json_pack("{s:I,s:I,s:I}", "lastUpdateTimestamp", (json_int_t)0, "maxOffset",
-                                  (json_int_t)broker_queue_end(s, tp->name, q), "minOffset", (json_int_t)0);
+                                  (json_int_t)offset_table_queue_end(s, tp->name, q), "minOffset", (json_int_t)0);
             if (!key || !v || json_object_set_new(table, key, v) != 0) {
                 json_decref(table);
                 table = NULL;
@@ -113,7 +96,7 @@ static const struct topic_broker *own_entry(const struct broker *s, const struct
 }
 
 /* GET_TOPIC_CONFIG (351, 5.x): the TopicConfig, no static-topic mapping. */
-void handle_topic_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const struct topic *tp = topic_of(s, c, req, "No topic in this broker. topic: ", "");
     if (!tp)
@@ -128,7 +111,7 @@ void handle_topic_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
 }
 
 /* GET_BROKER_RUNTIME_INFO (28): a KVTable of strings (FINDINGS §3.4). */
-void handle_broker_runtime_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_broker_runtime_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     char boot[32];
     snprintf(boot, sizeof boot, "%lld", (long long)s->started_ms);
@@ -180,7 +163,7 @@ static bool refuse_name(struct broker *s, struct conn *c, const struct rmq_cmd *
 
 /* UPDATE_AND_CREATE_TOPIC (17): creates the topic on this broker, or
  * replaces this broker's queue counts and perm; stored before the reply. */
-void handle_create_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_create(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int64_t r, w, perm;
@@ -219,6 +202,7 @@ void handle_create_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
     }
     if (!found)
         list[n++] = (struct topic_broker){(char *)s->cfg->broker_name, (int)r, (int)w, (int)perm};
+    assert(n >= 1 && n <= TOPIC_MAX_BROKERS); /* this broker's entry, within the table's bound */
     if (!tp && (int64_t)s->topics.map.count >= s->cfg->max_topics) {
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "topic not created: --max-topics reached");
         return;
@@ -234,7 +218,7 @@ void handle_create_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
 
 /* DELETE_TOPIC_IN_BROKER (215): the topic and every group's offsets of it;
  * an unknown topic is not an error. */
-void handle_delete_topic_in_broker(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void admin_topic_req_delete_in_broker(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic = rmq_cmd_ext_get(req, "topic");
     if (!topic || !*topic) {
@@ -247,6 +231,7 @@ void handle_delete_topic_in_broker(struct broker *s, struct conn *c, struct rmq_
     }
     bool existed = topics_delete(&s->topics, topic) == 0;
     size_t noffsets = offsets_delete_topic(&s->offsets, topic);
+    assert(!topics_get(&s->topics, topic));
     int rc = 0;
     if (existed) {
         trace_record_route(s->trace, broker_now_ms(s), topic, NULL);

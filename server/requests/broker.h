@@ -1,15 +1,15 @@
 /* broker.h — the loop-owned state of the emulated broker, and the few
- * operations every request family shares (the clock, topic creation, offset
- * commits, expiry, the admin API's reset).
+ * operations every request family shares (the clock, topic creation, the
+ * expiry scan).
  *
- * struct broker lives on the loop thread: listeners, connections, the
- * registry, topics, offsets, locks, held pulls, the store writer, and the
- * mailbox the HTTP thread posts to. Request handlers (the *_requests.c files)
- * receive it with the connection and the decoded request; the daemon
- * (daemon/server.c) creates it and runs the loop. One iteration: events ->
- * handlers queue replies and store writes -> before sleep: reap closed
- * connections, queue NOTIFYs, commit the store, then write (nothing stored is
- * acknowledged before its commit: docs/protocol.md).
+ * struct broker lives on the loop thread: connections, the registry, topics,
+ * offsets, locks, held pulls, held replies and the store writer. Request
+ * handlers (the *_requests.c files) receive it with the connection and the
+ * decoded request. Its lifecycle (create, reset, free) is broker_state.h; a
+ * loop turn (admission, close, before sleep) is turn.h; the daemon
+ * (daemon/server.c) embeds it in struct daemon with the listeners, signals
+ * and HTTP side. Nothing stored is acknowledged before its commit
+ * (docs/protocol.md).
  */
 #ifndef RMQ_BROKER_H
 #define RMQ_BROKER_H
@@ -29,12 +29,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct broker;
 struct conn;
 struct conn_set;
 struct loop;
 struct store;
-struct mailbox;
-struct http_admin;
 struct trace_recorder;
 struct acl;
 struct holdings_round;
@@ -48,14 +47,23 @@ struct held_ack {
     struct rmq_cmd resp;
 };
 
+/* What the layers above requests/ add to a loop turn (turn.h): the daemon
+ * installs cluster/'s, a unit test its own. Each may be NULL. */
+struct broker_turn_hooks {
+    /* Answers req itself (the --role namesrv and --role broker codes):
+     * true when it did, and dispatch_request is skipped. */
+    bool (*dispatch)(struct broker *s, struct conn *c, struct rmq_cmd *req);
+    /* c is closing: called before its held replies and channel are forgotten. */
+    void (*conn_closed)(struct broker *s, const struct conn *c);
+    /* Once per settle round, after the round's flush. */
+    void (*settle_round)(struct broker *s);
+};
+
 struct broker {
     const struct config *cfg;
     struct loop *loop;
-    int notify_timer; /* wakes the loop when a postponed NOTIFY falls due */
+    int notify_timer; /* wakes the loop when a postponed NOTIFY falls due; 0 = none */
     struct conn_set *conns;
-    int listen_fds[CONFIG_MAX_LISTEN];
-    char listen_addrs[CONFIG_MAX_LISTEN][300];
-    size_t nlisten;
     char advertise[300];
     struct store *store;
     struct registry reg;
@@ -71,21 +79,16 @@ struct broker {
     size_t nacks, acks_cap;
     struct pending_table outbound; /* requests sent to clients awaiting a reply (outbound.c) */
     struct holdings_round *rounds; /* owned list: admin holdings checks in progress */
-    struct mailbox *mailbox;
-    struct http_admin *http;
-    struct trace_recorder *trace; /* NULL unless --record */
-    struct acl *acl;              /* NULL unless --acl */
-    uint16_t http_port;
-    int signal_fd;
+    struct trace_recorder *trace;  /* NULL unless --record */
+    struct acl *acl;               /* NULL unless --acl */
+    struct broker_turn_hooks hooks;
+    uint16_t http_port; /* the admin API's port, 0 while HTTP is off (broker registration sends it) */
     int64_t run_id;
     uint32_t next_conn_seq;
     int32_t next_opaque;
     int64_t wall_base_ms, mono_base_ms;
     int64_t clock_offset_ms; /* --clock virtual: total advanced so far */
     int64_t started_ms;
-    bool stopping;
-    bool accept_paused;          /* listeners off after accept ran out of descriptors */
-    struct log_limit accept_log; /* accept failures, once a second */
     struct log_limit refuse_log; /* connections refused at a limit, once a second */
     struct server_stats stats;
     struct namesrv_table *ns; /* owned; --role namesrv only (cluster.h) */
@@ -95,19 +98,6 @@ struct broker {
     struct json_t *group_configs;
     int64_t group_configs_version; /* changes since start (201's dataVersion) */
 };
-
-/* The state every broker starts from, on s (zeroed by the caller): cfg, the
- * loop and its clocks, the registry with member_events' hooks, topics,
- * offsets and queue locks; no connections, store or listeners yet. RMQ_OK
- * or loop_new's error. */
-int broker_init_state(struct broker *s, const struct config *cfg);
-
-/* One round of what the loop does before it sleeps: reaps closed
- * connections, sends the NOTIFYs that fell due, commits the open batch when
- * commit is set (fsynced only when a held reply waits on it), releases the
- * held replies by the commit's fate, and flushes output. The commit's
- * result (RMQ_OK when none). */
-int broker_settle_round(struct broker *s, bool commit);
 
 /* Wall-clock milliseconds that never go backwards (wall time at start plus
  * monotonic elapsed, or the virtual clock): timestamps for members, events
@@ -121,26 +111,8 @@ int broker_put_topic(struct broker *s, const char *name, const struct topic_brok
  * Borrowed result (owned by s->topics), NULL on failure. */
 const struct topic *broker_create_topic(struct broker *s, const char *name, int nqueues);
 
-/* Commits group's offset of (topic, qid): the in-memory table and a store
- * write in the open batch. 0 or an error. */
-int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset);
-/* After a batch was lost: the in-memory offsets go back to what the store
- * holds (what was acknowledged), keeping each unchanged entry's reporting
- * channel and reset flag. Nothing happens when no offset moved since the
- * last good commit. 0 or the store's error (the table is then unchanged). */
-int broker_offsets_reload(struct broker *s);
-
 /* One expiry scan: closes idle connections (--idle-timeout-ms) and channels
  * whose members all expired (docs/protocol.md: an expired channel is closed). */
 void broker_expire(struct broker *s);
-
-/* Wipes live and stored state for test suites (POST /api/reset): closes
- * every connection, forgets groups, topics, offsets, locks and held pulls.
- * The caller resets the store tables. */
-void broker_reset_live(struct broker *s);
-
-/* --clock virtual: moves the daemon's time forward by ms and runs what is
- * due at once (expiry scan, held-pull deadlines). RMQ_ESTATE on a real clock. */
-int broker_clock_advance(struct broker *s, int64_t ms);
 
 #endif

@@ -14,6 +14,7 @@
 #include "rmq_body.h"
 #include "store.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,7 +58,7 @@ static void refresh_client_row(struct broker *s, struct conn *c, const struct rm
     store_soft_writes(s->store, false);
 }
 
-void handle_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     s->stats.heartbeats++;
     struct registry_hb_result res;
@@ -116,15 +117,30 @@ void handle_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req)
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "heartbeat not applied: out of memory");
         return;
     }
+    /* The limit checked above holds for what was applied. */
+    assert(!registry_channel(&s->reg, c->id) ||
+           (int64_t)registry_channel(&s->reg, c->id)->ngroups <= s->cfg->max_groups_per_client);
     refresh_client_row(s, c, req);
     reply_heartbeat(s, c, req, res.sub_change);
 }
 
-void handle_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *req)
+#ifndef NDEBUG
+/* For asserts: whether channel id is a member of g. */
+static bool in_group(const struct reg_group *g, uint64_t id)
+{
+    for (size_t i = 0; g && i < g->g.nmembers; i++)
+        if (g->g.members[i].channel_id == id)
+            return true;
+    return false;
+}
+#endif
+
+void consumer_req_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group = rmq_cmd_ext_get(req, "consumerGroup");
     if (group && *group) {
         registry_unregister(&s->reg, c->id, group);
+        assert(!in_group(registry_group(&s->reg, group), c->id));
         /* --notify-on-noop-unregister: the broker NOTIFYs a live group even when the channel
          * was not in it (§12); rmqcoord by default only when a member left. */
         struct reg_group *g = registry_group(&s->reg, group);
@@ -137,7 +153,7 @@ void handle_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *
 /* CHECK_CLIENT_CONFIG: rmqcoord filters nothing (it stores no messages), so every expression type
  * is accepted; with --sql92 refuse a non-TAG type is refused as by a broker without
  * enablePropertyFilter (§12). */
-void handle_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     if (s->cfg->refuse_sql92 && req->body_len > 0) {
         json_t *root = json_loadb((const char *)req->body, req->body_len, 0, NULL);
@@ -159,7 +175,7 @@ void handle_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd
 /* CONSUMER_SEND_MSG_BACK: there is no message to put back, and a success spares the client its
  * fallback resend through SEND_MESSAGE_V2, which rmqcoord does not serve. With --send-back refuse
  * it fails as the broker's does for an offset that holds no message (§12). */
-void handle_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     if (!s->cfg->refuse_send_back) {
         reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
@@ -188,7 +204,7 @@ static const struct reg_group *live_group(struct broker *s, struct conn *c, cons
     return NULL;
 }
 
-void handle_get_consumer_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_get_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const struct reg_group *g =
         live_group(s, c, req, RMQ_RESP_SYSTEM_ERROR, "no consumer for this group, ", "");
@@ -212,7 +228,7 @@ void handle_get_consumer_list(struct broker *s, struct conn *c, struct rmq_cmd *
  * messages), so every expression type is accepted. CONSUMER_SEND_MSG_BACK: there is no message to put back,
  * and a success spares the client its fallback resend through SEND_MESSAGE_V2, which rmqcoord does not serve.
  */
-void handle_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }
@@ -240,7 +256,7 @@ static int encode_assignments(const struct allocate_queue *qs, size_t n, struct 
  * (QueryAssignmentProcessor, PULL mode): the topic's readable queues, allocated among the group's
  * live members by the client's strategy (broadcasting: every queue). rmqcoord's own answer is
  * REQUEST_CODE_NOT_SUPPORTED, on which a 5.x client rebalances itself (docs/protocol.md §12). */
-void handle_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     if (!s->cfg->dialect.query_assignment) {
         char remark[128];
@@ -348,7 +364,7 @@ static int encode_connections(const struct broker *s, const struct reg_group *g,
     return rc;
 }
 
-void handle_get_consumer_connection_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void consumer_req_get_connection_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const struct reg_group *g =
         live_group(s, c, req, RMQ_RESP_CONSUMER_NOT_ONLINE, "the consumer group[", "] not online");

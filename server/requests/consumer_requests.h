@@ -6,14 +6,14 @@
 
 #include "broker.h"
 
-void handle_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_get_consumer_list(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_get_consumer_connection_list(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_heartbeat(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_unregister_client(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_get_list(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_get_connection_list(struct broker *s, struct conn *c, struct rmq_cmd *req);
 /* CHECK_CLIENT_CONFIG, CONSUMER_SEND_MSG_BACK: accepted, nothing to do. */
-void handle_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void consumer_req_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req);
 
 #endif

@@ -12,9 +12,25 @@
 #include "request_codes.h"
 #include "rmq_body.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifndef NDEBUG
+/* For asserts: whether client holds (held) or holds none of (!held) the
+ * locks of mqs in group. */
+static bool locks_held(const struct broker *s, const char *group, const char *client, const struct rmq_mq *mqs,
+                       size_t n, bool held)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *holder = queue_locks_holder(&s->locks, group, &mqs[i]);
+        if ((holder && !strcmp(holder, client)) != held)
+            return false;
+    }
+    return true;
+}
+#endif
 
 static int parse_body(struct broker *s, struct conn *c, const struct rmq_cmd *req, struct rmq_lock_body *b)
 {
@@ -26,10 +42,11 @@ static int parse_body(struct broker *s, struct conn *c, const struct rmq_cmd *re
         rmq_lock_body_clear(b);
         return RMQ_EPROTO;
     }
+    assert(b->client_id && b->consumer_group); /* both are required fields */
     return RMQ_OK;
 }
 
-void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void lock_req_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     struct rmq_lock_body b;
     if (parse_body(s, c, req, &b) != 0)
@@ -44,6 +61,9 @@ void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
         if (queue_locks_acquire(&s->locks, b.consumer_group, b.client_id, &b.mqs[i], now,
                                 s->cfg->lock_expiry_ms))
             ok[nok++] = b.mqs[i];
+    assert(nok <= b.nmqs);
+    /* Every queue answered as locked is the caller's (docs/protocol.md §7). */
+    assert(rc != 0 || locks_held(s, b.consumer_group, b.client_id, ok, nok, true));
     if (rc == 0)
         rc = rmq_lock_ok_encode(ok, nok, &body);
     reply_body(s, c, req, rc, &body, false);
@@ -51,7 +71,7 @@ void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
     rmq_lock_body_clear(&b);
 }
 
-void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void lock_req_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     struct rmq_lock_body b;
     /* --compat: the broker unlocks nothing and answers SUCCESS for a JSON body that lacks
@@ -73,6 +93,7 @@ void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return;
     for (size_t i = 0; i < b.nmqs; i++)
         queue_locks_release(&s->locks, b.consumer_group, b.client_id, &b.mqs[i]);
+    assert(locks_held(s, b.consumer_group, b.client_id, b.mqs, b.nmqs, false));
     rmq_lock_body_clear(&b);
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }

@@ -5,7 +5,7 @@
 
 #include "broker.h"
 
-void handle_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void lock_req_lock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void lock_req_unlock_batch(struct broker *s, struct conn *c, struct rmq_cmd *req);
 
 #endif

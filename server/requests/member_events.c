@@ -14,6 +14,7 @@
 #include "rmq_body.h"
 #include "store.h"
 
+#include <assert.h>
 #include <string.h>
 
 #define HEARTBEAT_STORE_MS 1000
@@ -102,6 +103,9 @@ static void record_event(struct broker *s, struct reg_group *g, const char *kind
                          uint64_t channel_id, const char *before_extra, size_t before_at, long before_skip)
 {
     size_t n = g->g.nmembers;
+    /* A joiner stands in the list after, a leaver stood in the one before (n + 1 places). */
+    assert(before_skip < 0 || (size_t)before_skip < n);
+    assert(!before_extra || before_at <= n);
     bool full = n <= EVENT_FULL_MEMBERS || g->events_since_full >= event_snapshot_every(n);
     struct buf after, before;
     buf_init(&after, 0);
@@ -154,8 +158,10 @@ static void check_store(struct broker *s, int rc, const char *what, const char *
 static void schedule_notify(struct broker *s, struct reg_group *g, enum notify_change change)
 {
     /* The dialect's rule, which replay shares (a 4.9 broker notifies broadcast groups too, §12). */
-    if (notify_policy_marks(&g->g, change, &s->cfg->dialect))
+    if (notify_policy_marks(&g->g, change, &s->cfg->dialect)) {
         registry_mark_notify_at(&s->reg, g, loop_now_ms(s->loop));
+        assert(g->notify_pending); /* owed until notify_flush takes it */
+    }
 }
 
 void member_events_mark_notify(struct broker *s, struct reg_group *g)
@@ -166,6 +172,7 @@ void member_events_mark_notify(struct broker *s, struct reg_group *g)
 static void hook_joined(void *ctx, struct reg_group *g, const struct mship_member *m)
 {
     struct broker *s = ctx;
+    assert(m >= g->g.members && m < g->g.members + g->g.nmembers); /* the joiner is in the group */
     int64_t now = broker_now_ms(s);
     check_store(s,
                 store_put_group(s->store, g->g.name, rmq_consume_type_name(g->g.consume_type),

@@ -17,6 +17,8 @@
 #include "request_codes.h"
 #include "trace_recorder.h"
 
+#include <assert.h>
+
 static void notify_group(struct broker *s, struct reg_group *g)
 {
     /* --release-pulls-on-change off: held to their deadline, as the broker does (§12). */
@@ -27,6 +29,7 @@ static void notify_group(struct broker *s, struct reg_group *g)
         return;
     struct rmq_cmd cmd;
     rmq_cmd_init_request(&cmd, RMQ_REQ_NOTIFY_CONSUMER_IDS_CHANGED, s->next_opaque++, RMQ_FLAG_ONEWAY);
+    assert(rmq_cmd_is_oneway(&cmd)); /* no reply is expected or awaited (§4.4) */
     struct buf frame;
     buf_init(&frame, 0);
     if (rmq_cmd_ext_set(&cmd, "consumerGroup", g->g.name) != 0 || rmq_frame_encode(&cmd, &frame) != 0) {
@@ -51,6 +54,8 @@ void notify_flush(struct broker *s)
                                             loop_backlogged(s->loop), &next_due);
     while (g) {
         struct reg_group *next = g->next_pending;
+        /* Taken off the pending list: a change from here on owes a NOTIFY of its own. */
+        assert(!g->notify_pending);
         notify_group(s, g);
         g = next;
     }

@@ -4,8 +4,9 @@
  * stores no messages, so a queue's min offset is 0 and its max offset is the
  * highest offset any group committed for it. Loop thread only. */
 #include "offset_requests.h"
-#include "admin_requests.h"
-#include "broker.h"
+
+#include "admin_offset_requests.h"
+#include "offset_table.h"
 #include "conn.h"
 #include "err.h"
 #include "log.h"
@@ -15,61 +16,9 @@
 #include "request_codes.h"
 #include "store.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
-
-int broker_offset_commit(struct broker *s, const char *group, const char *topic, int32_t qid, int64_t offset)
-{
-    /* The store first: a write it refuses must not move the live view
-     * (the view answers QUERY_CONSUMER_OFFSET; it may never be ahead of
-     * what was acknowledged). A batch lost later is undone by
-     * broker_offsets_reload. */
-    int rc = store_put_offset(s->store, group, topic, qid, offset, broker_now_ms(s));
-    if (rc == 0)
-        rc = offsets_put_at(&s->offsets, group, topic, qid, offset, broker_now_ms(s));
-    return rc;
-}
-
-static int reload_one(void *ctx, const char *group, const char *topic, int queue_id, int64_t offset)
-{
-    return offsets_put(ctx, group, topic, queue_id, offset);
-}
-
-/* Carries over what the store does not keep, for entries whose value the
- * reload did not change. */
-static void keep_meta(void *ctx, const char *group, const char *topic, int32_t qid, struct offset_entry *e)
-{
-    const struct offset_entry *old = offsets_find(ctx, group, topic, qid);
-    if (old && old->offset == e->offset) {
-        e->updated_ms = old->updated_ms;
-        e->reset_pending = old->reset_pending;
-        e->channel_id = old->channel_id;
-    }
-}
-
-int broker_offsets_reload(struct broker *s)
-{
-    if (s->offsets.changes == s->offsets_at_commit)
-        return RMQ_OK;
-    struct offsets fresh;
-    offsets_init(&fresh);
-    int rc = store_load_offsets(s->store, reload_one, &fresh);
-    if (rc != 0) {
-        offsets_free(&fresh);
-        return rc;
-    }
-    offsets_each(&fresh, keep_meta, &s->offsets);
-    offsets_free(&s->offsets);
-    s->offsets = fresh;
-    s->offsets_at_commit = s->offsets.changes;
-    return RMQ_OK;
-}
-
-int64_t broker_queue_end(const struct broker *s, const char *topic, int32_t qid)
-{
-    /* --queue-end zero: an empty queue, as a broker that stores no message answers (§12). */
-    return s->cfg->queue_end_zero ? 0 : offsets_queue_max(&s->offsets, topic, qid);
-}
 
 /* Reads the common (topic, queueId) pair; replies the error itself. */
 static int topic_queue(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char **topic,
@@ -100,7 +49,7 @@ static void reply_value(struct broker *s, struct conn *c, const struct rmq_cmd *
     reply_send(s, c, req, &resp, durable);
 }
 
-void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_query(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int32_t qid;
@@ -128,7 +77,7 @@ void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     reply_value(s, c, req, "offset", 0, false);
 }
 
-void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int32_t qid;
@@ -150,27 +99,28 @@ void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
         reply_code(s, c, req, RMQ_RESP_SUCCESS, "Offset has been previously reset");
         return;
     }
-    if (broker_offset_commit(s, group, topic, qid, off) != 0) {
+    if (offset_table_commit(s, group, topic, qid, off) != 0) {
         log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "offset %s/%s/%d not stored: %s", group, topic,
                     (int)qid, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
         return;
     }
     struct offset_entry *e = offsets_find(&s->offsets, group, topic, qid);
+    assert(e); /* offset_table_commit put it */
     if (e)
         e->channel_id = c->id; /* the reported holder of GET /api/groups/{g}/offsets */
     reply_ok(s, c, req, true);
 }
 
-void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_get_max(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
     if (topic_queue(s, c, req, &topic, &qid) == 0)
-        reply_value(s, c, req, "offset", broker_queue_end(s, topic, qid), false);
+        reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
 }
 
-void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_get_min(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
@@ -178,7 +128,7 @@ void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req
         reply_value(s, c, req, "offset", 0, false);
 }
 
-void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_search(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
@@ -186,10 +136,10 @@ void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "timestamp", &ts) != 0)
         return;
     /* No message is stored after any time: the answer is the queue's end. */
-    reply_value(s, c, req, "offset", broker_queue_end(s, topic, qid), false);
+    reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
 }
 
-void handle_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void offset_req_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;

@@ -5,13 +5,11 @@
 
 #include "broker.h"
 
-/* A queue's max offset as rmqcoord answers it: the highest committed offset, or 0 with --queue-end zero. */
-int64_t broker_queue_end(const struct broker *s, const char *topic, int32_t qid);
-void handle_query_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_update_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_get_max_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_get_min_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_search_offset(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void offset_req_query(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void offset_req_get_max(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void offset_req_get_min(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void offset_req_search(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void offset_req_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req);
 
 #endif

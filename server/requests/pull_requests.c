@@ -5,16 +5,17 @@
  * clients neither hot-loop nor time out (PROTOCOL: docs/protocol.md §6). A pull carrying
  * COMMIT_OFFSET commits its commitOffset, as the broker does. Loop thread only. */
 #include "pull_requests.h"
-#include "admin_requests.h"
+#include "admin_offset_requests.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
 #include "loop.h"
 #include "mem.h"
-#include "offset_requests.h"
+#include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@
 static void answer_offsets(struct broker *s, struct conn *c, const struct rmq_cmd *req_like, int32_t code,
                            int64_t next_begin, int64_t max)
 {
+    assert(code == RMQ_RESP_PULL_NOT_FOUND || code == RMQ_RESP_PULL_OFFSET_MOVED);
     struct rmq_cmd resp;
     bool sys_flags = s->cfg->dialect.pull_sys_flags;
     if (rmq_cmd_init_response(&resp, req_like, code,
@@ -49,7 +51,7 @@ static void answer_offsets(struct broker *s, struct conn *c, const struct rmq_cm
 static void answer_not_found(struct broker *s, struct conn *c, const struct rmq_cmd *req_like,
                              const char *topic, int32_t qid, int64_t queue_offset)
 {
-    int64_t max = broker_queue_end(s, topic, qid);
+    int64_t max = offset_table_queue_end(s, topic, qid);
     if (queue_offset > max && !s->cfg->queue_end_zero)
         max = queue_offset;
     answer_offsets(s, c, req_like, RMQ_RESP_PULL_NOT_FOUND, queue_offset < 0 ? 0 : queue_offset, max);
@@ -102,7 +104,7 @@ static bool pull_refused(struct broker *s, struct conn *c, const struct rmq_cmd 
 static bool pull_offset_moved(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *topic,
                               int32_t qid, int64_t queue_offset)
 {
-    int64_t end = broker_queue_end(s, topic, qid);
+    int64_t end = offset_table_queue_end(s, topic, qid);
     if (queue_offset >= 0 && queue_offset <= end)
         return false;
     answer_offsets(s, c, req, RMQ_RESP_PULL_OFFSET_MOVED, queue_offset < 0 ? 0 : end, end);
@@ -135,9 +137,21 @@ static bool due(const struct held_pull *h, const void *arg)
     return h->deadline_ms <= *(const int64_t *)arg;
 }
 
+#ifndef NDEBUG
+/* For asserts: whether no held pull matches pick(arg). */
+static bool none_held(const struct broker *s, held_pull_pick pick, const void *arg)
+{
+    for (size_t i = 0; i < s->pulls.n; i++)
+        if (pick(&s->pulls.items[i], arg))
+            return false;
+    return true;
+}
+#endif
+
 void pull_release_group(struct broker *s, const char *group)
 {
     held_pulls_release(&s->pulls, same_group, group, answer_hold, s);
+    assert(none_held(s, same_group, group));
 }
 
 void pull_drop_conn(struct broker *s, const struct conn *c)
@@ -145,12 +159,14 @@ void pull_drop_conn(struct broker *s, const struct conn *c)
     /* The connection is going away: forget its holds without answering. */
     held_pulls_forget_conn(&s->pulls, c);
     held_pulls_release(&s->pulls, same_conn, NULL, NULL, NULL);
+    assert(none_held(s, same_conn, c) && none_held(s, same_conn, NULL)); /* nothing left to answer on c */
 }
 
 void pull_on_timer(struct broker *s)
 {
     int64_t now = broker_now_ms(s);
     held_pulls_release(&s->pulls, due, &now, answer_hold, s);
+    assert(none_held(s, due, &now)); /* no pull outlives its deadline by more than a tick */
 }
 
 void pull_free_all(struct broker *s)
@@ -161,6 +177,8 @@ void pull_free_all(struct broker *s)
 static int hold(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *group,
                 const char *topic, int32_t qid, int64_t queue_offset, int64_t hold_ms)
 {
+    /* A oneway pull is never held: nothing could answer it. */
+    assert(hold_ms > 0 && !rmq_cmd_is_oneway(req));
     struct held_pull h = {
         .conn = c,
         .opaque = req->opaque,
@@ -180,7 +198,7 @@ static int hold(struct broker *s, struct conn *c, const struct rmq_cmd *req, con
     return RMQ_OK;
 }
 
-void handle_pull(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void pull_req_message(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *group, *topic;
     int64_t qid, queue_offset, sys_flag = 0, commit = -1, suspend = 0;
@@ -209,7 +227,7 @@ void handle_pull(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (admin_offset_pull_moved(s, c, req, group, topic, (int32_t)qid, queue_offset))
         return;
     if ((sys_flag & PULL_SYSFLAG_COMMIT_OFFSET) && commit >= 0 &&
-        broker_offset_commit(s, group, topic, (int32_t)qid, commit) == 0) {
+        offset_table_commit(s, group, topic, (int32_t)qid, commit) == 0) {
         struct offset_entry *e = offsets_find(&s->offsets, group, topic, (int32_t)qid);
         if (e)
             e->channel_id = c->id;

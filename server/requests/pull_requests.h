@@ -6,7 +6,7 @@
 
 #include "broker.h"
 
-void handle_pull(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void pull_req_message(struct broker *s, struct conn *c, struct rmq_cmd *req);
 /* Answers every pull held for group now (its membership changed). */
 void pull_release_group(struct broker *s, const char *group);
 /* Forgets the pulls held on c (closing): nothing is sent. */

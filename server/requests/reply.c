@@ -10,6 +10,7 @@
 #include "request_codes.h"
 #include "topics.h"
 
+#include <assert.h>
 #include <stdio.h>
 
 void reply_send(struct broker *s, struct conn *c, const struct rmq_cmd *req, struct rmq_cmd *resp,
@@ -33,6 +34,7 @@ void reply_send(struct broker *s, struct conn *c, const struct rmq_cmd *req, str
         conn_close_async(c, "out of memory holding a reply");
         return;
     }
+    assert(c && s->nacks < s->acks_cap);
     s->acks[s->nacks].conn = c;
     s->acks[s->nacks++].resp = *resp;
     rmq_cmd_init(resp);
@@ -40,6 +42,7 @@ void reply_send(struct broker *s, struct conn *c, const struct rmq_cmd *req, str
 
 void reply_release_held(struct broker *s, bool stored)
 {
+    assert(reply_held_sane(s));
     for (size_t i = 0; i < s->nacks; i++) {
         struct held_ack *a = &s->acks[i];
         if (a->conn && stored) {
@@ -54,6 +57,7 @@ void reply_release_held(struct broker *s, bool stored)
         rmq_cmd_clear(&a->resp);
     }
     s->nacks = 0;
+    assert(reply_held_sane(s)); /* none left after a release */
 }
 
 void reply_forget_conn(struct broker *s, const struct conn *c)
@@ -61,6 +65,26 @@ void reply_forget_conn(struct broker *s, const struct conn *c)
     for (size_t i = 0; i < s->nacks; i++)
         if (s->acks[i].conn == c)
             s->acks[i].conn = NULL;
+    assert(reply_held_sane(s)); /* c, about to be freed, is held by none */
+}
+
+/* Whether c is still a connection of s: its channel names it, or it is
+ * closing (not yet reaped; a connection whose channel could not be opened
+ * is closed at once). O(1): the held list is checked after every close. */
+static bool conn_live(const struct broker *s, const struct conn *c)
+{
+    const struct reg_channel *ch = registry_channel(&s->reg, c->id);
+    return c->closing || (ch && ch->conn == c);
+}
+
+bool reply_held_sane(const struct broker *s)
+{
+    if (s->nacks > s->acks_cap || (s->nacks > 0 && !s->acks))
+        return false;
+    for (size_t i = 0; i < s->nacks; i++)
+        if (s->acks[i].conn && !conn_live(s, s->acks[i].conn))
+            return false;
+    return true;
 }
 
 static void reply_plain(struct broker *s, struct conn *c, const struct rmq_cmd *req, int32_t code,

@@ -42,5 +42,9 @@ int reply_require_str(struct broker *s, struct conn *c, const struct rmq_cmd *re
 void reply_release_held(struct broker *s, bool stored);
 /* A connection is closing: its held replies are dropped at release. */
 void reply_forget_conn(struct broker *s, const struct conn *c);
+/* For asserts: the held replies are consistent (count within capacity,
+ * storage present when any, each one's connection NULL or live: named by
+ * its registry channel, or closing and not yet reaped). O(held replies). */
+bool reply_held_sane(const struct broker *s);
 
 #endif

@@ -9,6 +9,7 @@
 #include "reply.h"
 #include "request_codes.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static int add_acting_master(const struct broker *s, struct buf *body)
     return rc;
 }
 
-void handle_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void route_req_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *name;
     const char *given = rmq_cmd_ext_get(req, "topic");
@@ -86,6 +87,7 @@ void handle_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
     if (reply_require_str(s, c, req, "topic", &name) != 0)
         return;
     const struct topic *tp = resolve_topic(s, name);
+    assert(!tp || !strcmp(tp->name, name));
     if (!tp) {
         char remark[400];
         if ((int64_t)s->topics.map.count >= s->cfg->max_topics)
@@ -107,7 +109,7 @@ void handle_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
 
 /* GET_KV_CONFIG (101): rmqcoord keeps no KV config, so every item is "not found", as the name
  * server answers an unknown one (QUERY_NOT_FOUND; clients treat it as no value). */
-void handle_get_kv_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void route_req_get_kv_config(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *ns = rmq_cmd_ext_get(req, "namespace"), *key = rmq_cmd_ext_get(req, "key");
     char remark[400];
@@ -135,7 +137,7 @@ static void add_broker(struct cluster_info_broker *list, size_t *n, size_t cap, 
 
 /* GET_BROKER_CLUSTER_INFO (106) in the single-process role: every broker
  * name a topic uses, all at this process's advertised address. */
-void handle_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
+void route_req_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     size_t cap = 1, n = 0, b;
     for (struct hashmap_entry *e = hashmap_first(&s->topics.map, &b); e;

@@ -6,8 +6,8 @@
 
 #include "broker.h"
 
-void handle_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void handle_get_kv_config(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void route_req_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void route_req_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req);
+void route_req_get_kv_config(struct broker *s, struct conn *c, struct rmq_cmd *req);
 
 #endif

@@ -1,6 +1,7 @@
-/* broker_fixture.c — see broker_fixture.h. The wiring mirrors
- * daemon/server.c (server_init, on_accept, on_close, before_sleep,
- * server_fini); keep the two in step when the daemon's iteration changes. */
+/* broker_fixture.c — see broker_fixture.h. The loop turn is the daemon's
+ * own (requests/turn.h: broker_on_frame, broker_on_close,
+ * broker_conn_opened, broker_before_sleep) and so is the lifecycle
+ * (requests/broker_state.h); only the sockets are the fixture's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,24 +11,20 @@
 
 #include "broker_fixture.h"
 
+#include "broker_state.h"
 #include "buf.h"
 #include "conn.h"
 #include "consumer_requests.h"
 #include "err.h"
 #include "log.h"
 #include "loop.h"
-#include "mem.h"
-#include "notify.h"
 #include "outbound.h"
-#include "pull_requests.h"
-#include "reply.h"
 #include "request_codes.h"
-#include "request_dispatch.h"
 #include "rmq_body.h"
 #include "store.h"
 #include "test_support.h"
+#include "turn.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -58,34 +55,11 @@ static struct fx_peer *peer_of(struct fx *fx, const struct conn *c)
     return NULL;
 }
 
-/* server.c on_frame without rate limit, ACL and trace: dispatch, and hold
- * the connection's output when the request wrote to the store. */
-static void on_frame(void *ctx, struct conn *c, struct rmq_cmd *cmd)
-{
-    struct fx *fx = ctx;
-    if (rmq_cmd_is_response(cmd)) {
-        (void)outbound_on_response(&fx->b, c, cmd);
-        return;
-    }
-    uint64_t writes = store_write_count(fx->b.store);
-    dispatch_request(&fx->b, c, cmd);
-    if (store_write_count(fx->b.store) != writes)
-        c->hold_output = true;
-}
-
-/* server.c on_close. */
+/* The daemon's close path, then the peer forgets its end. */
 static void on_close(void *ctx, struct conn *c)
 {
-    struct fx *fx = ctx;
-    struct broker *s = &fx->b;
-    pull_drop_conn(s, c);
-    outbound_drop_conn(s, c);
-    if (fx->on_close_extra)
-        fx->on_close_extra(s, c);
-    reply_forget_conn(s, c);
-    registry_channel_close(&s->reg, c->id);
-    int rc = store_close_channel(s->store, (int64_t)c->id, c->close_reason, broker_now_ms(s));
-    assert_true(rc == 0 || rc == RMQ_ENOTFOUND);
+    struct fx *fx = (struct fx *)((char *)ctx - offsetof(struct fx, b));
+    broker_on_close(&fx->b, c);
     struct fx_peer *p = peer_of(fx, c);
     if (p)
         p->c = NULL;
@@ -113,9 +87,9 @@ struct fx *fx_new(const struct config *cfg)
     struct conn_set_options copt = {
         .max_frame = fx->cfg.max_frame_bytes,
         .max_output = fx->cfg.max_pending_output,
-        .on_frame = on_frame,
+        .on_frame = broker_on_frame,
         .on_close = on_close,
-        .ctx = fx,
+        .ctx = s,
     };
     assert_int_equal(conn_set_new(s->loop, &copt, &s->conns), 0);
     char err[256] = "";
@@ -134,19 +108,8 @@ void fx_free(struct fx *fx)
 {
     struct broker *s = &fx->b;
     outbound_free_all(s);
-    pull_free_all(s);
-    conn_set_free(s->conns);
-    s->conns = NULL;
-    if (store_commit_due(s->store))
-        assert_int_equal(store_commit(s->store), 0);
-    reply_release_held(s, false);
-    rmq_free(s->acks);
-    store_close(s->store);
-    queue_locks_free(&s->locks);
-    registry_free(&s->reg);
-    topics_free(&s->topics);
-    offsets_free(&s->offsets);
-    loop_free(s->loop);
+    broker_close_conns(s);
+    assert_int_equal(broker_fini_state(s), 0);
     for (size_t i = 0; i < fx->npeers; i++) {
         close(fx->peers[i].fd);
         rmq_frame_decoder_free(&fx->peers[i].dec);
@@ -155,7 +118,7 @@ void fx_free(struct fx *fx)
     free(fx);
 }
 
-size_t fx_connect(struct fx *fx)
+size_t fx_connect_bare(struct fx *fx)
 {
     assert_true(fx->npeers < FX_MAX_PEERS);
     int sv[2];
@@ -168,10 +131,18 @@ size_t fx_connect(struct fx *fx)
     rmq_frame_decoder_init(&p->dec, RMQ_FRAME_MAX_DEFAULT, 0);
     char peer[64];
     snprintf(peer, sizeof peer, "127.0.0.1:%zu", 40000 + i);
-    uint64_t id = ((uint64_t)s->run_id << 32) | ++s->next_conn_seq;
+    uint64_t id = broker_next_conn_id(s);
     assert_int_equal(conn_set_adopt(s->conns, sv[0], id, peer, loop_now_ms(s->loop), &p->c), 0);
-    assert_int_equal(registry_channel_open(&s->reg, id, p->c, peer, broker_now_ms(s)), 0);
-    assert_int_equal(store_open_channel(s->store, (int64_t)id, peer, broker_now_ms(s)), 0);
+    assert_int_equal(broker_conn_opened(s, p->c), 0);
+    return i;
+}
+
+size_t fx_connect(struct fx *fx)
+{
+    size_t i = fx_connect_bare(fx);
+    /* Tests call handlers directly, past the admission path that writes
+     * the channel row at a first request: written here instead. */
+    assert_int_equal(broker_store_channel(&fx->b, fx->peers[i].c), 0);
     return i;
 }
 
@@ -182,21 +153,9 @@ struct conn *fx_conn(struct fx *fx, size_t i)
     return fx->peers[i].c;
 }
 
-/* server.c before_sleep (commit_due reduced to "a batch is open": tests
- * want every write committed at the iteration that made it). */
 void fx_iterate(struct fx *fx)
 {
-    struct broker *s = &fx->b;
-    fx->last_commit_rc = 0;
-    for (int round = 0; round < 4; round++) {
-        int rc = broker_settle_round(s, true);
-        if (rc != 0)
-            fx->last_commit_rc = rc;
-        assert(s->nacks == 0); /* every held reply is sent or replaced once the batch's fate is known */
-        if (!s->reg.pending)
-            break;
-    }
-    conn_set_reap(s->conns);
+    fx->last_commit_rc = broker_before_sleep(&fx->b, BROKER_COMMIT_EVERY_TURN);
 }
 
 void fx_advance(struct fx *fx, int64_t ms)
@@ -298,7 +257,7 @@ void fx_heartbeat(struct fx *fx, size_t i, const char *client_id, const char *gr
     struct rmq_cmd req;
     const char *topics[1] = {topic};
     fx_heartbeat_req(&req, 7, client_id, group, topics, topic ? 1 : 0, false);
-    handle_heartbeat(&fx->b, fx_conn(fx, i), &req);
+    consumer_req_heartbeat(&fx->b, fx_conn(fx, i), &req);
     rmq_cmd_clear(&req);
 }
 
@@ -335,7 +294,7 @@ void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *clie
 {
     struct rmq_cmd req;
     fx_heartbeat_req(&req, opaque, client_id, group, topics, ntopics, broadcast);
-    fx_handle(fx, i, handle_heartbeat, &req);
+    fx_handle(fx, i, consumer_req_heartbeat, &req);
 }
 
 void fx_unregister(struct fx *fx, size_t i, int32_t opaque, const char *group, const char *client_id)
@@ -345,7 +304,7 @@ void fx_unregister(struct fx *fx, size_t i, int32_t opaque, const char *group, c
     assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", group), 0);
     if (client_id)
         assert_int_equal(rmq_cmd_ext_set(&req, "clientID", client_id), 0);
-    fx_handle(fx, i, handle_unregister_client, &req);
+    fx_handle(fx, i, consumer_req_unregister_client, &req);
 }
 
 void fx_expect_reply(struct fx *fx, size_t i, int32_t opaque, int32_t code, const char *remark)

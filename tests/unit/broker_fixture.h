@@ -6,10 +6,10 @@
  * frames a client would receive), a real SQLite store in a temporary
  * directory, the registry with member_events' hooks, topics and offsets.
  *
- * Tests call handlers directly (handle_heartbeat(&fx->b, fx_conn(fx, i),
- * &req)), then fx_iterate runs what the daemon's before_sleep runs (reap,
- * notify_flush, commit, reply_release_held, conn_set_flush), then fx_recv
- * reads what the peer got. The clock is virtual (fx_advance) so expiry and
+ * Tests call handlers directly (consumer_req_heartbeat(&fx->b, fx_conn(fx, i),
+ * &req)), then fx_iterate runs the daemon's own turn (broker_before_sleep,
+ * committing every open batch), then fx_recv reads what the peer got. What
+ * cluster/ adds to a turn a test installs in fx->b.hooks, as the daemon does. The clock is virtual (fx_advance) so expiry and
  * deadlines are deterministic.
  */
 #ifndef RMQ_BROKER_FIXTURE_H
@@ -39,9 +39,6 @@ struct fx {
     char db[3900];
     struct fx_peer peers[FX_MAX_PEERS];
     size_t npeers;
-    /* Called from the close path before the registry forgets the channel
-     * (a cluster test forgets the name-server registrations there). */
-    void (*on_close_extra)(struct broker *b, struct conn *c);
     int last_commit_rc; /* of the last commit fx_iterate made */
 };
 
@@ -50,14 +47,21 @@ struct fx {
 void fx_config_defaults(struct config *cfg);
 /* New fixture with cfg (NULL = fx_config_defaults); asserts on failure. */
 struct fx *fx_new(const struct config *cfg);
-/* Frees the broker the way server_fini does, then the temporary directory. */
+/* Frees the broker as server_fini does (broker_close_conns,
+ * broker_fini_state, whose final commit must succeed), then the temporary
+ * directory. */
 void fx_free(struct fx *fx);
 
-/* A new connection as on_accept makes it (conn, registry channel, store
- * channel row); returns its peer index. */
+/* A new connection as on_accept makes it (conn, broker_conn_opened) with
+ * its store channel row already written (broker_store_channel); returns its
+ * peer index. */
 size_t fx_connect(struct fx *fx);
+/* The same without the channel row: what accept leaves before the first
+ * request (broker_on_frame writes the row). */
+size_t fx_connect_bare(struct fx *fx);
 struct conn *fx_conn(struct fx *fx, size_t i);
-/* One before_sleep of the daemon: reap, NOTIFY, commit (its result in
+/* One before_sleep of the daemon (broker_before_sleep, committing any open
+ * batch): store upkeep, reap, NOTIFY, commit (its result in
  * fx->last_commit_rc), held replies (SYSTEM_ERROR if it failed), flush. */
 void fx_iterate(struct fx *fx);
 /* Moves the virtual clock forward (no expiry scan: call broker_expire). */
@@ -81,7 +85,7 @@ void fx_request(struct rmq_cmd *req, int32_t code, int32_t opaque, int32_t flag)
  * messageModel CLUSTERING or BROADCASTING. */
 void fx_heartbeat_req(struct rmq_cmd *req, int32_t opaque, const char *client_id, const char *group,
                       const char *const *topics, size_t ntopics, bool broadcast);
-/* Sends fx_heartbeat_req on peer i through handle_heartbeat. */
+/* Sends fx_heartbeat_req on peer i through consumer_req_heartbeat. */
 void fx_heartbeat(struct fx *fx, size_t i, const char *client_id, const char *group, const char *topic);
 
 /* cmocka setup/teardown: *state is fx_new(NULL), freed after the test. */
@@ -90,18 +94,18 @@ int fx_teardown(void **state);
 /* A test run on a fixture of its own (fx_setup, fx_teardown). */
 #define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
-/* A request handler of server/requests (handle_heartbeat, handle_pull...). */
+/* A request handler of server/requests (consumer_req_heartbeat, pull_req_message...). */
 typedef void (*fx_handler)(struct broker *b, struct conn *c, struct rmq_cmd *req);
 /* Runs handler on peer i with req, clears req, then runs one fx_iterate. */
 void fx_handle(struct fx *fx, size_t i, fx_handler handler, struct rmq_cmd *req);
 /* fx_request of code/opaque with body (a C string) through handler. */
 void fx_handle_body(struct fx *fx, size_t i, fx_handler handler, int32_t code, int32_t opaque,
                     const char *body);
-/* fx_heartbeat_req through handle_heartbeat and fx_iterate. */
+/* fx_heartbeat_req through consumer_req_heartbeat and fx_iterate. */
 void fx_send_heartbeat(struct fx *fx, size_t i, int32_t opaque, const char *client_id, const char *group,
                        const char *const *topics, size_t ntopics, bool broadcast);
 /* UNREGISTER_CLIENT of group (and client_id unless NULL) on peer i through
- * handle_unregister_client and fx_iterate; the reply is left unread. */
+ * consumer_req_unregister_client and fx_iterate; the reply is left unread. */
 void fx_unregister(struct fx *fx, size_t i, int32_t opaque, const char *group, const char *client_id);
 /* Reads the reply to opaque at peer i: its code must be code and, unless
  * remark is NULL, its remark exactly remark (the frame is cleared). */

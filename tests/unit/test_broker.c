@@ -9,9 +9,11 @@
 #include <cmocka.h>
 
 #include "broker_fixture.h"
+#include "broker_state.h"
 #include "conn.h"
 #include "err.h"
 #include "loop.h"
+#include "offset_table.h"
 #include "request_codes.h"
 #include "test_support.h"
 
@@ -158,7 +160,7 @@ static void test_reset_live(void **state)
     assert_non_null(topics_get(&fx->b.topics, "Keep"));
     size_t a = fx_connect(fx);
     fx_heartbeat(fx, a, "cA", "g", "T");
-    assert_int_equal(broker_offset_commit(&fx->b, "g", "T", 0, 5), 0);
+    assert_int_equal(offset_table_commit(&fx->b, "g", "T", 0, 5), 0);
     fx_iterate(fx);
     assert_non_null(topics_get(&fx->b.topics, "%RETRY%g"));
     uint64_t gen = fx->b.topics.generation;

@@ -49,7 +49,7 @@ static int32_t lock_req(struct fx *fx, size_t i, bool unlock, int32_t flag, cons
     int32_t opaque = next_opaque++;
     fx_request(&req, unlock ? RMQ_REQ_UNLOCK_BATCH_MQ : RMQ_REQ_LOCK_BATCH_MQ, opaque, flag);
     assert_int_equal(rmq_cmd_set_body_copy(&req, body, (size_t)len), 0);
-    fx_handle(fx, i, unlock ? handle_unlock_batch : handle_lock_batch, &req);
+    fx_handle(fx, i, unlock ? lock_req_unlock_batch : lock_req_lock_batch, &req);
     if (flag & RMQ_FLAG_ONEWAY)
         return -1;
     return fx_reply(fx, i, opaque, out);
@@ -156,7 +156,7 @@ static void test_oneway_unlock_and_bad_body(void **state)
     assert_int_equal(lock_ok(fx, b, "g", "cB", q, 1, got), 1);
 
     /* clientId is required */
-    fx_handle_body(fx, a, handle_lock_batch, RMQ_REQ_LOCK_BATCH_MQ, 99,
+    fx_handle_body(fx, a, lock_req_lock_batch, RMQ_REQ_LOCK_BATCH_MQ, 99,
                    "{\"consumerGroup\":\"g\",\"mqSet\":[]}");
     fx_expect_reply_prefix(fx, a, 99, RMQ_RESP_SYSTEM_ERROR, "bad LOCK_BATCH_MQ body: ");
 }

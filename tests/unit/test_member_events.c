@@ -139,7 +139,7 @@ static void test_bad_heartbeat_body(void **state)
     struct fx *fx = *state;
     size_t a = fx_connect(fx);
     /* clientID is required */
-    fx_handle_body(fx, a, handle_heartbeat, RMQ_REQ_HEART_BEAT, 9, "{\"consumerDataSet\":[]}");
+    fx_handle_body(fx, a, consumer_req_heartbeat, RMQ_REQ_HEART_BEAT, 9, "{\"consumerDataSet\":[]}");
     fx_expect_reply_prefix(fx, a, 9, RMQ_RESP_SYSTEM_ERROR, "bad heartbeat body: ");
 }
 

@@ -22,11 +22,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void forget(struct broker *b, struct conn *c)
-{
-    cluster_conn_closed(b, c);
-}
-
 static int setup(void **state)
 {
     struct config cfg;
@@ -35,7 +30,7 @@ static int setup(void **state)
     cfg.broker_expiry_ms = 1000;
     struct fx *fx = fx_new(&cfg);
     assert_int_equal(namesrv_table_new(&fx->b.ns), 0);
-    fx->on_close_extra = forget;
+    fx->b.hooks.conn_closed = cluster_conn_closed;
     *state = fx;
     return 0;
 }

@@ -60,7 +60,7 @@ static void test_coalesced_once_per_group_per_iteration(void **state)
     const char *body = "{\"clientID\":\"c3\",\"consumerDataSet\":["
                        "{\"groupName\":\"g\",\"subscriptionDataSet\":[{\"topic\":\"T\"}]},"
                        "{\"groupName\":\"h\",\"subscriptionDataSet\":[{\"topic\":\"T\"}]}]}";
-    fx_handle_body(fx, p[3], handle_heartbeat, RMQ_REQ_HEART_BEAT, 7, body);
+    fx_handle_body(fx, p[3], consumer_req_heartbeat, RMQ_REQ_HEART_BEAT, 7, body);
     for (size_t i = 0; i < 3; i++) {
         expect_hb_reply(fx, p[i]);
         assert_int_equal(fx_notifies(fx, p[i], "g"), 1);

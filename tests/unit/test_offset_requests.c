@@ -68,12 +68,12 @@ static void run_steps(struct fx *fx, size_t i, const struct step *steps, size_t 
         run_step(fx, i, &steps[k]);
 }
 
-#define UPDATE handle_update_offset, RMQ_REQ_UPDATE_CONSUMER_OFFSET
-#define QUERY handle_query_offset, RMQ_REQ_QUERY_CONSUMER_OFFSET
-#define MAX handle_get_max_offset, RMQ_REQ_GET_MAX_OFFSET
-#define MIN handle_get_min_offset, RMQ_REQ_GET_MIN_OFFSET
-#define SEARCH handle_search_offset, RMQ_REQ_SEARCH_OFFSET_BY_TIMESTAMP
-#define EARLIEST handle_earliest_msg_storetime, RMQ_REQ_GET_EARLIEST_MSG_STORETIME
+#define UPDATE offset_req_update, RMQ_REQ_UPDATE_CONSUMER_OFFSET
+#define QUERY offset_req_query, RMQ_REQ_QUERY_CONSUMER_OFFSET
+#define MAX offset_req_get_max, RMQ_REQ_GET_MAX_OFFSET
+#define MIN offset_req_get_min, RMQ_REQ_GET_MIN_OFFSET
+#define SEARCH offset_req_search, RMQ_REQ_SEARCH_OFFSET_BY_TIMESTAMP
+#define EARLIEST offset_req_earliest_msg_storetime, RMQ_REQ_GET_EARLIEST_MSG_STORETIME
 #define NSTEPS(a) (sizeof(a) / sizeof(a)[0])
 
 /* A commit is stored and then answered by QUERY; another group or queue
@@ -122,7 +122,7 @@ static void test_query_never_committed(void **state)
     assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
     assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueId", 0), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "setZeroIfNotFound", "FALSE"), 0);
-    fx_handle(fx, a, handle_query_offset, &req);
+    fx_handle(fx, a, offset_req_query, &req);
     assert_int_equal(fx_reply(fx, a, 1, &r), RMQ_RESP_QUERY_NOT_FOUND);
     assert_null(rmq_cmd_ext_get(&r, "offset"));
     assert_non_null(r.remark);

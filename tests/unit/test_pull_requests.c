@@ -47,7 +47,7 @@ static void pull(struct fx *fx, size_t i, int32_t opaque, int32_t flag, const ch
         assert_int_equal(rmq_cmd_ext_set_i64(&req, "suspendTimeoutMillis", suspend), 0);
     if (commit >= -1)
         assert_int_equal(rmq_cmd_ext_set_i64(&req, "commitOffset", commit), 0);
-    handle_pull(&fx->b, fx_conn(fx, i), &req);
+    pull_req_message(&fx->b, fx_conn(fx, i), &req);
     rmq_cmd_clear(&req);
 }
 
@@ -216,7 +216,7 @@ static void test_missing_fields(void **state)
     assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "queueId", "1"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "sysFlag", "2"), 0);
-    fx_handle(fx, a, handle_pull, &req);
+    fx_handle(fx, a, pull_req_message, &req);
     fx_expect_reply(fx, a, 61, RMQ_RESP_SYSTEM_ERROR, "missing field queueOffset in PULL_MESSAGE request");
     assert_int_equal(fx->b.pulls.n, 0);
 }

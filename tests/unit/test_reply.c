@@ -46,7 +46,7 @@ static void update_offset(struct fx *fx, size_t i, int32_t opaque, int32_t flag,
     assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "queueId", "3"), 0);
     assert_int_equal(rmq_cmd_ext_set_i64(&req, "commitOffset", off), 0);
-    handle_update_offset(&fx->b, fx_conn(fx, i), &req);
+    offset_req_update(&fx->b, fx_conn(fx, i), &req);
     rmq_cmd_clear(&req);
 }
 
@@ -172,7 +172,7 @@ static void test_oneway_never_answered(void **state)
     assert_int_equal(fx->b.nacks, 0);
     struct rmq_cmd req;
     fx_request(&req, RMQ_REQ_QUERY_CONSUMER_OFFSET, 6, RMQ_FLAG_ONEWAY); /* fields missing: an error */
-    handle_query_offset(&fx->b, fx_conn(fx, a), &req);
+    offset_req_query(&fx->b, fx_conn(fx, a), &req);
     rmq_cmd_clear(&req);
     fx_iterate(fx);
     assert_int_equal(fx_drain(fx, a), 0);
@@ -208,7 +208,7 @@ static void test_reply_shape(void **state)
     req.serialize_type = RMQ_SERIALIZE_ROCKETMQ;
     assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
     assert_int_equal(rmq_cmd_ext_set(&req, "queueId", "0"), 0);
-    handle_get_min_offset(&fx->b, fx_conn(fx, a), &req);
+    offset_req_get_min(&fx->b, fx_conn(fx, a), &req);
     rmq_cmd_clear(&req);
     fx_iterate(fx);
     assert_int_equal(fx_reply(fx, a, 77, &r), RMQ_RESP_SUCCESS);
@@ -241,7 +241,7 @@ static void test_required_field_remarks(void **state)
             assert_int_equal(rmq_cmd_ext_set(&req, "topic", cases[k].topic), 0);
         if (cases[k].qid)
             assert_int_equal(rmq_cmd_ext_set(&req, "queueId", cases[k].qid), 0);
-        handle_query_offset(&fx->b, fx_conn(fx, a), &req);
+        offset_req_query(&fx->b, fx_conn(fx, a), &req);
         rmq_cmd_clear(&req);
         fx_iterate(fx);
         int32_t code = fx_reply(fx, a, (int32_t)k + 1, &r);
