@@ -23,6 +23,10 @@ static int skip_string(struct json_scan *s)
         return RMQ_EPROTO;
     for (s->p++; s->p < s->end; s->p++) {
         if (*s->p == '\\') {
+            /* The escaped byte is skipped too, but a backslash that ends the
+             * text must not carry the cursor past its end. */
+            if (s->p + 1 == s->end)
+                break;
             s->p++;
             continue;
         }
