@@ -27,6 +27,10 @@ const char *reg_leave_reason_name(enum reg_leave_reason r)
  * the mutator touched; registry_sanity walks everything and runs where the
  * operation walks everything anyway (expiry, free) and in the tests. */
 
+/* Registries up to this many groups and channels are checked whole on
+ * every expiry scan. */
+#define REGISTRY_SANITY_SCAN_MAX 4096
+
 #ifndef NDEBUG
 /* g is on the pending list exactly when its flag says so. O(pending). */
 static int pending_sanity(const struct registry *r, const struct reg_group *g)
@@ -63,7 +67,8 @@ static bool group_live(const struct registry *r, const struct reg_channel *ch, c
 }
 
 /* One channel: in the map under its id, with its connection's id; every
- * group it lists (once) is live and lists it back as a member; a
+ * group it lists is live and lists it back as a member (that it lists each
+ * once, registry_sanity's counts show); a
  * remembered heartbeat taken at the current groups_epoch points only at
  * live groups (the "valid while groups_epoch is unchanged" rule). */
 static int channel_sanity(const struct registry *r, const struct reg_channel *ch)
@@ -75,8 +80,6 @@ static int channel_sanity(const struct registry *r, const struct reg_channel *ch
         const struct reg_group *g = hashmap_get_str(&r->groups, ch->groups[i]);
         assert(g && group_sanity(r, g));
         assert(mship_find(&g->g, ch->id) >= 0);
-        for (size_t k = 0; k < i; k++)
-            assert(strcmp(ch->groups[k], ch->groups[i]) != 0);
     }
     assert((ch->hb_refs != NULL) == (ch->hb_nrefs > 0));
     assert(ch->hb_epoch <= r->groups_epoch);
@@ -731,7 +734,10 @@ apply:
     }
     rmq_free(todo);
     assert(n <= max);
-    assert(registry_sanity(r)); /* the scan walked every group already */
+    /* The scan walks every group already, but the check costs more per
+     * group: above a small registry it would stall the loop (a debug
+     * daemon under a load test), so only small ones get it every scan. */
+    assert(r->groups.count + r->channels.count > REGISTRY_SANITY_SCAN_MAX || registry_sanity(r));
     return n;
 }
 
