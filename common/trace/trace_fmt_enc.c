@@ -7,6 +7,7 @@
 #include "trace_fmt.h"
 #include "trace_fmt_internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end)
     }
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
+    assert(n >= 2 && n <= (size_t)(end - p)); /* callers step n bytes without looking */
     return n;
 }
 
@@ -98,6 +100,7 @@ static int put_minified(struct buf *out, const uint8_t *p, size_t len)
             w[n++] = c;
         }
     }
+    assert(n <= len); /* minifying only drops bytes: the reservation holds them */
     buf_commit(out, n);
     return RMQ_OK;
 }
@@ -118,6 +121,7 @@ static int put_base64(struct buf *out, const uint8_t *p, size_t len)
         w[n++] = i + 2 < len ? (uint8_t)trace_fmt_b64[x & 63] : '=';
     }
     w[n++] = '"';
+    assert(n == (len + 2) / 3 * 4 + 2); /* exactly what was reserved */
     buf_commit(out, n);
     return RMQ_OK;
 }
