@@ -34,7 +34,7 @@ static bool plain_string(struct json_scan *s, const char **a, size_t *n)
             *a = start;
             *n = (size_t)(s->p - start);
             s->p++;
-            assert(*a + *n < s->end || *a + *n + 1 == s->end); /* the value ends inside the text */
+            assert(!memchr(*a, '"', *n) && !memchr(*a, '\\', *n)); /* stopped at the first quote */
             return true;
         }
         if (c < 0x20 || c >= 0x80 || c == '\\')

@@ -584,7 +584,6 @@ static void remember_repeat(struct registry *r, struct reg_channel *ch, const st
     ch->hb_language = ch->language;
     ch->hb_version = ch->version;
     ch->hb_sub_change = sub_change;
-    assert(ch->hb_nrefs == 0 || ch->hb_refs);
 }
 
 bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language, int32_t version,
