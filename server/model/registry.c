@@ -24,11 +24,9 @@ const char *reg_leave_reason_name(enum reg_leave_reason r)
 
 /* ---- sanity (assert-only) ------------------------------------------------
  * The invariants every mutator leaves behind. The local checks cost what
- * the mutator touched; registry_sanity walks everything and runs where the
- * operation walks everything anyway (expiry, free) and in the tests. */
-
-/* Registries up to this many groups and channels are checked whole on
- * every expiry scan. */
+ * the mutator touched; registry_sanity walks everything, in the tests and
+ * where the operation walks everything anyway (free; the expiry scan of a
+ * registry of up to REGISTRY_SANITY_SCAN_MAX groups and channels). */
 #define REGISTRY_SANITY_SCAN_MAX 4096
 
 #ifndef NDEBUG
@@ -67,10 +65,9 @@ static bool group_live(const struct registry *r, const struct reg_channel *ch, c
 }
 
 /* One channel: in the map under its id, with its connection's id; every
- * group it lists is live and lists it back as a member (that it lists each
- * once, registry_sanity's counts show); a
- * remembered heartbeat taken at the current groups_epoch points only at
- * live groups (the "valid while groups_epoch is unchanged" rule). */
+ * group it lists is live and lists it back as a member; a remembered
+ * heartbeat taken at the current groups_epoch points only at live groups
+ * (the "valid while groups_epoch is unchanged" rule). */
 static int channel_sanity(const struct registry *r, const struct reg_channel *ch)
 {
     assert(hashmap_get(&r->channels, &ch->id, sizeof ch->id) == ch);
@@ -125,12 +122,10 @@ bool registry_sanity(const struct registry *r)
         const struct reg_group *g = e->val;
         assert(group_sanity(r, g));
         for (size_t i = 0; i < g->g.nmembers; i++) {
-            /* The member's channel is open and lists the group back. */
-            const struct reg_channel *ch =
-                hashmap_get(&r->channels, &g->g.members[i].channel_id, sizeof g->g.members[i].channel_id);
-            assert(ch);
-            (void)ch;
-            /* registry_expire keeps expiry_floor_ms a lower bound. */
+            /* The member's channel is open (that it lists the group back
+             * follows from the counts below); registry_expire keeps
+             * expiry_floor_ms a lower bound. */
+            assert(hashmap_get(&r->channels, &g->g.members[i].channel_id, sizeof(uint64_t)));
             assert(g->g.members[i].last_hb_ms >= g->expiry_floor_ms);
         }
         members += g->g.nmembers;
@@ -373,10 +368,8 @@ struct reg_group *registry_take_pending(struct registry *r)
 {
     struct reg_group *list = r->pending;
     r->pending = NULL;
-    for (struct reg_group *g = list; g; g = g->next_pending) {
-        assert(g->notify_pending); /* the list holds flagged groups only */
+    for (struct reg_group *g = list; g; g = g->next_pending)
         g->notify_pending = false;
-    }
     return list;
 }
 
