@@ -13,6 +13,7 @@
 #include "mem.h"
 
 #include <stdint.h>
+#include <assert.h>
 #include <string.h>
 
 /* ---- whole group ----------------------------------------------------- */
@@ -54,6 +55,7 @@ int allocate_result_find(const struct allocate_result *r, const char *cid, size_
     }
     if (lo == r->n_consumers || strcmp(r->consumers[lo], cid))
         return RMQ_ENOTFOUND;
+    assert(r->consumer_first[lo] == lo); /* the lower bound is the first occurrence */
     *index = lo;
     return 0;
 }
@@ -191,6 +193,7 @@ static int group_reserve(struct allocate_result *r, size_t n, char *err, size_t 
         return RMQ_ENOMEM;
     r->assigned = g;
     r->assigned_cap_ = cap;
+    assert(n <= r->assigned_cap_ - r->n_assigned);
     return 0;
 }
 
@@ -264,6 +267,44 @@ static int group_owners(struct allocate_result *r)
     return 0;
 }
 
+#ifndef NDEBUG
+/* A finished result, as allocate.h promises it: the lists sorted as the
+ * client sorts them, each consumer's slice delimited in order, each
+ * queue's owners ascending and counted once per assignment, the
+ * unassigned and overlapping lists exactly the queues with zero and with
+ * two or more owners. O(queues + consumers + assignments). */
+static int result_sanity(const struct allocate_result *r)
+{
+    for (size_t q = 1; q < r->n_queues; q++)
+        assert(allocate_queue_compare(&r->queues[q - 1], &r->queues[q]) <= 0);
+    for (size_t i = 0; i < r->n_consumers; i++) {
+        assert(i == 0 || allocate_string_compare(r->consumers[i - 1], r->consumers[i]) <= 0);
+        assert(r->consumer_first[i] <= i);
+        assert(r->assigned_start[i] <= r->assigned_start[i + 1]);
+    }
+    assert(r->assigned_start[0] == 0 && r->assigned_start[r->n_consumers] == r->n_assigned);
+    assert(r->n_assigned <= r->assigned_cap_);
+    size_t foreign = 0, none = 0, many = 0;
+    for (size_t a = 0; a < r->n_assigned; a++) {
+        size_t q = r->assigned[a].queue_index;
+        assert(q == ALLOCATE_NO_INDEX || q < r->n_queues);
+        foreign += q == ALLOCATE_NO_INDEX;
+    }
+    assert(foreign == r->n_foreign && r->owner_start[0] == 0);
+    for (size_t q = 0; q < r->n_queues; q++) {
+        size_t lo = r->owner_start[q], hi = r->owner_start[q + 1];
+        assert(lo <= hi);
+        for (size_t k = lo; k < hi; k++)
+            assert(r->owners[k] < r->n_consumers && (k == lo || r->owners[k - 1] <= r->owners[k]));
+        none += hi == lo;
+        many += hi - lo > 1;
+    }
+    assert(r->owner_start[r->n_queues] == r->n_assigned - r->n_foreign);
+    assert(none == r->n_unassigned && many == r->n_overlapping);
+    return 1;
+}
+#endif
+
 int allocate_group(const struct allocate_options *opt, const struct allocate_input *in,
                    struct allocate_result **out, char *err, size_t err_len)
 {
@@ -311,6 +352,7 @@ int allocate_group(const struct allocate_options *opt, const struct allocate_inp
         allocate_result_free(r);
         return rc;
     }
+    assert(result_sanity(r));
     *out = r;
     return 0;
 }

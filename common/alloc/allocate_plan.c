@@ -14,6 +14,7 @@
 #include "mem.h"
 
 #include <stdlib.h>
+#include <assert.h>
 #include <string.h>
 
 /* An arithmetic progression of list positions: start + k * step, k < count. */
@@ -26,9 +27,11 @@ struct span {
 static struct span share(enum allocate_strategy s, size_t n, size_t c, size_t i)
 {
     struct span sp = {i, 0, c};
+    assert(c > 0 && i < c);
     if (s == ALLOCATE_AVG_BY_CIRCLE) {
         /* PROTOCOL: docs/protocol.md §11.4 every k >= i with k % c == i. */
         sp.count = i < n ? (n - i + c - 1) / c : 0;
+        assert(sp.count == 0 || sp.start + (sp.count - 1) * sp.step < n);
         return sp;
     }
     /* PROTOCOL: docs/protocol.md §11.3 the first n % c consumers take one extra queue. */
@@ -39,6 +42,7 @@ static struct span share(enum allocate_strategy s, size_t n, size_t c, size_t i)
     sp.step = 1;
     if (sp.start < n)
         sp.count = avg < n - sp.start ? avg : n - sp.start;
+    assert(sp.count == 0 || sp.start + (sp.count - 1) * sp.step < n); /* the span stays in the list */
     return sp;
 }
 
@@ -69,6 +73,11 @@ static size_t bucket_fill(const size_t *key, size_t n, size_t n_keys, size_t *st
     /* Each start[g] now holds the end of group g: shift back by one. */
     memmove(start + 1, start, n_keys * sizeof *start);
     start[0] = 0;
+#ifndef NDEBUG
+    for (size_t g = 0; g < n_keys; g++)
+        assert(start[g] <= start[g + 1]);
+#endif
+    assert(start[n_keys] <= n);
     return start[n_keys];
 }
 
@@ -89,6 +98,7 @@ static int first_occurrence(const char *const *cids, size_t n, size_t *first)
         if (k && strcmp(r[k].s, r[k - 1].s))
             head = k;
         first[r[k].pos] = r[head].pos;
+        assert(first[r[k].pos] <= r[k].pos); /* stable sort: the head is the earliest */
     }
     rmq_free(r);
     return 0;
@@ -388,6 +398,37 @@ out:
 
 /* ---- plan ------------------------------------------------------------ */
 
+#ifndef NDEBUG
+/* What emit relies on: every index within the lists, groups delimiting
+ * list in order, each consumer's room and place in it counted, orphan
+ * rooms sorted and without consumers. O(queues + consumers + rooms). */
+static int plan_sanity(const struct allocate_plan *p)
+{
+    assert(p->n_list <= p->n_queues && (p->list || p->n_list == 0));
+    for (size_t t = 0; t < p->n_list; t++)
+        assert(p->list[t] < p->n_queues);
+    if (p->first)
+        for (size_t j = 0; j < p->n_consumers; j++)
+            assert(p->first[j] <= j && p->first[p->first[j]] == p->first[j]);
+    size_t groups = p->strategy == ALLOCATE_MACHINE_ROOM_NEARBY ? p->n_rooms
+                    : p->strategy == ALLOCATE_CONSISTENT_HASH   ? p->n_consumers
+                                                                : 0;
+    if (groups) {
+        assert(p->group_start[0] == 0 && p->group_start[groups] == p->n_list);
+        for (size_t g = 0; g < groups; g++)
+            assert(p->group_start[g] <= p->group_start[g + 1]);
+    }
+    if (p->strategy == ALLOCATE_MACHINE_ROOM_NEARBY) {
+        for (size_t j = 0; j < p->n_consumers; j++)
+            assert(p->c_room[j] < p->n_rooms && p->pos_in_room[j] < p->room_consumers[p->c_room[j]]);
+        for (size_t o = 0; o < p->n_orphans; o++)
+            assert(p->orphans[o] < p->n_rooms && p->room_consumers[p->orphans[o]] == 0 &&
+                   (o == 0 || p->orphans[o - 1] < p->orphans[o]));
+    }
+    return 1;
+}
+#endif
+
 int allocate_plan_init(struct allocate_plan *plan, const struct allocate_options *opt,
                        const struct allocate_input *in, const size_t *first, char *err, size_t err_len)
 {
@@ -424,12 +465,14 @@ int allocate_plan_init(struct allocate_plan *plan, const struct allocate_options
     }
     if (rc)
         allocate_plan_free(plan);
+    assert(rc || plan_sanity(plan));
     return rc;
 }
 
 size_t allocate_plan_emit(const struct allocate_plan *p, size_t idx, size_t *out)
 {
     size_t k = 0, c = p->n_consumers;
+    assert(idx < c); /* a first-occurrence index into cidAll */
     switch (p->strategy) {
     case ALLOCATE_AVG:
     case ALLOCATE_AVG_BY_CIRCLE: return put_span(share(p->strategy, p->n_queues, c, idx), NULL, out, 0);
@@ -440,6 +483,7 @@ size_t allocate_plan_emit(const struct allocate_plan *p, size_t idx, size_t *out
             out[k++] = p->list[mod * idx + t];
         if (rem > idx)
             out[k++] = p->list[idx + mod * c];
+        assert(k <= p->n_queues);
         return k;
     }
     case ALLOCATE_MACHINE_ROOM_NEARBY: {
@@ -454,6 +498,7 @@ size_t allocate_plan_emit(const struct allocate_plan *p, size_t idx, size_t *out
             n = p->group_start[r + 1] - lo;
             k = put_span(share(p->inner, n, c, idx), p->list + lo, out, k);
         }
+        assert(k <= p->n_queues); /* each queue is in one room: out has room for all */
         return k;
     }
     case ALLOCATE_CONSISTENT_HASH:

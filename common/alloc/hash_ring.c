@@ -12,6 +12,7 @@
 #include "md5.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,26 @@ void hash_ring_free(struct hash_ring *ring)
     rmq_free(ring);
 }
 
+#ifndef NDEBUG
+/* The building table: at most half full (probes end), and the replica
+ * counts add up to the entries (each entry is owned by one node). O(cap +
+ * nodes): for the operations that walk the table anyway. */
+static int table_sanity(const struct hash_ring *r)
+{
+    assert(r->cap >= 16 && (r->cap & (r->cap - 1)) == 0);
+    assert(2 * r->used <= r->cap);
+    size_t used = 0, owned = 0;
+    for (size_t i = 0; i < r->cap; i++) {
+        assert(r->slots[i].node1 <= r->n_nodes);
+        used += r->slots[i].node1 != 0;
+    }
+    for (size_t k = 0; k < r->n_nodes; k++)
+        owned += r->replicas[k];
+    assert(used == r->used && owned == r->used);
+    return 1;
+}
+#endif
+
 /* Index of the slot holding hash, or of the empty slot where it would go. */
 static size_t probe(const struct ring_slot *slots, size_t cap, uint32_t hash)
 {
@@ -133,6 +154,7 @@ static int grow(struct hash_ring *r)
     rmq_free(r->slots);
     r->slots = slots;
     r->cap = cap;
+    assert(table_sanity(r)); /* the rehash walked every slot */
     return 0;
 }
 
@@ -141,6 +163,7 @@ static int put(struct hash_ring *r, uint32_t hash, size_t node)
 {
     size_t j = probe(r->slots, r->cap, hash);
     if (r->slots[j].node1) {
+        assert(r->replicas[r->slots[j].node1 - 1] > 0); /* the owner counted this entry */
         r->replicas[r->slots[j].node1 - 1]--;
     } else {
         if (r->used >= HASH_RING_MAX_VNODES)
@@ -156,6 +179,7 @@ static int put(struct hash_ring *r, uint32_t hash, size_t node)
     }
     r->slots[j].node1 = (uint32_t)node + 1;
     r->replicas[node]++;
+    assert(2 * r->used <= r->cap && r->slots[probe(r->slots, r->cap, hash)].node1 == node + 1);
     return 0;
 }
 
@@ -168,6 +192,7 @@ static size_t put_decimal(char *p, size_t v)
         tmp[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
+    assert(n <= 20); /* the 32 bytes left after the name hold it */
     for (size_t k = 0; k < n; k++)
         p[k] = tmp[n - 1 - k];
     return n;
@@ -221,6 +246,10 @@ static void sort_by_hash(uint64_t *a, uint64_t *tmp, size_t n)
     }
     if (src != a)
         memcpy(a, src, n * sizeof *a);
+#ifndef NDEBUG
+    for (size_t i = 1; i < n; i++)
+        assert(a[i - 1] >> 32 <= a[i] >> 32); /* lookup's binary search needs it */
+#endif
 }
 
 int hash_ring_seal(struct hash_ring *ring)
@@ -238,6 +267,7 @@ int hash_ring_seal(struct hash_ring *ring)
     for (size_t i = 0; i < ring->cap; i++)
         if (ring->slots[i].node1)
             e[n++] = (uint64_t)ring->slots[i].hash << 32 | (ring->slots[i].node1 - 1);
+    assert(n == ring->used && table_sanity(ring));
     sort_by_hash(e, tmp, n);
     rmq_free(tmp);
     rmq_free(ring->sorted);
@@ -262,6 +292,7 @@ int hash_ring_lookup(const struct hash_ring *ring, uint32_t x, size_t *node_id)
             hi = mid;
     }
     *node_id = (size_t)(ring->sorted[lo == ring->used ? 0 : lo] & UINT32_MAX);
+    assert(*node_id < ring->n_nodes);
     return 0;
 }
 

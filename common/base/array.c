@@ -4,11 +4,13 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
 int rmq_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
 {
+    assert(*arr != NULL || *cap == 0); /* a capacity with no storage is a stale cap */
     if (need <= *cap)
         return RMQ_OK;
     size_t nc = *cap ? *cap : (first ? first : 1);
@@ -22,6 +24,7 @@ int rmq_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
             return RMQ_ENOMEM;
         nc = need;
     }
+    assert(nc >= need && nc > *cap);
     void *p = rmq_realloc(*arr, nc * elem);
     if (!p)
         return RMQ_ENOMEM;

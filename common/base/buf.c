@@ -4,9 +4,23 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifndef NDEBUG
+/* The read offset never passes the write end, the write end never passes the
+ * allocation, and the live bytes never exceed the cap. */
+static int buf_sanity(const struct buf *b)
+{
+    assert(b->pos <= b->len);
+    assert(b->len <= b->alloc);
+    assert(b->len - b->pos <= b->cap);
+    assert((b->data == NULL) == (b->alloc == 0));
+    return 1;
+}
+#endif
 
 void buf_init(struct buf *b, size_t cap)
 {
@@ -27,12 +41,14 @@ void buf_free(struct buf *b)
 void buf_reset(struct buf *b)
 {
     b->len = b->pos = 0;
+    assert(buf_sanity(b));
 }
 
 /* Ensures room for n more bytes, compacting the consumed prefix first when
  * that is enough or when the prefix is at least half the allocation. */
 uint8_t *buf_reserve(struct buf *b, size_t n)
 {
+    assert(buf_sanity(b));
     size_t live = b->len - b->pos;
     if (n > b->cap - live)
         return NULL;
@@ -54,12 +70,16 @@ uint8_t *buf_reserve(struct buf *b, size_t n)
         return NULL;
     b->data = p;
     b->alloc = grow;
+    assert(buf_sanity(b) && b->alloc - b->len >= n);
     return b->data + b->len;
 }
 
 void buf_commit(struct buf *b, size_t n)
 {
+    /* Only what buf_reserve made room for may be committed. */
+    assert(n <= b->alloc - b->len);
     b->len += n;
+    assert(buf_sanity(b));
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)
@@ -73,6 +93,7 @@ int buf_append(struct buf *b, const void *p, size_t n)
         return RMQ_ENOMEM;
     memcpy(w, p, n);
     b->len += n;
+    assert(buf_sanity(b));
     return RMQ_OK;
 }
 
@@ -118,14 +139,17 @@ int buf_appendf(struct buf *b, const char *fmt, ...)
     vsnprintf((char *)w, (size_t)n + 1, fmt, ap);
     va_end(ap);
     b->len += (size_t)n;
+    assert(buf_sanity(b));
     return RMQ_OK;
 }
 
 void buf_consume(struct buf *b, size_t n)
 {
+    assert(n <= buf_live(b));
     b->pos += n;
     if (b->pos >= b->len)
         b->pos = b->len = 0;
+    assert(buf_sanity(b));
 }
 
 int buf_terminate(struct buf *b)
@@ -134,5 +158,6 @@ int buf_terminate(struct buf *b)
     if (!w)
         return RMQ_ENOMEM;
     *w = 0;
+    assert(b->len < b->alloc); /* the NUL sits inside the allocation, past len */
     return RMQ_OK;
 }

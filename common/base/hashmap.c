@@ -6,6 +6,7 @@
 #include "mem.h"
 #include "array.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,41 @@ static uint64_t hash_bytes(const void *key, size_t klen)
     return h ^ (h >> 29);
 }
 
+#ifndef NDEBUG
+/* One entry: it hashes to what it remembers and sits in its hash's bucket. */
+static int entry_sanity(const struct hashmap *m, const struct hashmap_entry *e, size_t bucket)
+{
+    assert(e->hash == hash_bytes(e->key, e->klen));
+    assert((e->hash & (m->nbuckets - 1)) == bucket);
+    assert(e->key[e->klen] == 0);
+    return 1;
+}
+
+/* The cheap part, for every mutator: a power-of-two bucket count (masking
+ * picks the bucket) that put keeps at or above the count (load factor 1). */
+static int shape_sanity(const struct hashmap *m)
+{
+    assert((m->nbuckets & (m->nbuckets - 1)) == 0);
+    assert(m->count <= m->nbuckets);
+    assert((m->buckets == NULL) == (m->nbuckets == 0));
+    return 1;
+}
+#endif
+
+bool hashmap_sanity(const struct hashmap *m)
+{
+    assert(shape_sanity(m));
+    size_t n = 0;
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        for (const struct hashmap_entry *e = m->buckets[b]; e; e = e->next) {
+            assert(entry_sanity(m, e, b));
+            n++;
+        }
+    }
+    assert(n == m->count);
+    return n == m->count;
+}
+
 void hashmap_init(struct hashmap *m)
 {
     m->buckets = NULL;
@@ -29,6 +65,7 @@ void hashmap_init(struct hashmap *m)
 
 void hashmap_free(struct hashmap *m, void (*free_val)(void *val))
 {
+    assert(hashmap_sanity(m)); /* freeing walks every entry anyway */
     for (size_t b = 0; b < m->nbuckets; b++) {
         struct hashmap_entry *e = m->buckets[b];
         while (e) {
@@ -81,6 +118,7 @@ static int grow(struct hashmap *m)
     rmq_free(m->buckets);
     m->buckets = nb;
     m->nbuckets = n;
+    assert(hashmap_sanity(m)); /* rehashing walked every entry anyway */
     return RMQ_OK;
 }
 
@@ -94,6 +132,7 @@ int hashmap_put(struct hashmap *m, const void *key, size_t klen, void *val, void
         if (old)
             *old = (*pp)->val;
         (*pp)->val = val;
+        assert(shape_sanity(m));
         return RMQ_OK;
     }
     if (m->count >= m->nbuckets) {
@@ -112,6 +151,7 @@ int hashmap_put(struct hashmap *m, const void *key, size_t klen, void *val, void
     e->next = m->buckets[i];
     m->buckets[i] = e;
     m->count++;
+    assert(shape_sanity(m) && entry_sanity(m, e, i));
     return RMQ_OK;
 }
 
@@ -122,9 +162,12 @@ void *hashmap_remove(struct hashmap *m, const void *key, size_t klen)
         return NULL;
     struct hashmap_entry *e = *pp;
     void *val = e->val;
+    assert(m->count > 0);
+    assert(entry_sanity(m, e, e->hash & (m->nbuckets - 1)));
     *pp = e->next;
     rmq_free(e);
     m->count--;
+    assert(shape_sanity(m));
     return val;
 }
 
@@ -160,6 +203,7 @@ const char **hashmap_sorted_keys(const struct hashmap *m)
     size_t n = 0, b;
     for (struct hashmap_entry *e = hashmap_first(m, &b); e; e = hashmap_next(m, e, &b))
         keys[n++] = e->key;
+    assert(n == m->count);
     qsort(keys, n, sizeof *keys, rmq_strp_cmp);
     return keys;
 }

@@ -8,6 +8,7 @@
 #ifndef RMQ_HASHMAP_H
 #define RMQ_HASHMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,11 @@ struct hashmap_entry *hashmap_next(const struct hashmap *m, const struct hashmap
  * rmq_free; non-NULL even for an empty map) of pointers borrowed from the
  * map, valid until it changes. NULL when out of memory. */
 const char **hashmap_sorted_keys(const struct hashmap *m);
+
+/* Asserts (debug builds) that every entry sits in its hash's bucket and
+ * that count is the number of entries; true when it is. O(n): for tests and
+ * for the operations that walk the whole map anyway. */
+bool hashmap_sanity(const struct hashmap *m);
 
 #include <string.h>
 static inline void *hashmap_get_str(const struct hashmap *m, const char *key)

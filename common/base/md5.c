@@ -7,6 +7,7 @@
  */
 #include "md5.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* T[i] = floor(2^32 * |sin(i + 1)|), RFC 1321 §3.4. */
@@ -148,6 +149,7 @@ void md5_update(struct md5_ctx *ctx, const void *data, size_t len)
     const uint8_t *p = data;
     if (!len)
         return; /* data may be NULL then; memcpy must not see it */
+    assert(ctx->block_len < 64); /* a full block is compressed at once */
     ctx->total_len += len;
     if (ctx->block_len) {
         size_t take = 64 - ctx->block_len < len ? 64 - ctx->block_len : len;
@@ -166,10 +168,12 @@ void md5_update(struct md5_ctx *ctx, const void *data, size_t len)
         memcpy(ctx->block, p, len);
         ctx->block_len = len;
     }
+    assert(ctx->block_len < 64 && ctx->block_len == ctx->total_len % 64);
 }
 
 void md5_final(struct md5_ctx *ctx, uint8_t digest[MD5_DIGEST_LEN])
 {
+    assert(ctx->block_len == ctx->total_len % 64);
     uint64_t bits = ctx->total_len * 8;
     /* Padding: one 0x80 byte, zeros up to 56 mod 64, then the bit length. */
     ctx->block[ctx->block_len++] = 0x80;

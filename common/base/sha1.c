@@ -1,6 +1,7 @@
 /* sha1.c — see sha1.h. */
 #include "sha1.h"
 
+#include <assert.h>
 #include <string.h>
 
 static uint32_t rol(uint32_t x, int n)
@@ -69,6 +70,7 @@ void sha1_update(struct sha1_ctx *c, const void *data, size_t len)
             c->used = 0;
         }
     }
+    assert(c->used < 64 && c->used == c->bytes % 64);
 }
 
 void sha1_final(struct sha1_ctx *c, uint8_t out[SHA1_DIGEST_LEN])
@@ -83,6 +85,7 @@ void sha1_final(struct sha1_ctx *c, uint8_t out[SHA1_DIGEST_LEN])
     for (int i = 0; i < 8; i++)
         len[i] = (uint8_t)(bits >> (56 - 8 * i));
     sha1_update(c, len, 8);
+    assert(c->used == 0); /* the length ended the last block */
     for (int i = 0; i < 5; i++) {
         out[4 * i] = (uint8_t)(c->h[i] >> 24);
         out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
@@ -132,5 +135,6 @@ void base64_encode(const uint8_t *in, size_t len, char *out)
         out[o++] = i + 1 < len ? tab[v >> 6 & 63] : '=';
         out[o++] = i + 2 < len ? tab[v & 63] : '=';
     }
+    assert(o == 4 * ((len + 2) / 3)); /* the size the header promises the caller */
     out[o] = 0;
 }

@@ -5,7 +5,67 @@
 #include "mem.h"
 #include "array.h"
 
+#include <assert.h>
 #include <string.h>
+
+#ifndef NDEBUG
+static size_t idx_slot(uint64_t key, size_t cap);
+static long seq_position(const struct mship_group *g, uint32_t seq);
+
+/* The cheap part, after every heartbeat: member storage has room, the
+ * index is at most half full, a subscription table has room. */
+static int shape_sanity(const struct mship_group *g)
+{
+    assert(g->name);
+    assert(g->nmembers <= g->members_cap && g->nsubs <= g->subs_cap);
+    assert(g->idx_cap == 0 || (g->idx_cap & (g->idx_cap - 1)) == 0);
+    assert(g->nmembers * 2 <= g->idx_cap || (g->nmembers == 0 && g->idx_cap == 0));
+    assert(g->nmembers == 0 || g->members[g->nmembers - 1].join_seq <= g->next_join_seq);
+    return 1;
+}
+
+/* Member i is where the index says: its channel's slot holds its join_seq,
+ * and the seqs on either side keep join order. */
+static int member_sanity(const struct mship_group *g, size_t i)
+{
+    const struct mship_member *m = &g->members[i];
+    assert(m->client_id && m->join_seq != 0);
+    assert(i == 0 || g->members[i - 1].join_seq < m->join_seq);
+    assert(seq_position(g, m->join_seq) == (long)i);
+    size_t k = idx_slot(m->channel_id, g->idx_cap);
+    while (g->idx_vals[k] != 0 && g->idx_keys[k] != m->channel_id)
+        k = (k + 1) & (g->idx_cap - 1);
+    assert(g->idx_vals[k] == m->join_seq);
+    return 1;
+}
+
+/* The members: every one indexed at its position, the index holding
+ * nothing else. O(members + index); run where the operation is linear in
+ * the members anyway. */
+static int members_sanity(const struct mship_group *g)
+{
+    assert(shape_sanity(g));
+    for (size_t i = 0; i < g->nmembers; i++)
+        assert(member_sanity(g, i));
+    size_t used = 0;
+    for (size_t k = 0; k < g->idx_cap; k++)
+        used += g->idx_vals[k] != 0;
+    assert(used == g->nmembers);
+    return 1;
+}
+
+/* The subscription table holds each topic once (PROTOCOL: one table per
+ * group, keyed by topic). O(subs^2), as the update that precedes it. */
+static int subs_sanity(const struct mship_group *g)
+{
+    for (size_t i = 0; i < g->nsubs; i++) {
+        assert(g->subs[i].topic);
+        for (size_t k = 0; k < i; k++)
+            assert(strcmp(g->subs[k].topic, g->subs[i].topic) != 0);
+    }
+    return 1;
+}
+#endif
 
 int mship_group_init(struct mship_group *g, const char *name)
 {
@@ -77,6 +137,7 @@ long mship_find(const struct mship_group *g, uint64_t channel_id)
 /* Sets key -> seq, overwriting an existing key. The table has room. */
 static void idx_set(struct mship_group *g, uint64_t key, uint32_t seq)
 {
+    assert(seq != 0 && g->idx_cap > 0); /* 0 marks an empty slot */
     size_t i = idx_slot(key, g->idx_cap);
     while (g->idx_vals[i] != 0 && g->idx_keys[i] != key)
         i = (i + 1) & (g->idx_cap - 1);
@@ -106,6 +167,7 @@ static int idx_reserve(struct mship_group *g, size_t members)
     g->idx_cap = cap;
     for (size_t m = 0; m < g->nmembers; m++)
         idx_set(g, g->members[m].channel_id, g->members[m].join_seq);
+    assert(members * 2 <= g->idx_cap && members_sanity(g)); /* the rehash walked them all */
     return RMQ_OK;
 }
 
@@ -145,6 +207,7 @@ static int index_member(struct mship_group *g, size_t i)
     }
     g->members[i].join_seq = ++g->next_join_seq;
     idx_set(g, g->members[i].channel_id, g->members[i].join_seq);
+    assert(i == 0 || g->members[i - 1].join_seq < g->members[i].join_seq);
     return RMQ_OK;
 }
 
@@ -254,6 +317,7 @@ static int update_subscriptions(struct mship_group *g, const struct rmq_consumer
         }
     }
     g->nsubs = w;
+    assert(subs_sanity(g));
     return RMQ_OK;
 }
 
@@ -268,6 +332,7 @@ int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in
     g->consume_type = cd->consume_type;
     g->message_model = cd->message_model;
     g->consume_from_where = cd->consume_from_where;
+    assert(!strcmp(in->cd->group, g->name));
     int rc = update_channel(g, in, out);
     if (rc != 0)
         return rc;
@@ -291,6 +356,9 @@ int mship_apply_heartbeat(struct mship_group *g, const struct mship_heartbeat_in
         }
     }
     out->changed = (out->flags & MSHIP_CHANGE_MASK) != 0;
+    assert(shape_sanity(g));
+    assert(out->member_index < g->nmembers && g->members[out->member_index].channel_id == in->channel_id);
+    assert(member_sanity(g, out->member_index));
     return RMQ_OK;
 }
 
@@ -310,6 +378,8 @@ int mship_remove_channel(struct mship_group *g, uint64_t channel_id, struct mshi
     g->nmembers--;
     if (index_out)
         *index_out = (size_t)i;
+    assert(mship_find(g, channel_id) < 0);
+    assert(members_sanity(g)); /* the memmove was linear in the members already */
     return 1;
 }
 

@@ -5,6 +5,7 @@
 #include "mem.h"
 #include "sha1.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ int acl_signature(const struct rmq_cmd *cmd, const char *secret, char out[ACL_SI
     for (size_t i = 0; i < cmd->ext_len; i++)
         if (strcmp(cmd->ext[i].key, "Signature"))
             sorted[k++] = &cmd->ext[i];
+    assert(k < n); /* room is left for the body's part */
     qsort(sorted, k, sizeof *sorted, by_key);
     for (size_t i = 0; i < k; i++) {
         parts[i] = sorted[i]->val;
@@ -40,6 +42,7 @@ int acl_signature(const struct rmq_cmd *cmd, const char *secret, char out[ACL_SI
     uint8_t mac[SHA1_DIGEST_LEN];
     hmac_sha1(secret, strlen(secret), parts, lens, k + 1, mac);
     base64_encode(mac, sizeof mac, out);
+    assert(strlen(out) < ACL_SIG_LEN); /* the caller's buffer held the Base64 text and its NUL */
     rmq_free(sorted);
     rmq_free((void *)parts);
     rmq_free(lens);

@@ -8,6 +8,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
@@ -45,6 +46,7 @@ int rmq_json_load_object(const uint8_t *p, size_t len, const char *what, json_t 
         return rmq_fail(err, errlen, RMQ_EPROTO, "%s: expected a JSON object", what);
     }
     *out = root;
+    assert(json_is_object(*out)); /* every body reader starts from an object */
     return RMQ_OK;
 }
 
@@ -128,6 +130,7 @@ int rmq_json_read_long(const json_t *obj, const char *key, const char *path, int
 int rmq_json_read_enum(const json_t *obj, const char *key, const char *const *names, size_t n,
                        const char *path, int *out, const struct rmq_json_err *pe)
 {
+    assert(n > 0 && n <= INT32_MAX); /* an ordinal below n fits the int *out */
     const json_t *v = member(obj, key);
     if (!v)
         return RMQ_OK;
@@ -190,6 +193,9 @@ int rmq_json_end_object(struct buf *out, size_t mark, int rc)
 
 int rmq_json_append_string(struct buf *out, const char *s)
 {
+#ifndef NDEBUG
+    size_t slen = strlen(s);
+#endif
     size_t mark = buf_live(out);
     int rc = buf_append_u8(out, '"');
     const char *run = s;
@@ -206,6 +212,8 @@ int rmq_json_append_string(struct buf *out, const char *s)
         rc = buf_append(out, run, (size_t)(s - run));
     if (!rc)
         rc = buf_append_u8(out, '"');
+    /* Escaping only ever lengthens: every byte of s went out, plus quotes. */
+    assert(rc || buf_live(out) - mark >= slen + 2);
     return buf_undo_on_error(out, mark, rc);
 }
 

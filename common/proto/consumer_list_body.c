@@ -5,6 +5,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <jansson.h>
 
 int rmq_consumer_list_encode(const char *const *ids, size_t n, struct buf *out)
@@ -47,6 +48,8 @@ int sim_consumer_list_parse(const uint8_t *body, size_t len, char ***ids, size_t
         sim_ids_free(out, cnt);
         return rc;
     }
+    for (size_t i = 0; i < cnt; i++)
+        assert(out[i]); /* every entry was copied: sim_ids_free and readers need no NULL check */
     *ids = out;
     *n = cnt;
     return RMQ_OK;

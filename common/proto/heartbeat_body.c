@@ -6,6 +6,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -39,6 +40,44 @@ const char *rmq_consume_from_where_name(int v)
 }
 
 /* ---- parse -------------------------------------------------------------- */
+
+#ifndef NDEBUG
+/* What a parsed subscription always holds: a topic, the defaulted strings
+ * the encoder and membership compare without NULL checks, and arrays
+ * present exactly when they have elements. */
+static int subscription_sanity(const struct rmq_subscription *s)
+{
+    assert(s->topic && s->topic[0]);
+    assert(s->sub_string && s->expression_type);
+    assert((s->tags != NULL) == (s->ntags > 0));
+    assert((s->codes != NULL) == (s->ncodes > 0));
+    for (size_t i = 0; i < s->ntags; i++)
+        assert(s->tags[i]);
+    return 1;
+}
+
+/* A parsed heartbeat: a client id, every group named, enums within the
+ * name tables the encoder indexes. O(size of the heartbeat). */
+static int heartbeat_sanity(const struct rmq_heartbeat *hb)
+{
+    assert(hb->client_id && hb->client_id[0]);
+    assert((hb->consumers != NULL) == (hb->nconsumers > 0));
+    assert((hb->producer_groups != NULL) == (hb->nproducers > 0));
+    for (size_t i = 0; i < hb->nconsumers; i++) {
+        const struct rmq_consumer_data *c = &hb->consumers[i];
+        assert(c->group && c->group[0]);
+        assert(c->consume_type >= 0 && (size_t)c->consume_type < COUNT(consume_type_names));
+        assert(c->message_model >= 0 && (size_t)c->message_model < COUNT(message_model_names));
+        assert(c->consume_from_where >= 0 && (size_t)c->consume_from_where < COUNT(consume_from_names));
+        assert((c->subs != NULL) == (c->nsubs > 0));
+        for (size_t k = 0; k < c->nsubs; k++)
+            assert(subscription_sanity(&c->subs[k]));
+    }
+    for (size_t i = 0; i < hb->nproducers; i++)
+        assert(hb->producer_groups[i] && hb->producer_groups[i][0]);
+    return 1;
+}
+#endif
 
 static int parse_string_set(const json_t *arr, const char *path, const char *key, char ***out, size_t *n,
                             const struct rmq_json_err *pe)
@@ -178,6 +217,7 @@ int rmq_heartbeat_parse(const uint8_t *body, size_t len, struct rmq_heartbeat *h
         rmq_heartbeat_clear(hb);
     else
         hb->fingerprint = (int32_t)fp;
+    assert(rc || heartbeat_sanity(hb));
     json_decref(root);
     return rc;
 }
@@ -235,6 +275,7 @@ int rmq_subscription_copy(struct rmq_subscription *dst, const struct rmq_subscri
         memcpy(dst->codes, src->codes, src->ncodes * sizeof *dst->codes);
         dst->ncodes = src->ncodes;
     }
+    assert(dst->ntags == src->ntags && dst->ncodes == src->ncodes);
     return RMQ_OK;
 fail:
     rmq_subscription_clear(dst);

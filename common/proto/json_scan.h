@@ -4,6 +4,7 @@
 #ifndef RMQ_JSON_SCAN_H
 #define RMQ_JSON_SCAN_H
 
+#include <assert.h>
 #include <stdbool.h>
 
 struct json_scan {
@@ -12,6 +13,7 @@ struct json_scan {
 
 static inline void json_scan_ws(struct json_scan *s)
 {
+    assert(s->p <= s->end); /* no scanner steps past the text */
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
 }

@@ -5,9 +5,22 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifndef NDEBUG
+/* Parsed queues: named, with a queue id the reader kept non-negative (the
+ * lock table's key prints it as one). */
+static int mq_set_sanity(const struct rmq_mq *mqs, size_t n)
+{
+    assert((mqs != NULL) == (n > 0));
+    for (size_t i = 0; i < n; i++)
+        assert(mqs[i].topic && mqs[i].broker_name && mqs[i].queue_id >= 0);
+    return 1;
+}
+#endif
 
 static int parse_mq(const json_t *o, const char *path, struct rmq_mq *mq, const struct rmq_json_err *pe)
 {
@@ -58,6 +71,7 @@ int rmq_lock_body_parse(const uint8_t *body, size_t len, struct rmq_lock_body *o
         (rc = rmq_json_read_required_str(root, "consumerGroup", "", &out->consumer_group, &pe)) ||
         (rc = parse_mq_set(root, "mqSet", &out->mqs, &out->nmqs, &pe)))
         rmq_lock_body_clear(out);
+    assert(rc || (out->client_id && out->consumer_group && mq_set_sanity(out->mqs, out->nmqs)));
     json_decref(root);
     return rc;
 }
@@ -87,6 +101,7 @@ int rmq_lock_ok_parse(const uint8_t *body, size_t len, struct rmq_mq **mqs, size
         *mqs = NULL;
         *n = 0;
     }
+    assert(rc || mq_set_sanity(*mqs, *n));
     json_decref(root);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -26,6 +27,21 @@ static const char *const language_names[] = {
     "OTHER", "HTTP", "GO",     "PHP",    "OMS",    "RUST",   "NODE_JS",
 };
 #define LANGUAGE_COUNT (sizeof language_names / sizeof language_names[0])
+
+#ifndef NDEBUG
+/* Every extFields entry has a key and a value (the header says a value is
+ * never NULL), the array has room for its length, and a body pointer is held
+ * exactly when there are body bytes. O(ext_len). */
+static int cmd_sanity(const struct rmq_cmd *c)
+{
+    assert(c->ext_len <= c->ext_cap);
+    assert(c->ext != NULL || c->ext_cap == 0);
+    for (size_t i = 0; i < c->ext_len; i++)
+        assert(c->ext[i].key && c->ext[i].val);
+    assert((c->body == NULL) == (c->body_len == 0));
+    return 1;
+}
+#endif
 
 void rmq_cmd_init(struct rmq_cmd *c)
 {
@@ -69,6 +85,7 @@ static int push_ext(struct rmq_cmd *c, char *k, char *v)
     c->ext[c->ext_len].key = k;
     c->ext[c->ext_len].val = v;
     c->ext_len++;
+    assert(cmd_sanity(c));
     return RMQ_OK;
 }
 
@@ -85,6 +102,7 @@ int rmq_cmd_ext_set(struct rmq_cmd *c, const char *key, const char *val)
     if (e) {
         rmq_free(e->val);
         e->val = v;
+        assert(cmd_sanity(c));
         return RMQ_OK;
     }
     return push_ext(c, rmq_strdup(key), v);
@@ -149,10 +167,13 @@ int rmq_cmd_ext_dedupe(struct rmq_cmd *c)
             rmq_free(c->ext[i].val);
             continue;
         }
+        assert(c->ext[i].val); /* only a dropped duplicate gave its value away */
         c->ext[w++] = c->ext[i];
     }
+    assert(w >= 1 && w <= n);
     c->ext_len = w;
     rmq_free(drop);
+    assert(cmd_sanity(c));
     return RMQ_OK;
 }
 
@@ -168,6 +189,7 @@ int rmq_cmd_ext_set_i64(struct rmq_cmd *c, const char *key, int64_t val)
     } while (u);
     if (val < 0)
         *--p = '-';
+    assert(p >= tmp); /* 20 digits and a sign fit */
     return rmq_cmd_ext_set(c, key, p);
 }
 
@@ -239,6 +261,7 @@ void rmq_cmd_set_body_take(struct rmq_cmd *c, uint8_t *p, size_t n)
     }
     c->body = p;
     c->body_len = n;
+    assert(cmd_sanity(c));
 }
 
 int rmq_cmd_init_response(struct rmq_cmd *resp, const struct rmq_cmd *req, int32_t code, const char *remark)

@@ -13,6 +13,7 @@
 #include "mem.h"
 #include "remoting_header.h"
 
+#include <assert.h>
 #include <string.h>
 
 #define FRAME_PREFIX 4
@@ -84,6 +85,8 @@ static int check_frame(const uint8_t *p, size_t avail, size_t max_frame, size_t 
     if (avail - FRAME_PREFIX < (size_t)total)
         return RMQ_EAGAIN;
     *frame_len = FRAME_PREFIX + (size_t)total;
+    assert(*frame_len <= avail && *frame_len <= max_frame);
+    assert(FRAME_PREFIX + FRAME_HEADER_WORD + hlen <= *frame_len);
     return RMQ_OK;
 }
 
@@ -94,6 +97,7 @@ static int decode_checked(const uint8_t *p, size_t frame_len, struct rmq_cmd *cm
     uint32_t word = load_be32(p + FRAME_PREFIX);
     size_t hlen = word & 0xFFFFFFu;
     const uint8_t *hdr = p + FRAME_PREFIX + FRAME_HEADER_WORD;
+    assert(FRAME_PREFIX + FRAME_HEADER_WORD + hlen <= frame_len); /* check_frame vouched */
     size_t body_len = frame_len - FRAME_PREFIX - FRAME_HEADER_WORD - hlen;
     int rc = (word >> 24) == RMQ_SERIALIZE_JSON ? rmq_header_json_decode(hdr, hlen, cmd, err, errlen)
                                                 : rmq_header_rmq_decode(hdr, hlen, cmd, err, errlen);
@@ -103,6 +107,7 @@ static int decode_checked(const uint8_t *p, size_t frame_len, struct rmq_cmd *cm
         rmq_cmd_clear(cmd);
         return rmq_fail(err, errlen, RMQ_ENOMEM, "out of memory");
     }
+    assert(cmd->body_len == body_len);
     return RMQ_OK;
 }
 
@@ -133,6 +138,7 @@ int rmq_frame_decoder_next(struct rmq_frame_decoder *d, struct rmq_cmd *cmd)
                             d->error, sizeof d->error);
     if (rc)
         return rc;
+    assert(used > 0 && used <= buf_live(&d->in));
     buf_consume(&d->in, used);
     return RMQ_OK;
 }
@@ -159,6 +165,7 @@ int rmq_frame_encode(const struct rmq_cmd *cmd, struct buf *out)
     }
     if ((rc = buf_append(out, cmd->body, cmd->body_len)))
         goto fail;
+    assert(buf_live(out) == mark + sizeof zero + hlen + cmd->body_len);
     uint8_t *w = out->data + out->pos + mark;
     store_be32(w, (uint32_t)(FRAME_HEADER_WORD + hlen + cmd->body_len));
     uint8_t type =

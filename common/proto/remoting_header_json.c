@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "remoting_header_json_fast.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -203,6 +204,10 @@ static uint8_t *put_str(uint8_t *w, const char *s)
 static uint8_t *put_json_str(uint8_t *w, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
+#ifndef NDEBUG
+    const uint8_t *w0 = w;
+    const char *s0 = s;
+#endif
     *w++ = '"';
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -219,6 +224,7 @@ static uint8_t *put_json_str(uint8_t *w, const char *s)
         }
     }
     *w++ = '"';
+    assert((size_t)(w - w0) == json_str_len(s0)); /* header_len's exact count */
     return w;
 }
 
@@ -246,6 +252,7 @@ static uint8_t *put_i32(uint8_t *w, int32_t v)
     if (v < 0)
         *w++ = '-';
     memcpy(w, tmp + i, sizeof tmp - i);
+    assert(sizeof tmp - i + (v < 0) == i32_len(v));
     return w + (sizeof tmp - i);
 }
 
@@ -329,6 +336,9 @@ int rmq_header_json_encode(const struct rmq_cmd *cmd, struct buf *out)
     }
     w = put_key_name(w, "\"serializeTypeCurrentRPC\":\"", ser);
     w = put_key_i32(w, "\"version\":", cmd->version, '}');
+    /* The bound (or exact length) reserved must cover what was written. */
+    assert((size_t)(w - start) <= n);
+    assert((size_t)(w - start) == header_len(cmd, lang, ser, true));
     buf_commit(out, (size_t)(w - start));
     return RMQ_OK;
 }

@@ -16,6 +16,7 @@
 #include "mem.h"
 #include "parse_int.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static bool plain_string(struct json_scan *s, const char **a, size_t *n)
             *a = start;
             *n = (size_t)(s->p - start);
             s->p++;
+            assert(!memchr(*a, '"', *n) && !memchr(*a, '\\', *n)); /* stopped at the first quote */
             return true;
         }
         if (c < 0x20 || c >= 0x80 || c == '\\')
@@ -60,6 +62,7 @@ static bool plain_integer(struct json_scan *s, const char **a, size_t *n)
         return false;
     *a = start;
     *n = (size_t)(s->p - start);
+    assert(*n >= 1 && *n <= 19 && *a + *n <= s->end); /* a sign and at most 18 digits */
     return true;
 }
 
@@ -164,6 +167,7 @@ static int member(struct json_scan *s, struct rmq_cmd *cmd, unsigned *seen)
             bit = keys[i].bit;
     if (!bit || (*seen & bit))
         return RMQ_EAGAIN;
+    assert((bit & (bit - 1)) == 0); /* one key, one bit: the repeat check relies on it */
     *seen |= bit;
     switch (bit) {
     case F_CODE: return int32_field(s, &cmd->code) ? RMQ_OK : RMQ_EAGAIN;
@@ -219,6 +223,7 @@ int rmq_header_json_decode_fast(const uint8_t *p, size_t len, struct rmq_cmd *cm
         if (s.p != s.end)
             rc = RMQ_EAGAIN;
     }
+    assert(s.p <= s.end);
     if (rc == 0)
         rc = rmq_cmd_ext_dedupe(cmd);
     if (rc != 0) {

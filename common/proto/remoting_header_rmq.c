@@ -12,6 +12,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <string.h>
 
@@ -48,6 +49,7 @@ static int read_len(struct rd *r, int width, size_t *out, const char *what, char
         return rmq_fail(err, errlen, RMQ_EPROTO, "header: %s length %d exceeds the %zu bytes left", what,
                         (int)n, r->left);
     *out = (size_t)n;
+    assert(*out <= r->left); /* what follows may take it without another check */
     return RMQ_OK;
 }
 
@@ -55,6 +57,7 @@ static int read_len(struct rd *r, int width, size_t *out, const char *what, char
  * value, so it is refused rather than misread. */
 static int take_str(struct rd *r, size_t n, char **out, const char *what, char *err, size_t errlen)
 {
+    assert(n <= r->left); /* read_len checked it */
     if (memchr(r->p, 0, n))
         return rmq_fail(err, errlen, RMQ_EPROTO, "header: NUL byte inside %s", what);
     *out = rmq_strndup((const char *)r->p, n);
@@ -101,8 +104,11 @@ static int read_variable(struct rd *r, struct rmq_cmd *cmd, char *err, size_t er
      * as a Java peer reading a bounded buffer ignores them. */
     struct rd map = {r->p, n};
     while (map.left) {
+        size_t before = map.left;
         if ((rc = read_entry(&map, cmd, err, errlen)))
             return rc;
+        assert(map.left < before && map.p + map.left == r->p + n); /* progress, within the map */
+        (void)before;
     }
     return RMQ_OK;
 }
@@ -176,5 +182,8 @@ int rmq_header_rmq_encode(const struct rmq_cmd *cmd, struct buf *out)
         if (!rc)
             rc = append_bytes32(out, cmd->ext[i].val);
     }
+    /* The map length written up front is what the entries took. */
+    assert(rc || buf_live(out) - mark ==
+                     RMQ_HEADER_FIXED + (cmd->remark ? strlen(cmd->remark) : 0) + map_len);
     return buf_undo_on_error(out, mark, rc);
 }

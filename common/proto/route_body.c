@@ -5,6 +5,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ static int quote_bare_keys(const uint8_t *p, size_t len, struct buf *out)
         } else if (ch == '{' || ch == '[') {
             if (depth == RMQ_ROUTE_MAX_DEPTH)
                 return RMQ_EPROTO;
+            assert(depth < sizeof stack);
             stack[depth++] = (char)ch;
             want_key = ch == '{';
         } else if (ch == '}' || ch == ']') {
@@ -122,6 +124,25 @@ static int quote_bare_keys(const uint8_t *p, size_t len, struct buf *out)
     return RMQ_OK;
 }
 
+#ifndef NDEBUG
+/* A parsed route: within the entry limits, every broker and queue named,
+ * every address present, queue counts in the range parse_queue allows. */
+static int route_sanity(const struct rmq_route_info *r)
+{
+    assert(r->nbrokers <= RMQ_ROUTE_MAX_ENTRIES && r->nqueues <= RMQ_ROUTE_MAX_ENTRIES);
+    for (size_t i = 0; i < r->nbrokers; i++) {
+        const struct rmq_route_info_broker *b = &r->brokers[i];
+        assert(b->name && b->naddrs <= RMQ_ROUTE_MAX_ENTRIES);
+        for (size_t k = 0; k < b->naddrs; k++)
+            assert(b->addrs[k]);
+    }
+    for (size_t i = 0; i < r->nqueues; i++)
+        assert(r->queues[i].broker_name && r->queues[i].read_queue_nums >= 0 &&
+               r->queues[i].read_queue_nums <= 65535);
+    return 1;
+}
+#endif
+
 static int fail(char *err, size_t errlen, const char *what)
 {
     return rmq_fail(err, errlen, RMQ_EPROTO, "route: %s", what);
@@ -149,6 +170,7 @@ static int parse_addrs(const json_t *addrs, struct rmq_route_info_broker *b, cha
             break;
         id = strtoll(key, &end, 10);
         size_t at = b->naddrs;
+        assert(at < n); /* the object has n members: ids and addrs have room */
         while (at > 0 && ids[at - 1] > id) { /* insertion sort: a handful of ids */
             ids[at] = ids[at - 1];
             b->addrs[at] = b->addrs[at - 1];
@@ -217,6 +239,7 @@ static int parse_array(const json_t *root, const char *key, size_t size, void **
         return RMQ_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         ++*count;
+        assert(*count <= n);
         int rc = one(json_array_get(arr, i), base + i * size, err, errlen);
         if (rc)
             return rc;
@@ -249,6 +272,7 @@ int rmq_route_parse(const uint8_t *body, size_t len, struct rmq_route_info *out,
     buf_free(&fixed);
     if (rc)
         rmq_route_info_clear(out);
+    assert(rc || route_sanity(out));
     return rc;
 }
 

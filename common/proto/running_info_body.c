@@ -8,6 +8,7 @@
 #include "json_scan.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -23,6 +24,10 @@ static int skip_string(struct json_scan *s)
         return RMQ_EPROTO;
     for (s->p++; s->p < s->end; s->p++) {
         if (*s->p == '\\') {
+            /* The escaped byte is skipped too, but a backslash that ends the
+             * text must not carry the cursor past its end. */
+            if (s->p + 1 == s->end)
+                break;
             s->p++;
             continue;
         }
@@ -31,6 +36,7 @@ static int skip_string(struct json_scan *s)
             return RMQ_OK;
         }
     }
+    assert(s->p <= s->end); /* a cursor never passes the end of its text */
     return RMQ_EPROTO;
 }
 
@@ -65,6 +71,7 @@ static int skip_value(struct json_scan *s, int depth)
     const char *start = s->p;
     while (s->p < s->end && !strchr(",:}] \t\r\n", *s->p))
         s->p++;
+    assert(s->p <= s->end);
     return s->p > start ? RMQ_OK : RMQ_EPROTO;
 }
 
@@ -101,6 +108,7 @@ static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
         return RMQ_ENOMEM;
     }
     ri->nmqs++;
+    assert(ri->nmqs <= *cap && ri->mqs[ri->nmqs - 1].queue_id >= 0);
     return RMQ_OK;
 }
 
@@ -195,6 +203,7 @@ static int parse_top(struct json_scan *s, struct rmq_running_info *ri, char *err
         if (skip_string(s) != 0)
             return snprintf(err, errlen, "expected a quoted key"), RMQ_EPROTO;
         const char *kb = s->p;
+        assert(kb - ka >= 2 && kb <= s->end); /* skip_string took both quotes */
         if (!json_scan_take(s, ':'))
             return snprintf(err, errlen, "expected ':'"), RMQ_EPROTO;
         int rc = top_member(s, ka + 1, (size_t)(kb - ka - 2), ri, err, errlen);

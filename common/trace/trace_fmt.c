@@ -17,6 +17,7 @@
 #include "trace_fmt_cache.h"
 #include "trace_fmt_scan.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -124,6 +125,7 @@ static int scan_top(struct scan *s, struct pairs *ps)
             return trace_scan_fail(s, "duplicate key");
         if (ps->n == MAX_PAIRS)
             return trace_scan_fail(s, "too many keys");
+        assert(id >= 0 && id <= K_OTHER && ps->n < MAX_PAIRS);
         trace_scan_ws(s);
         if (s->p >= s->end || *s->p != ':')
             return trace_scan_fail(s, "expected ':'");
@@ -132,6 +134,7 @@ static int scan_top(struct scan *s, struct pairs *ps)
         unsigned char *v = s->p;
         if (trace_scan_value(s, 2) != 0)
             return RMQ_EPROTO;
+        assert(v < s->p && s->p <= s->end); /* a value of at least one byte, inside the line */
         ps->v[ps->n] = (struct pair){key, v, s->p};
         if (id != K_OTHER) {
             ps->by[id] = &ps->v[ps->n];
@@ -618,6 +621,24 @@ static int decode_event(struct ctx *c, const struct pairs *ps, struct trace_even
     return ev->kind == TRACE_REQUEST ? decode_request(c, ps, ev) : decode_conn_event(c, ps, ev);
 }
 
+#ifndef NDEBUG
+/* The decoder's arrays have room for what they hold; a decoded event names
+ * a kind of the table and carries its arrays with their counts (a
+ * request's extFields are the decoder's or a cached line's). */
+static int decode_sanity(const struct trace_decoder *d, const struct trace_event *ev)
+{
+    assert(d->nkv <= d->kv_cap && d->nbrokers <= d->brokers_cap && d->nmqs <= d->mqs_cap);
+    assert(strcmp(trace_kind_name(ev->kind), "?") != 0);
+    assert(ev->ext || ev->next == 0);
+    assert(!ev->body_len || ev->body);
+    assert(ev->brokers || ev->nbrokers == 0);
+    assert(ev->queues || ev->nqueues == 0);
+    for (size_t i = 0; i < ev->next; i++)
+        assert(ev->ext[i].key && ev->ext[i].val);
+    return 1;
+}
+#endif
+
 int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, size_t lineno,
                       struct trace_event *ev)
 {
@@ -625,6 +646,7 @@ int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, siz
     d->nkv = d->nbrokers = d->nmqs = 0;
     if (trace_line_hit(d, (const unsigned char *)line, len, ev)) {
         d->line_hits++;
+        assert(ev->kind == TRACE_REQUEST && ev->tag != 0 && decode_sanity(d, ev)); /* only requests are kept */
         return RMQ_OK;
     }
     memset(ev, 0, sizeof *ev);
@@ -648,6 +670,7 @@ int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, siz
     if (scan_top(&s, &ps) != 0)
         return bad(&c, "column %zu: %s", s.col, s.err);
     rc = decode_event(&c, &ps, ev);
+    assert(rc || decode_sanity(d, ev));
     if (rc != 0)
         memset(ev, 0, sizeof *ev);
     else if (ev->kind == TRACE_REQUEST && !find(&ps, K_BODY64) && !d->line_cache_off)

@@ -7,6 +7,7 @@
 #include "mem.h"
 #include "trace_event.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -32,8 +33,38 @@ struct trace_line_ref {
 /* Process-wide, so that tags from two decoders never meet by accident. */
 static _Atomic uint64_t last_tag;
 
+#ifndef NDEBUG
+/* One kept line: its slot holds the header, extFields, the tail and the
+ * strings, and the event's body points into that tail. */
+static int ref_sanity(const struct trace_line_ref *ref)
+{
+    if (!ref->len)
+        return 1;
+    const struct trace_line_slot *sl = ref->slot;
+    assert(sl && ref->len <= TRACE_FMT_LINE_CACHE_MAX);
+    assert(sl->tail > (const unsigned char *)sl && sl->tail + ref->len <= (const unsigned char *)sl + sl->cap);
+    assert(!sl->ev.body || (sl->ev.body >= sl->tail && sl->ev.body + sl->ev.body_len <= sl->tail + ref->len));
+    assert(sl->ev.tag != 0);
+    return 1;
+}
+
+/* The whole cache: every kept line sane, the byte count the sum of the
+ * slots' sizes and within the budget. O(slots). */
+static int cache_sanity(const struct trace_decoder *d)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; d->lines && i < TRACE_FMT_LINE_SLOTS; i++) {
+        assert(ref_sanity(&d->lines[i]));
+        bytes += d->lines[i].slot ? d->lines[i].slot->cap : 0;
+    }
+    assert(bytes == d->line_bytes && bytes <= TRACE_FMT_LINE_CACHE_BUDGET);
+    return 1;
+}
+#endif
+
 void trace_line_cache_free(struct trace_decoder *d)
 {
+    assert(cache_sanity(d));
     if (d->lines)
         for (size_t i = 0; i < TRACE_FMT_LINE_SLOTS; i++)
             rmq_free(d->lines[i].slot);
@@ -72,6 +103,7 @@ static size_t ts_prefix(const unsigned char *p, size_t len, int64_t *ts)
     if (nd == 0 || nd > 18 || (*d0 == '0' && nd > 1) || q == end || *q != ',' ||
         v > (uint64_t)(INT64_MAX / 4))
         return 0;
+    assert(q + 1 <= end); /* the tail starts inside the line */
     *ts = (int64_t)v;
     return (size_t)(q + 1 - p);
 }
@@ -113,6 +145,7 @@ bool trace_line_hit(struct trace_decoder *d, const unsigned char *line, size_t l
     for (size_t w = 0; w < TRACE_FMT_LINE_WAYS; w++) {
         if (set[w].len != n || set[w].hash != h || memcmp(set[w].slot->tail, t, n) != 0)
             continue;
+        assert(ref_sanity(&set[w]));
         *ev = set[w].slot->ev;
         ev->ts = ts;
         return true;
@@ -214,9 +247,11 @@ void trace_line_remember(struct trace_decoder *d, const unsigned char *line, siz
     r.strings = sl->tail + n;
     r.used = 0;
     relocate(&r, ev, &sl->ev, kv);
+    assert(r.ok && head + n + r.used == need && need <= sl->cap); /* the sizing pass counted it all */
     if (ev->body)
         sl->ev.body = sl->tail + (body - tail);
     sl->ev.tag = ev->tag = atomic_fetch_add(&last_tag, 1) + 1;
     ref->hash = h;
     ref->len = (uint32_t)n;
+    assert(ref_sanity(ref) && d->line_bytes <= TRACE_FMT_LINE_CACHE_BUDGET);
 }

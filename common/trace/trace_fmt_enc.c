@@ -8,6 +8,7 @@
 #include "remoting_cmd.h"
 #include "trace_fmt_scan.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ static int put_minified(struct buf *out, const uint8_t *p, size_t len)
             w[n++] = c;
         }
     }
+    assert(n <= len); /* minifying only drops bytes: the reservation holds them */
     buf_commit(out, n);
     return RMQ_OK;
 }
@@ -100,6 +102,7 @@ static int put_base64(struct buf *out, const uint8_t *p, size_t len)
         w[n++] = i + 2 < len ? (uint8_t)trace_fmt_b64[x & 63] : '=';
     }
     w[n++] = '"';
+    assert(n == (len + 2) / 3 * 4 + 2); /* exactly what was reserved */
     buf_commit(out, n);
     return RMQ_OK;
 }

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "trace_event.h"
 
+#include <assert.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -36,11 +37,14 @@ size_t trace_fmt_utf8_len(const unsigned char *p, const unsigned char *end)
     }
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
+    assert(n >= 2 && n <= (size_t)(end - p)); /* callers step n bytes without looking */
     return n;
 }
 
 static size_t utf8_put(unsigned char *w, unsigned cp)
 {
+    /* read_u_escape hands over scalar values only (pairs combined, NUL refused). */
+    assert(cp > 0 && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF));
     if (cp < 0x80) {
         w[0] = (unsigned char)cp;
         return 1;
@@ -67,6 +71,7 @@ static size_t utf8_put(unsigned char *w, unsigned cp)
 
 int trace_scan_fail(struct scan *s, const char *why)
 {
+    assert(s->p >= s->base && s->p <= s->end); /* a failure is reported inside the line */
     if (!s->err) {
         s->err = why;
         s->col = (size_t)(s->p - s->base) + 1;
@@ -76,6 +81,7 @@ int trace_scan_fail(struct scan *s, const char *why)
 
 void trace_scan_ws(struct scan *s)
 {
+    assert(s->p <= s->end);
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
 }
@@ -153,6 +159,7 @@ int trace_scan_string(struct scan *s, bool unescape, char **out)
         if (c == '"') {
             s->p++;
             if (unescape) {
+                assert(w < s->p); /* the NUL lands on or before the closing quote */
                 *w = '\0';
                 *out = (char *)start;
             }
@@ -180,6 +187,8 @@ int trace_scan_string(struct scan *s, bool unescape, char **out)
                     return RMQ_EPROTO;
                 if (unescape)
                     w += utf8_put(w, cp);
+                /* In place: a 6-byte escape decodes to at most 3 bytes, a pair's 12 to 4. */
+                assert(!unescape || w <= s->p);
                 continue;
             }
             default: s->p -= 2; return trace_scan_fail(s, "bad escape in a string");
@@ -191,10 +200,12 @@ int trace_scan_string(struct scan *s, bool unescape, char **out)
         size_t n = trace_fmt_utf8_len(s->p, s->end);
         if (n == 0)
             return trace_scan_fail(s, "invalid UTF-8 in a string");
+        assert(n <= (size_t)(s->end - s->p));
         if (unescape && w != s->p)
             memmove(w, s->p, n);
         w += n;
         s->p += n;
+        assert(w <= s->p); /* the write cursor never overtakes the read one */
     }
     return trace_scan_fail(s, "unterminated string");
 }
@@ -230,6 +241,7 @@ static int scan_number(struct scan *s, bool *integral)
         while (p < s->end && is_digit(*p))
             p++;
     }
+    assert(p > s->p && p <= s->end); /* at least one digit, within the line */
     s->p = p;
     return RMQ_OK;
 }

@@ -25,6 +25,7 @@
 #include "request_codes.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -48,6 +49,11 @@ struct breg_ns {
     char last_error[200];
 };
 
+struct broker_reg;
+#ifndef NDEBUG
+static int reg_sanity(const struct broker_reg *r);
+#endif
+
 struct broker_reg {
     struct broker *s; /* borrowed */
     struct rclient *net;
@@ -60,6 +66,26 @@ struct broker_reg {
     int64_t dv_counter, dv_timestamp;
     char http_addr[300];
 };
+
+#ifndef NDEBUG
+/* One name server per --namesrv, each with its client connection; a
+ * registration is in flight only to a connection that has one; a success
+ * is never later than the attempt it answered; once a registration went
+ * out, the data version names the topics' generation it carried. */
+static int reg_sanity(const struct broker_reg *r)
+{
+    assert(r->n <= CONFIG_MAX_NAMESRV && r->n <= r->s->cfg->nnamesrv);
+    for (size_t i = 0; i < r->n; i++) {
+        const struct breg_ns *ns = &r->ns[i];
+        assert(ns->addr[0]);
+        assert(ns->last_ok_ms <= ns->last_attempt_ms);
+        assert(!ns->registered || ns->ok_count > 0);
+        assert(!ns->in_flight || ns->c);
+    }
+    assert(!r->sent_once || r->dv_counter > 0);
+    return 1;
+}
+#endif
 
 int broker_reg_body(struct broker *s, int64_t dv_counter, int64_t dv_timestamp, struct buf *out)
 {
@@ -137,6 +163,7 @@ static int build_register(struct broker_reg *r, struct rmq_cmd *req)
 static void on_registered(void *ctx, int status, const struct rmq_cmd *resp)
 {
     struct breg_ns *ns = ctx;
+    assert(ns->in_flight); /* one callback per request sent */
     ns->in_flight = false;
     if (status == 0 && resp->code == RMQ_RESP_SUCCESS) {
         if (!ns->registered)
@@ -187,6 +214,7 @@ static void register_all(struct broker_reg *r)
                                     : strerror(-rc));
     }
     rmq_cmd_clear(&req);
+    assert(reg_sanity(r));
 }
 
 static void tick(struct loop *l, int id, void *ctx)
@@ -206,6 +234,7 @@ static void tick(struct loop *l, int id, void *ctx)
         r->gen_sent = r->s->topics.generation;
         r->sent_once = true;
     }
+    assert(r->gen_sent == r->s->topics.generation); /* what goes out is the current topics */
     r->next_ms = now + r->s->cfg->register_interval_ms;
     register_all(r);
 }
@@ -233,6 +262,7 @@ int broker_reg_start(struct broker *s)
     }
     if (rc == 0)
         rc = loop_add_timer(s->loop, 1, BREG_TICK_MS, tick, r, NULL);
+    assert(rc || (r->n == s->cfg->nnamesrv && reg_sanity(r)));
     return rc;
 }
 
@@ -260,6 +290,7 @@ static int unregister_exchange(int fd, const struct buf *frame, int32_t opaque, 
             return rc;
         }
         off += (size_t)w;
+        assert(off <= n);
     }
     struct rmq_frame_decoder dec;
     rmq_frame_decoder_init(&dec, 64 * 1024, 0);

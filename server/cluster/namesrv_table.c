@@ -21,6 +21,7 @@
 #include "request_codes.h"
 #include "rmq_body.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,29 @@ struct namesrv_table {
     struct ns_broker *b; /* owned, sorted by broker_name */
     size_t n;
 };
+
+#ifndef NDEBUG
+/* The table: at most NS_MAX_BROKERS entries, sorted by broker name with no
+ * name twice (find's linear search stops at the first greater one), each
+ * with its name, cluster and address, topics in bsearch order; the slots
+ * past n are empty (install moves them up whole). O(brokers + topics). */
+static int table_sanity(const struct namesrv_table *t)
+{
+    assert(t->n <= NS_MAX_BROKERS);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct ns_broker *b = &t->b[i];
+        assert(b->broker_name && b->cluster && b->addr);
+        assert(i == 0 || strcmp(t->b[i - 1].broker_name, b->broker_name) < 0);
+        assert(b->ntopics <= NS_MAX_TOPICS_PER_BROKER && (b->topics || b->ntopics == 0));
+        for (size_t k = 0; k < b->ntopics; k++)
+            assert(b->topics[k].name && (k == 0 || strcmp(b->topics[k - 1].name, b->topics[k].name) <= 0));
+        assert(b->registrations >= 1);
+    }
+    for (size_t i = t->n; i < NS_MAX_BROKERS; i++)
+        assert(!t->b[i].broker_name && !t->b[i].topics);
+    return 1;
+}
+#endif
 
 int namesrv_table_new(struct namesrv_table **out)
 {
@@ -93,11 +117,13 @@ void namesrv_table_free(struct namesrv_table *t)
 
 static void remove_at(struct namesrv_table *t, size_t i, const char *why)
 {
+    assert(i < t->n);
     log_info("namesrv: broker %s at %s removed (%s)", t->b[i].broker_name, t->b[i].addr, why);
     broker_clear(&t->b[i]);
     memmove(&t->b[i], &t->b[i + 1], (t->n - i - 1) * sizeof *t->b);
     t->n--;
     memset(&t->b[t->n], 0, sizeof *t->b);
+    assert(table_sanity(t));
 }
 
 static struct ns_broker *find(struct namesrv_table *t, const char *name, size_t *at)
@@ -106,6 +132,7 @@ static struct ns_broker *find(struct namesrv_table *t, const char *name, size_t 
     while (i < t->n && strcmp(t->b[i].broker_name, name) < 0)
         i++;
     *at = i;
+    assert(i <= t->n);
     return i < t->n && !strcmp(t->b[i].broker_name, name) ? &t->b[i] : NULL;
 }
 
@@ -163,6 +190,7 @@ static int parse_topics(const json_t *wrapper, struct ns_topic **out, size_t *no
             return RMQ_ENOMEM;
         }
     }
+    assert(n == cap); /* one entry per member of the table */
     qsort(tp, n, sizeof *tp, cmp_topic);
     *out = tp;
     *nout = n;
@@ -210,6 +238,7 @@ static int install(struct broker *s, const struct rmq_cmd *req, const char *name
                         ? hb
                         : s->cfg->broker_expiry_ms;
     if (fresh) {
+        assert(t->n < NS_MAX_BROKERS); /* the memmove has a free slot to move into */
         memmove(&t->b[at + 1], &t->b[at], (t->n - at) * sizeof *t->b);
         t->n++;
         log_info("namesrv: broker %s registered from %s (cluster %s, %zu topic(s))", name, addr, cluster,
@@ -220,6 +249,7 @@ static int install(struct broker *s, const struct rmq_cmd *req, const char *name
         broker_clear(b);
     }
     t->b[at] = nb;
+    assert(table_sanity(t) && find(t, name, &at) == &t->b[at]);
     return 0;
 }
 
@@ -279,6 +309,7 @@ void namesrv_register(struct broker *s, struct conn *c, struct rmq_cmd *req)
     }
     size_t at;
     struct ns_broker *b = find(s->ns, name, &at);
+    assert(b); /* install just put it there */
     b->dv_counter = dvc;
     b->dv_timestamp = dvt;
     /* Reply: RegisterBrokerResponseHeader (haServerAddr, masterAddr: unset for a master) and the
@@ -330,6 +361,7 @@ void namesrv_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req)
         rq[n++] = (struct rmq_route_queue){t->b[i].broker_name, tp->read_queue_nums, tp->write_queue_nums,
                                            tp->perm, tp->topic_sys_flag};
     }
+    assert(n <= t->n); /* at most one route entry per broker: rb and rq have t->n slots */
     if (rb && rq && n == 0) {
         /* PROTOCOL: docs/protocol.md §8.1 — no live broker has it: 17, and a pure name server never
          * auto-creates. */
@@ -399,6 +431,7 @@ void namesrv_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
     struct buf body;
     buf_init(&body, 0);
     int rc = list ? 0 : RMQ_ENOMEM;
+    assert(table_sanity(t)); /* the answer names every live broker's cluster and address */
     for (size_t i = 0; rc == 0 && i < t->n; i++)
         list[i] = (struct cluster_info_broker){t->b[i].broker_name, t->b[i].cluster, t->b[i].addr};
     if (rc == 0)
@@ -454,6 +487,7 @@ void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
         b->ntopics--;
         removed++;
     }
+    assert(table_sanity(s->ns));
     if (removed)
         log_info("namesrv: topic %s removed from %zu broker(s) by an admin request from %s", topic, removed,
                  c->peer);

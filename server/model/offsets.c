@@ -4,6 +4,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,8 @@ int offsets_put_at(struct offsets *o, const char *group, const char *topic, int3
         return RMQ_ENOMEM;
     e->offset = offset;
     e->updated_ms = now_ms;
+    /* The queue's max is the highest offset any group committed. */
+    assert(offsets_queue_max(o, topic, qid) >= (offset > 0 ? offset : 0));
     return RMQ_OK;
 }
 
@@ -108,6 +111,7 @@ static void split_key(const struct hashmap_entry *e, const char **group, const c
 {
     *group = e->key;
     *topic = e->key + strlen(e->key) + 1;
+    assert((size_t)(*topic - e->key) <= e->klen); /* the key has its three parts */
     *qid = (int32_t)atoi(*topic + strlen(*topic) + 1);
 }
 
@@ -138,6 +142,7 @@ static size_t remove_where(struct offsets *o, const char *group, const char *top
         if (!hit)
             return removed;
         for (struct hashmap_entry *e = hashmap_first(m, &b); e; e = hashmap_next(m, e, &b)) {
+            assert(n < cap); /* cap is the count: no more entries than that */
             const char *eg = e->key, *et = pass == 0 ? e->key + strlen(e->key) + 1 : e->key;
             if ((!group || !strcmp(eg, group)) && (!topic || !strcmp(et, topic)))
                 hit[n++] = e;
@@ -151,6 +156,7 @@ static size_t remove_where(struct offsets *o, const char *group, const char *top
         }
         if (pass == 0)
             removed = n;
+        assert(hashmap_sanity(m)); /* the pass walked the whole map */
         rmq_free(hit);
     }
     return removed;

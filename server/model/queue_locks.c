@@ -3,6 +3,7 @@
 
 #include "mem.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,8 +38,24 @@ void queue_locks_init(struct queue_locks *q)
 
 void queue_locks_free(struct queue_locks *q)
 {
+#ifndef NDEBUG
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&q->map, &b); e; e = hashmap_next(&q->map, e, &b))
+        assert(((const struct queue_lock *)e->val)->client_id); /* no lock without a holder */
+#endif
     hashmap_free(&q->map, free_lock);
 }
+
+#ifndef NDEBUG
+/* A lock always has a holder; the one just taken or renewed is held by
+ * client as of now_ms. */
+static int lock_sanity(const struct queue_lock *l, const char *client, int64_t now_ms)
+{
+    assert(l && l->client_id && !strcmp(l->client_id, client));
+    assert(l->renewed_ms == now_ms);
+    return 1;
+}
+#endif
 
 bool queue_locks_acquire(struct queue_locks *q, const char *group, const char *client,
                          const struct rmq_mq *mq, int64_t now_ms, int64_t lease_ms)
@@ -58,6 +75,7 @@ bool queue_locks_acquire(struct queue_locks *q, const char *group, const char *c
             l->client_id = id;
         }
         l->renewed_ms = now_ms;
+        assert(lock_sanity(l, client, now_ms));
         return true;
     }
     l = rmq_calloc(1, sizeof *l);
@@ -69,6 +87,7 @@ bool queue_locks_acquire(struct queue_locks *q, const char *group, const char *c
         free_lock(l);
         return false;
     }
+    assert(lock_sanity(hashmap_get(&q->map, key, n), client, now_ms));
     return true;
 }
 
@@ -80,6 +99,8 @@ void queue_locks_release(struct queue_locks *q, const char *group, const char *c
     struct queue_lock *l = hashmap_get(&q->map, key, n);
     if (l && !strcmp(l->client_id, client))
         free_lock(hashmap_remove(&q->map, key, n));
+    /* Released when it was client's; another holder's lock stays. */
+    assert(!hashmap_get(&q->map, key, n) || (l && strcmp(l->client_id, client) != 0));
 }
 
 const char *queue_locks_holder(const struct queue_locks *q, const char *group, const struct rmq_mq *mq)

@@ -2,11 +2,13 @@
 #include "registry.h"
 
 #include "array.h"
+#include "conn.h"
 #include "err.h"
 #include "mem.h"
 #include "notify_policy.h"
 #include "topics.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +20,127 @@ const char *reg_leave_reason_name(enum reg_leave_reason r)
     case REG_LEAVE_EXPIRE: return "expire";
     default: return "leave";
     }
+}
+
+/* ---- sanity (assert-only) ------------------------------------------------
+ * The invariants every mutator leaves behind. The local checks cost what
+ * the mutator touched; registry_sanity walks everything, in the tests and
+ * where the operation walks everything anyway (free; the expiry scan of a
+ * registry of up to REGISTRY_SANITY_SCAN_MAX groups and channels). */
+#define REGISTRY_SANITY_SCAN_MAX 4096
+
+#ifndef NDEBUG
+/* g is on the pending list exactly when its flag says so. O(pending). */
+static int pending_sanity(const struct registry *r, const struct reg_group *g)
+{
+    bool listed = false;
+    for (const struct reg_group *p = r->pending; p && !listed; p = p->next_pending)
+        listed = p == g;
+    assert(listed == g->notify_pending);
+    return 1;
+}
+
+/* A live group: in the map under its name, known, not empty (an emptied
+ * group is removed before the mutator returns). */
+static int group_sanity(const struct registry *r, const struct reg_group *g)
+{
+    assert(hashmap_get_str(&r->groups, g->g.name) == g);
+    assert(hashmap_get_str(&r->known, g->g.name) != NULL);
+    assert(g->g.nmembers > 0);
+    return 1;
+}
+
+/* Whether g is a live group: first among the channel's own groups (the
+ * common case), then by a walk of the map. */
+static bool group_live(const struct registry *r, const struct reg_channel *ch, const struct reg_group *g)
+{
+    for (size_t i = 0; i < ch->ngroups; i++)
+        if (hashmap_get_str(&r->groups, ch->groups[i]) == g)
+            return true;
+    size_t b;
+    for (struct hashmap_entry *e = hashmap_first(&r->groups, &b); e; e = hashmap_next(&r->groups, e, &b))
+        if (e->val == g)
+            return true;
+    return false;
+}
+
+/* One channel: in the map under its id, with its connection's id; every
+ * group it lists is live and lists it back as a member; a remembered
+ * heartbeat taken at the current groups_epoch points only at live groups
+ * (the "valid while groups_epoch is unchanged" rule). */
+static int channel_sanity(const struct registry *r, const struct reg_channel *ch)
+{
+    assert(hashmap_get(&r->channels, &ch->id, sizeof ch->id) == ch);
+    assert(!ch->conn || ch->conn->id == ch->id);
+    assert(ch->ngroups <= ch->groups_cap);
+    for (size_t i = 0; i < ch->ngroups; i++) {
+        const struct reg_group *g = hashmap_get_str(&r->groups, ch->groups[i]);
+        assert(g && group_sanity(r, g));
+        assert(mship_find(&g->g, ch->id) >= 0);
+    }
+    assert((ch->hb_refs != NULL) == (ch->hb_nrefs > 0));
+    assert(ch->hb_epoch <= r->groups_epoch);
+    if (ch->hb_len != 0 && ch->hb_epoch == r->groups_epoch)
+        for (size_t i = 0; i < ch->hb_nrefs; i++)
+            assert(group_live(r, ch, ch->hb_refs[i].group));
+    return 1;
+}
+
+/* The known names in the skip list: each level in strictly increasing
+ * order, every level a sublist of the one below, level 0 holding exactly
+ * the known map's names. O(known * levels). */
+static int names_sanity(const struct registry *r)
+{
+    assert(r->names_level <= REG_NAME_LEVELS);
+    for (unsigned lv = r->names_level; lv < REG_NAME_LEVELS; lv++)
+        assert(r->names_head[lv] == NULL);
+    size_t n = 0;
+    for (unsigned lv = 0; lv < r->names_level; lv++) {
+        const struct reg_name *prev = NULL;
+        for (const struct reg_name *x = r->names_head[lv]; x; x = x->next[lv]) {
+            assert(x->level > lv && x->level <= r->names_level);
+            assert(!prev || strcmp(prev->name, x->name) < 0);
+            assert(hashmap_get_str(&r->known, x->name) == x);
+            prev = x;
+            n += lv == 0;
+        }
+    }
+    assert(n == r->known.count);
+    return 1;
+}
+#endif
+
+bool registry_sanity(const struct registry *r)
+{
+    assert(hashmap_sanity(&r->groups) && hashmap_sanity(&r->channels) && hashmap_sanity(&r->known));
+    size_t memberships = 0, members = 0, flagged = 0, pending = 0, b;
+    for (struct hashmap_entry *e = hashmap_first(&r->channels, &b); e; e = hashmap_next(&r->channels, e, &b)) {
+        assert(channel_sanity(r, e->val));
+        memberships += ((const struct reg_channel *)e->val)->ngroups;
+    }
+    for (struct hashmap_entry *e = hashmap_first(&r->groups, &b); e; e = hashmap_next(&r->groups, e, &b)) {
+        const struct reg_group *g = e->val;
+        assert(group_sanity(r, g));
+        for (size_t i = 0; i < g->g.nmembers; i++) {
+            /* The member's channel is open (that it lists the group back
+             * follows from the counts below); registry_expire keeps
+             * expiry_floor_ms a lower bound. */
+            assert(hashmap_get(&r->channels, &g->g.members[i].channel_id, sizeof(uint64_t)));
+            assert(g->g.members[i].last_hb_ms >= g->expiry_floor_ms);
+        }
+        members += g->g.nmembers;
+        flagged += g->notify_pending;
+    }
+    for (const struct reg_group *g = r->pending; g; g = g->next_pending) {
+        assert(g->notify_pending && group_sanity(r, g));
+        pending++;
+        assert(pending <= r->groups.count); /* no cycle */
+    }
+    /* Counts match the lists: each membership is on both sides once. */
+    assert(memberships == members);
+    assert(pending == flagged);
+    assert(names_sanity(r));
+    return memberships == members && pending == flagged;
 }
 
 void registry_init(struct registry *r, const struct registry_hooks *hooks)
@@ -64,6 +187,7 @@ static void free_group(void *p)
 
 void registry_free(struct registry *r)
 {
+    assert(registry_sanity(r)); /* freeing walks everything anyway */
     hashmap_free(&r->channels, free_channel);
     hashmap_free(&r->groups, free_group);
     hashmap_free(&r->known, rmq_free); /* the reg_name nodes */
@@ -78,6 +202,8 @@ int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, co
     struct reg_channel *ch = rmq_calloc(1, sizeof *ch);
     if (!ch)
         return RMQ_ENOMEM;
+    assert(!conn || conn->id == id); /* the channel id is its connection's */
+    assert(!hashmap_get(&r->channels, &id, sizeof id)); /* ids are never reused */
     ch->id = id;
     ch->conn = conn;
     ch->opened_ms = now_ms;
@@ -86,6 +212,7 @@ int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, co
         rmq_free(ch);
         return RMQ_ENOMEM;
     }
+    assert(channel_sanity(r, ch));
     return RMQ_OK;
 }
 
@@ -153,6 +280,10 @@ int registry_mark_known(struct registry *r, const char *name)
             *slot = n;
         }
     }
+    /* In order at level 0: after its predecessor, before its successor. */
+    assert(!prev || strcmp(prev->name, n->name) < 0);
+    assert(!n->next[0] || strcmp(n->name, n->next[0]->name) < 0);
+    assert(level <= r->names_level && r->names_level <= REG_NAME_LEVELS);
     return RMQ_OK;
 }
 
@@ -175,6 +306,9 @@ void registry_mark_notify(struct registry *r, struct reg_group *g)
 {
     if (g->notify_pending)
         return;
+    /* Only a group in the live view can owe a NOTIFY (a hook may mark one
+     * its last member is leaving; removing it unlinks it again). */
+    assert(hashmap_get_str(&r->groups, g->g.name) == g);
     g->notify_pending = true;
     g->next_pending = r->pending;
     r->pending = g;
@@ -210,6 +344,12 @@ struct reg_group *registry_take_due(struct registry *r, int64_t now_ms, int64_t 
         *tail = g;
         tail = &g->next_pending;
     }
+#ifndef NDEBUG
+    for (const struct reg_group *g = r->pending; g; g = g->next_pending)
+        assert(g->notify_pending);
+    for (const struct reg_group *g = due; g; g = g->next_pending)
+        assert(!g->notify_pending && g->notify_sent_ms == now_ms);
+#endif
     return due;
 }
 
@@ -240,9 +380,11 @@ static void unlink_pending(struct registry *r, struct reg_group *g)
     struct reg_group **pp = &r->pending;
     while (*pp && *pp != g)
         pp = &(*pp)->next_pending;
+    assert(*pp == g); /* flagged means listed */
     if (*pp)
         *pp = g->next_pending;
     g->notify_pending = false;
+    assert(pending_sanity(r, g));
 }
 
 static void channel_forget_group(struct reg_channel *ch, const char *group)
@@ -258,6 +400,10 @@ static void channel_forget_group(struct reg_channel *ch, const char *group)
 
 static int channel_add_group(struct reg_channel *ch, const char *group)
 {
+#ifndef NDEBUG
+    for (size_t i = 0; i < ch->ngroups; i++)
+        assert(strcmp(ch->groups[i], group) != 0); /* only a join adds, and a channel joins once */
+#endif
     if (RMQ_GROW(ch->groups, ch->groups_cap, ch->ngroups + 1, 4) != 0)
         return RMQ_ENOMEM;
     char *dup = rmq_strdup(group);
@@ -275,7 +421,10 @@ static void maybe_remove_group(struct registry *r, struct reg_group *g)
     if (r->hooks.group_empty)
         r->hooks.group_empty(r->hooks.ctx, g);
     unlink_pending(r, g);
-    hashmap_remove_str(&r->groups, g->g.name);
+    assert(!g->notify_pending);
+    struct reg_group *gone = hashmap_remove_str(&r->groups, g->g.name);
+    assert(gone == g);
+    (void)gone;
     free_group(g);
     r->groups_epoch++; /* remembered heartbeats may point at it */
 }
@@ -304,6 +453,13 @@ void registry_channel_close(struct registry *r, uint64_t id)
         if (g)
             leave_group(r, g, id, REG_LEAVE_CLOSE);
     }
+#ifndef NDEBUG
+    /* No group it was in lists it any more. */
+    for (size_t i = 0; i < ch->ngroups; i++) {
+        const struct reg_group *g = registry_group(r, ch->groups[i]);
+        assert(!g || (mship_find(&g->g, id) < 0 && group_sanity(r, g)));
+    }
+#endif
     free_channel(ch);
 }
 
@@ -314,7 +470,9 @@ int registry_unregister(struct registry *r, uint64_t id, const char *group)
     if (!ch || !g)
         return 0;
     channel_forget_group(ch, group);
-    return leave_group(r, g, id, REG_LEAVE_UNREGISTER);
+    int left = leave_group(r, g, id, REG_LEAVE_UNREGISTER);
+    assert(channel_sanity(r, ch));
+    return left;
 }
 
 static int get_or_create_group(struct registry *r, const char *name, struct reg_group **out)
@@ -333,6 +491,7 @@ static int get_or_create_group(struct registry *r, const char *name, struct reg_
         free_group(g);
         return RMQ_ENOMEM;
     }
+    assert(registry_group_known(r, name));
     *out = g;
     return RMQ_OK;
 }
@@ -442,6 +601,7 @@ bool registry_heartbeat_repeat(struct registry *r, uint64_t id, int32_t language
     }
     ch->last_hb_ms = now_ms;
     for (size_t i = 0; i < ch->hb_nrefs; i++) {
+        assert(ms[i]->channel_id == id && group_sanity(r, gs[i]));
         ms[i]->last_hb_ms = now_ms;
         if (r->hooks.heartbeat)
             r->hooks.heartbeat(r->hooks.ctx, gs[i], ms[i], 0);
@@ -493,6 +653,7 @@ int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_
             if (out.flags & MSHIP_JOINED)
                 mship_remove_channel(&g->g, id, NULL, NULL);
             maybe_remove_group(r, g);
+            assert(channel_sanity(r, ch)); /* the half-made join left no trace */
             return rc;
         }
         const struct mship_member *m = &g->g.members[out.member_index];
@@ -505,6 +666,7 @@ int registry_heartbeat(struct registry *r, uint64_t id, int32_t language, int32_
         res->sub_change = res->sub_change || out.sub_change;
     }
     remember_repeat(r, ch, hb, body, len, res->sub_change);
+    assert(channel_sanity(r, ch)); /* and, through it, every group it is in */
     return RMQ_OK;
 }
 
@@ -563,6 +725,11 @@ apply:
         rmq_free(todo[i].group);
     }
     rmq_free(todo);
+    assert(n <= max);
+    /* The scan walks every group already, but the check costs more per
+     * group: above a small registry it would stall the loop (a debug
+     * daemon under a load test), so only small ones get it every scan. */
+    assert(r->groups.count + r->channels.count > REGISTRY_SANITY_SCAN_MAX || registry_sanity(r));
     return n;
 }
 

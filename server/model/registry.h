@@ -193,4 +193,11 @@ struct reg_group *registry_take_due(struct registry *r, int64_t now_ms, int64_t 
 /* When the earliest pending group falls due (INT64_MAX: none pending). */
 int64_t registry_next_due(const struct registry *r, int64_t coalesce_ms, bool backlogged);
 
+/* Asserts (debug builds) every invariant of the registry: each membership
+ * listed by both its channel and its group, counts matching, the pending
+ * list exactly the flagged groups, remembered heartbeats pointing at live
+ * groups, the name index sorted and complete. True when they hold. O(all
+ * the state): for tests, and for the operations that walk it anyway. */
+bool registry_sanity(const struct registry *r);
+
 #endif

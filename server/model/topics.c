@@ -7,8 +7,30 @@
 #include "mem.h"
 #include "rmq_body.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef NDEBUG
+/* A stored topic: a valid name, 1..TOPIC_MAX_BROKERS brokers sorted by
+ * name with no name twice (routes list them so), counts within limits, and
+ * a cached route only with its length. */
+static int topic_sanity(const struct topic *tp)
+{
+    assert(tp->name && topics_name_ok(tp->name));
+    assert(tp->nbrokers >= 1 && tp->nbrokers <= TOPIC_MAX_BROKERS);
+    for (size_t i = 0; i < tp->nbrokers; i++) {
+        const struct topic_broker *b = &tp->brokers[i];
+        assert(b->broker_name);
+        assert(i == 0 || strcmp(tp->brokers[i - 1].broker_name, b->broker_name) < 0);
+        assert(b->read_queue_nums >= 0 && b->read_queue_nums <= TOPIC_MAX_QUEUES);
+        assert(b->write_queue_nums >= 0 && b->write_queue_nums <= TOPIC_MAX_QUEUES);
+    }
+    for (int k = 0; k < 2; k++)
+        assert(tp->route_json[k] || tp->route_len[k] == 0);
+    return 1;
+}
+#endif
 
 void topics_init(struct topics *t)
 {
@@ -109,6 +131,7 @@ int topics_put(struct topics *t, const char *name, const struct topic_broker *br
     }
     free_topic(old);
     t->generation++;
+    assert(topic_sanity(tp) && topics_get(t, name) == tp);
     return RMQ_OK;
 }
 
@@ -119,6 +142,7 @@ int topics_delete(struct topics *t, const char *name)
         return RMQ_ENOTFOUND;
     free_topic(tp);
     t->generation++;
+    assert(!topics_get(t, name));
     return RMQ_OK;
 }
 
@@ -128,6 +152,7 @@ static int encode_route(const struct topic *tp, const char *cluster, const char 
 {
     struct rmq_route_broker rb[TOPIC_MAX_BROKERS];
     struct rmq_route_queue rq[TOPIC_MAX_BROKERS];
+    assert(topic_sanity(tp)); /* nbrokers fits the arrays */
     for (size_t i = 0; i < tp->nbrokers; i++) {
         rb[i] = (struct rmq_route_broker){
             .broker_name = tp->brokers[i].broker_name, .cluster = cluster, .master_addr = addr};
@@ -153,6 +178,7 @@ int topics_route_encode(const struct topic *tp, const char *cluster, const char 
             buf_free(&b);
             return rc;
         }
+        assert(b.pos == 0 && buf_live(&b) > 0);
         mut->route_len[k] = buf_live(&b);
         mut->route_json[k] = (char *)b.data; /* pos is 0: nothing was consumed */
     }

@@ -180,7 +180,58 @@ static const struct {
 
 const char *store_stmt_name(enum stmt_id id)
 {
+    assert(id >= 0 && id < ST_COUNT);
     return stmt_def[id].name;
+}
+
+bool store_batch_sanity(const struct store *s)
+{
+    assert(s->db);
+    assert(s->in_batch == !sqlite3_get_autocommit(s->db));
+    assert(s->savepoints == 0); /* each multi-statement write released or undid its own */
+    return s->in_batch == !sqlite3_get_autocommit(s->db) && s->savepoints == 0;
+}
+
+#ifndef NDEBUG
+/* What statement id may run in the batch's state: BEGIN only outside a
+ * transaction, a savepoint only inside the batch and never nested (no
+ * write runs inside another), RELEASE and ROLLBACK TO only inside one,
+ * COMMIT only with every write's savepoint closed (a half-done write must
+ * not commit: store_write_end's undo either released it or ended the
+ * batch). */
+static int stmt_precondition(const struct store *s, enum stmt_id id)
+{
+    switch (id) {
+    case ST_BEGIN: assert(!s->in_batch && sqlite3_get_autocommit(s->db)); break;
+    case ST_SAVEPOINT: assert(s->in_batch && s->savepoints == 0); break;
+    case ST_RELEASE:
+    case ST_ROLLBACK_TO: assert(s->in_batch && s->savepoints == 1); break;
+    case ST_COMMIT: assert(s->in_batch && s->savepoints == 0); break;
+    default: break; /* ROLLBACK may run defensively after SQLite rolled back on its own */
+    }
+    return 1;
+}
+#endif
+
+/* Follows the savepoint depth as statement id finishes (err its result). */
+static void count_savepoints(struct store *s, enum stmt_id id, int err)
+{
+    if (err) {
+        if (sqlite3_get_autocommit(s->db))
+            s->savepoints = 0; /* SQLite rolled the whole transaction back */
+        return;
+    }
+    switch (id) {
+    case ST_SAVEPOINT: s->savepoints++; break;
+    case ST_RELEASE: s->savepoints--; break;
+    case ST_COMMIT:
+    case ST_ROLLBACK: s->savepoints = 0; break;
+    default: break;
+    }
+    assert(s->savepoints >= 0 && s->savepoints <= 1);
+    /* Any other statement leaves the transaction as it found it. */
+    assert(id == ST_BEGIN || id == ST_COMMIT || id == ST_ROLLBACK ||
+           s->in_batch == !sqlite3_get_autocommit(s->db));
 }
 
 /* WAL frames after which the syncer is asked for an early checkpoint (the
@@ -259,7 +310,9 @@ static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
  * Returns 0 or an RMQ_E* code with errbuf set. */
 static int exec_st_va(struct store *s, enum stmt_id id, int *changes, const char *fmt, va_list ap)
 {
+    assert(stmt_precondition(s, id));
     sqlite3_stmt *st = s->st[id];
+    assert(st && sqlite3_bind_parameter_count(st) == (int)strlen(fmt)); /* one fmt char per parameter */
     int rc = bind_va(st, fmt, ap);
     if (rc == SQLITE_OK) {
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -274,6 +327,7 @@ static int exec_st_va(struct store *s, enum stmt_id id, int *changes, const char
      * clear_bindings always returns SQLITE_OK. */
     (void)sqlite3_reset(st);
     (void)sqlite3_clear_bindings(st);
+    count_savepoints(s, id, err);
     return err;
 }
 
@@ -338,6 +392,7 @@ int store_write_one(struct store *s, int *changes, enum stmt_id id, const char *
     va_start(ap, fmt);
     err = exec_st_va(s, id, changes, fmt, ap);
     va_end(ap);
+    assert(store_batch_sanity(s));
     return err;
 }
 
@@ -551,6 +606,7 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
     if ((e = store_exec_st(s, ST_RUN_INSERT, NULL, "Id", wall_ms(), (int)schema_migration_count)) != 0)
         goto fail;
     s->run_id = sqlite3_last_insert_rowid(s->db);
+    assert(s->run_id > 0 && store_batch_sanity(s)); /* opened outside any batch */
     s->errbuf[0] = 0;
     *out = s;
     return 0;
@@ -564,6 +620,7 @@ void store_close(struct store *s)
 {
     if (!s)
         return;
+    assert(store_batch_sanity(s));
     /* Nobody is left to hear a failure; a lost batch is what a crash here
      * would have lost too. */
     if (s->in_batch)
@@ -597,6 +654,7 @@ void store_soft_writes(struct store *s, bool on)
 
 bool store_in_batch(const struct store *s)
 {
+    assert(store_batch_sanity(s));
     return s->in_batch;
 }
 
@@ -696,6 +754,7 @@ static int on_wal_commit(void *ctx, sqlite3 *db, const char *schema, int frames)
 
 int store_lazy_sync(struct store *s, int64_t interval_ms)
 {
+    assert(store_batch_sanity(s));
     if (s->syncer || s->in_batch)
         return store_refuse(s, RMQ_ESTATE, "lazy sync");
     const char *path = sqlite3_db_filename(s->db, "main");
@@ -742,5 +801,7 @@ int store_reset(struct store *s)
         "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
         "DELETE FROM clients; DELETE FROM events; DELETE FROM channels; DELETE FROM subscription_groups;",
         "reset");
-    return store_write_end(s, err);
+    err = store_write_end(s, err);
+    assert(store_batch_sanity(s));
+    return err;
 }

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "store_internal.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 
 /* Prepares sql, binds the strings args (NULL binds SQL NULL) and int64
@@ -43,7 +44,9 @@ static int write_sql(struct store *s, const char *what, const char *sql, const c
     int err = store_write_begin(s);
     if (err)
         return err;
-    return store_write_end(s, run(s, what, sql, args, nargs, has_i64, last_i64));
+    err = store_write_end(s, run(s, what, sql, args, nargs, has_i64, last_i64));
+    assert(store_batch_sanity(s));
+    return err;
 }
 
 int store_put_group_config(struct store *s, const char *group, const char *config_json, int64_t now_ms)

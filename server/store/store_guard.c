@@ -13,6 +13,7 @@
 #include "mem.h"
 #include "store_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -59,6 +60,7 @@ static int refuse_symlinks(const char *path, char *err, size_t errlen)
 
 int store_lock_acquire(struct store *s, const char *path, char *err, size_t errlen)
 {
+    assert(s->lock_fd < 0); /* one lock per store: a second would leak the first */
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* no lock file beside a directory */
         (void)rmq_fail(err, errlen, RMQ_OK, "open %s: %s", path, strerror(EISDIR));
@@ -98,6 +100,7 @@ int store_lock_acquire(struct store *s, const char *path, char *err, size_t errl
     }
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    assert(n > 0 && (size_t)n < sizeof pid);
     /* The pid is only for the message of a refused second daemon: a failure
      * to write it loses nothing but that. */
     if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) != n)
@@ -211,6 +214,7 @@ static int writer_busy(void *ctx, int n)
     uint64_t now = rmq_mono_us();
     if (n == 0)
         s->busy_since_us = now;
+    assert(n >= 0 && s->busy_since_us <= now); /* a wait is timed from its first call */
     if (now < s->busy_quiet_until_us)
         return 0;
     if (now - s->busy_since_us >= STORE_BUSY_WAIT_MS * 1000) {

@@ -31,6 +31,7 @@ struct store {
     int64_t run_id;
     bool in_batch;                /* BEGIN has run and COMMIT has not */
     bool batch_lost;              /* SQLite rolled an open batch back; the next store_commit reports it */
+    int savepoints;               /* open savepoints of the batch, as the statements run (exec_st_va) */
     uint64_t writes;              /* write calls so far, soft ones excepted (store_write_count) */
     bool soft;                    /* store_soft_writes: writes do not count */
     struct store_syncer *syncer;  /* lazy commits on: the thread that fsyncs them; owned */
@@ -70,6 +71,11 @@ int store_bounded_busy(struct store *s);
  * before_run (reason and event kind: kind), one event per group that had
  * live members; *groups (may be NULL) gets their count. In the batch. */
 int store_end_runs_before(struct store *s, int64_t before_run, const char *kind, int64_t now_ms, int *groups);
+
+/* store.c: asserts (debug builds) that the batch state between two calls
+ * is SQLite's: in_batch exactly when a transaction is open, and no write's
+ * savepoint left open. True when it is. */
+bool store_batch_sanity(const struct store *s);
 
 /* The statement's name, for error messages. */
 const char *store_stmt_name(enum stmt_id id);

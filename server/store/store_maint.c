@@ -10,6 +10,7 @@
 #include "err.h"
 #include "store_internal.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 
 /* How often store_prune runs: once a second, or at once again while a full
@@ -38,6 +39,7 @@ int store_prune(struct store *s, int64_t now_ms, int *pruned)
         err = store_exec_st(s, ST_PRUNE_CHANNELS, &n, "IId", (int64_t)STORE_KEEP_CLOSED_CHANNELS, before,
                             STORE_PRUNE_BATCH);
     err = store_write_end(s, err);
+    assert(store_batch_sanity(s) && n <= STORE_PRUNE_BATCH);
     if (!err && n == STORE_PRUNE_BATCH)
         s->prune_next_ms = now_ms + PRUNE_BEHIND_MS;
     if (!err && pruned)
@@ -86,7 +88,9 @@ int store_resync_finish(struct store *s, const char *live_groups_json, const cha
     err = store_exec_st(s, ST_RESYNC_END_GROUPS, NULL, "sI", live_groups_json, now_ms);
     if (!err)
         err = store_exec_st(s, ST_RESYNC_CLOSE_CHANNELS, NULL, "sI", live_channels_json, now_ms);
-    return store_write_end(s, err);
+    err = store_write_end(s, err);
+    assert(store_batch_sanity(s));
+    return err;
 }
 
 int store_end_run(struct store *s, int64_t now_ms, int *groups)

@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "store_internal.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <string.h>
 
@@ -29,7 +30,9 @@ int store_end_runs_before(struct store *s, int64_t before_run, const char *kind,
         err = store_exec_st(s, ST_RECOVER_MEMBERS, NULL, "IIs", now_ms, before_run, kind);
     if (!err)
         err = store_exec_st(s, ST_RECOVER_CHANNELS, NULL, "IIs", now_ms, before_run, kind);
-    return store_write_end(s, err);
+    err = store_write_end(s, err);
+    assert(store_batch_sanity(s));
+    return err;
 }
 
 int store_recover(struct store *s, int64_t now_ms, int *groups_out)
@@ -68,7 +71,9 @@ int store_close_channel(struct store *s, int64_t channel_id, const char *reason,
         err = store_refuse(s, RMQ_ENOTFOUND, "close channel");
     if (!err)
         err = store_exec_st(s, ST_CHANNEL_MEMBERS_LEAVE, NULL, "IIs", channel_id, now_ms, reason);
-    return store_write_end(s, err);
+    err = store_write_end(s, err);
+    assert(store_batch_sanity(s));
+    return err;
 }
 
 int store_put_group(struct store *s, const char *group, const char *consume_type, const char *message_model,
@@ -116,7 +121,9 @@ int store_put_subscriptions(struct store *s, const char *group, const struct sto
         err = store_exec_st(s, ST_SUB_PUT, NULL, "sssssII", group, u->topic, u->sub_string,
                             u->expression_type, u->tags_json ? u->tags_json : "[]", u->sub_version, now_ms);
     }
-    return store_write_end(s, err);
+    err = store_write_end(s, err);
+    assert(store_batch_sanity(s));
+    return err;
 }
 
 /* NULL before/after store "[]"; channel_id 0 and a NULL client_id are

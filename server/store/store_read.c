@@ -18,6 +18,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,6 +146,7 @@ static size_t utf8_seq(const unsigned char *p, size_t left)
     }
     if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) || (n == 3 && v < 0x800) || (n == 4 && v < 0x10000))
         return 0;
+    assert(n >= 2 && n <= 4 && n <= left); /* the copy below may take n bytes */
     return n;
 }
 
@@ -163,6 +165,7 @@ static char *utf8_lossy_copy(const unsigned char *t, size_t n)
             copy[i++] = '?';
             continue;
         }
+        assert(k <= n - i);
         memcpy(copy + i, t + i, k);
         i += k;
     }
@@ -297,6 +300,7 @@ static struct list_cache_entry *list_cache_find(struct list_cache *c, const char
 
 static void list_cache_drop(struct list_cache *c, struct list_cache_entry *e)
 {
+    assert(c->n > 0 && e >= c->e && e < c->e + c->n);
     rmq_free(e->group);
     json_decref(e->list);
     *e = c->e[--c->n];
@@ -318,7 +322,9 @@ static int apply_delta(json_t *list, const char *kind, sqlite3_stmt *st, int col
         const char *cid = (const char *)sqlite3_column_text(st, col);
         if (!gone || !cid || strcmp(gone, cid) != 0)
             return RMQ_EPROTO;
-        return json_array_remove(list, (size_t)index) == 0 ? 0 : RMQ_EPROTO;
+        int x = json_array_remove(list, (size_t)index) == 0 ? 0 : RMQ_EPROTO;
+        assert(x || json_array_size(list) == n - 1);
+        return x;
     }
     json_t *id = text_value(st, col);
     if (!id)
@@ -327,7 +333,9 @@ static int apply_delta(json_t *list, const char *kind, sqlite3_stmt *st, int col
         json_decref(id);
         return RMQ_EPROTO;
     }
-    return json_array_insert_new(list, (size_t)index, id) == 0 ? 0 : RMQ_ENOMEM;
+    int x = json_array_insert_new(list, (size_t)index, id) == 0 ? 0 : RMQ_ENOMEM;
+    assert(x || json_array_size(list) == n + 1);
+    return x;
 }
 
 /* Brings e->list up to just before event to_id: applies every event of
@@ -416,14 +424,17 @@ static int list_before(struct store_reader *r, struct list_cache *c, const char 
             json_decref(list);
             return x;
         }
+        assert(!list_cache_find(c, group)); /* one entry per group: find returns the first */
         e = &c->e[c->n++];
         *e = (struct list_cache_entry){name, from, seq, list};
+        assert(c->n <= c->cap && from < id);
     }
     int x = catch_up(r, e, id, err, errlen);
     if (x != 0) {
         list_cache_drop(c, e);
         return x;
     }
+    assert(json_is_array(e->list) && e->group); /* a rebuilt list, never a null one */
     *out = e;
     return 0;
 }
@@ -529,8 +540,11 @@ static int collect_events(struct store_reader *r, sqlite3_stmt *st, json_t *even
         json_t *ev = event_row(r, &cache, st, &e, err, errlen);
         if (e == 0 && json_array_append_new(events, ev) != 0)
             e = RMQ_ENOMEM;
-        if (e == 0)
+        if (e == 0) {
+            /* ORDER BY id: a page only moves forward, as the poller's "next" relies on */
+            assert(sqlite3_column_int64(st, 0) > *next);
             *next = sqlite3_column_int64(st, 0);
+        }
     }
     list_cache_free(&cache);
     if (e == RMQ_ENOMEM)
@@ -571,6 +585,7 @@ json_t *store_reader_events(struct store_reader *r, const char *group, int64_t s
         e = RMQ_ENOMEM;
     else
         e = collect_events(r, st, events, &next, err, errlen);
+    assert(e || json_array_size(events) <= (size_t)limit);
     /* Ends the read transaction. reset repeats the step error (handled);
      * clear_bindings always returns SQLITE_OK. */
     (void)sqlite3_reset(st);

@@ -5,6 +5,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -92,6 +93,7 @@ static bool truncate_if_big(struct store_syncer *y)
     int rc = sqlite3_wal_checkpoint_v2(y->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     (void)sqlite3_busy_timeout(y->db, SYNCER_BUSY_TIMEOUT_MS);
     release_writer(y);
+    assert(!atomic_load(&y->truncating)); /* the writer never waits past a TRUNCATE's end */
     return rc == SQLITE_OK;
 }
 
@@ -112,12 +114,16 @@ static void checkpoint(struct store_syncer *y)
     y->stats.last_us = took;
     if (took > y->stats.max_us)
         y->stats.max_us = took;
+    /* Each pass counts once and truncates or fails at most once. */
+    assert(y->stats.truncations <= y->stats.checkpoints && y->stats.failures <= y->stats.checkpoints);
+    assert(y->stats.last_us <= y->stats.max_us);
     pthread_mutex_unlock(&y->mu);
 }
 
 static void *run(void *arg)
 {
     struct store_syncer *y = arg;
+    assert(y->interval_ms > 0); /* a zero wait would spin */
     pthread_mutex_lock(&y->mu);
     while (!y->stop) {
         struct timespec until = rmq_clock_after_ms(CLOCK_MONOTONIC, y->interval_ms);
@@ -245,9 +251,13 @@ void store_syncer_stop(struct store_syncer *y)
     y->stop = true;
     pthread_cond_signal(&y->cv);
     pthread_mutex_unlock(&y->mu);
-    (void)pthread_join(y->thread, NULL); /* joinable and not yet joined: cannot fail */
+    int rc = pthread_join(y->thread, NULL);
+    assert(rc == 0); /* joinable and not yet joined: cannot fail */
+    assert(!atomic_load(&y->truncating));
     checkpoint(y);
-    (void)sqlite3_close(y->db); /* no statements are ever prepared on it */
+    rc = sqlite3_close(y->db);
+    assert(rc == SQLITE_OK); /* no statements are ever prepared on it, so it cannot be busy */
+    (void)rc;
     (void)pthread_mutex_destroy(&y->mu);
     (void)pthread_cond_destroy(&y->cv);
     (void)pthread_cond_destroy(&y->done_cv);

@@ -12,6 +12,7 @@
 #include "mem.h"
 #include "store_internal.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <string.h>
 
@@ -133,7 +134,9 @@ int store_put_topic(struct store *s, const char *topic, const struct store_topic
     for (size_t i = 0; i < n && !err; i++)
         err = store_exec_st(s, ST_TOPIC_BROKER_PUT, NULL, "ssddd", topic, brokers[i].broker_name,
                             brokers[i].read_queue_nums, brokers[i].write_queue_nums, brokers[i].perm);
-    return store_write_end(s, err);
+    err = store_write_end(s, err);
+    assert(store_batch_sanity(s));
+    return err;
 }
 
 int store_delete_topic(struct store *s, const char *topic)

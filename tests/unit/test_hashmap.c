@@ -27,6 +27,7 @@ static void test_put_get_remove_many(void **state)
         assert_int_equal(hashmap_put_str(&m, key, &vals[i], NULL), 0);
     }
     assert_int_equal(m.count, N);
+    assert_true(hashmap_sanity(&m));
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof key, "k%d", i);
         int *v = hashmap_get_str(&m, key);
@@ -39,6 +40,7 @@ static void test_put_get_remove_many(void **state)
         assert_ptr_equal(hashmap_remove_str(&m, key), &vals[i]);
     }
     assert_int_equal(m.count, N / 2);
+    assert_true(hashmap_sanity(&m));
     size_t b, seen = 0;
     for (struct hashmap_entry *e = hashmap_first(&m, &b); e; e = hashmap_next(&m, e, &b)) {
         int v = *(int *)e->val;
@@ -86,6 +88,7 @@ static void test_out_of_memory_leaves_map_unchanged(void **state)
             break;
         assert_null(hashmap_get_str(&m, "x"));
         assert_int_equal(m.count, 0);
+        assert_true(hashmap_sanity(&m));
     }
     assert_ptr_equal(hashmap_get_str(&m, "x"), &v);
     hashmap_free(&m, NULL);

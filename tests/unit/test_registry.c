@@ -129,7 +129,9 @@ static void test_join_close_removes_from_every_group(void **state)
     assert_int_equal(w->l.joined, 3);
     beat(&w->r, 1, "a", "G1", "T");
     assert_int_equal(w->l.joined, 3);
+    assert_true(registry_sanity(&w->r));
     registry_channel_close(&w->r, 1);
+    assert_true(registry_sanity(&w->r));
     assert_int_equal(w->l.left, 2);
     assert_int_equal(w->l.last_why, REG_LEAVE_CLOSE);
     assert_null(registry_group(&w->r, "G2")); /* emptied and removed */
@@ -150,6 +152,7 @@ static void test_unregister_keeps_channel(void **state)
     assert_string_equal(w->l.last_left, "a");
     assert_int_equal(w->l.last_index, 0);
     assert_int_equal(registry_unregister(&w->r, 1, "G"), 0);
+    assert_true(registry_sanity(&w->r));
     assert_non_null(registry_channel(&w->r, 1));
     /* a later close of that channel is not a second leave */
     registry_channel_close(&w->r, 1);

@@ -81,6 +81,7 @@ static void test_malformed_bodies(void **state)
         "{\"mqTable\":{{}:{}",
         "{\"a\" 1}",
         "{\"mqTable\":{{\"brokerName\":\"b\",\"queueId\":0,\"topic\":\"T\"}{}}}",
+        "{\"a\\", /* ends on an escape's backslash: the scanner must stop at the end */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct rmq_running_info ri;
