@@ -6,7 +6,7 @@
  * Loop thread only. */
 #include "admin_group_requests.h"
 
-#include "admin_reply.h"
+#include "admin_body.h"
 
 #include "conn.h"
 #include "err.h"
@@ -147,7 +147,7 @@ void admin_group_req_get_all(struct broker *s, struct conn *c, struct rmq_cmd *r
                                      "counter", (json_int_t)s->group_configs_version, "stateVersion", 0,
                                      "timestamp", (json_int_t)broker_now_ms(s))
                          : NULL;
-    admin_reply_json(s, c, req, body, false);
+    admin_body_reply(s, c, req, body, false);
 }
 
 /* DELETE_SUBSCRIPTIONGROUP (207): the stored config, and the group's

@@ -17,7 +17,7 @@
  * also sent RESET_CONSUMER_CLIENT_OFFSET (220, oneway). Loop thread only. */
 #include "admin_offset_requests.h"
 
-#include "admin_reply.h"
+#include "admin_body.h"
 
 #include "conn.h"
 #include "err.h"
@@ -107,7 +107,7 @@ void admin_offset_req_consume_stats(struct broker *s, struct conn *c, struct rmq
             for (int q = 0; table && q < tp->brokers[b].read_queue_nums; q++) {
                 int64_t committed = 0;
                 (void)offsets_get(&s->offsets, group, tp->name, q, &committed);
-                char *key = admin_reply_mq_key(tp->brokers[b].broker_name, tp->name, q);
+                char *key = admin_body_mq_key(tp->brokers[b].broker_name, tp->name, q);
                 json_t *row = json_pack("{s:I,s:I,s:I,s:I}", "brokerOffset",
                                         (json_int_t)offset_table_queue_end(s, tp->name, q), "consumerOffset",
                                         (json_int_t)committed, "lastTimestamp", (json_int_t)0, "pullOffset",
@@ -121,7 +121,7 @@ void admin_offset_req_consume_stats(struct broker *s, struct conn *c, struct rmq
         }
     }
     json_decref(set);
-    admin_reply_json(s, c, req,
+    admin_body_reply(s, c, req,
                      set && table ? json_pack("{s:f,s:o}", "consumeTps", 0.0, "offsetTable", table) : NULL,
                      false);
 }
@@ -247,7 +247,7 @@ static json_t *reset_body(const struct admin_reset *r, const struct admin_reset_
 {
     json_t *table = json_object();
     for (size_t i = 0; table && i < n; i++) {
-        char *key = admin_reply_mq_key(rows[i].broker_name, r->topic, rows[i].queue_id);
+        char *key = admin_body_mq_key(rows[i].broker_name, r->topic, rows[i].queue_id);
         if (!key || json_object_set_new(table, key, json_integer(rows[i].to)) != 0) {
             json_decref(table);
             table = NULL;
@@ -352,5 +352,5 @@ void admin_offset_req_reset(struct broker *s, struct conn *c, struct rmq_cmd *re
     log_info("reset of %s on %s asked by an admin request from %s", r.group, r.topic, c->peer);
     json_t *body = reset_body(&r, rows, n);
     rmq_free(rows);
-    admin_reply_json(s, c, req, body, true);
+    admin_body_reply(s, c, req, body, true);
 }

@@ -6,7 +6,7 @@
  * answers), so topicStatus and consumerProgress agree. Loop thread only. */
 #include "admin_topic_requests.h"
 
-#include "admin_reply.h"
+#include "admin_body.h"
 #include "offset_table.h"
 
 #include "conn.h"
@@ -41,7 +41,7 @@ void admin_topic_req_list(struct broker *s, struct conn *c, struct rmq_cmd *req)
     for (size_t i = 0; list && i < s->topics.map.count; i++)
         (void)json_array_append_new(list, json_string(names[i]));
     rmq_free(names);
-    admin_reply_json(s, c, req, list ? json_pack("{s:o}", "topicList", list) : NULL, false);
+    admin_body_reply(s, c, req, list ? json_pack("{s:o}", "topicList", list) : NULL, false);
 }
 
 /* The topic named by the request's "topic" field, or NULL after replying
@@ -72,7 +72,7 @@ void admin_topic_req_stats(struct broker *s, struct conn *c, struct rmq_cmd *req
         const struct topic_broker *tb = &tp->brokers[b];
         int nq = tb->read_queue_nums > tb->write_queue_nums ? tb->read_queue_nums : tb->write_queue_nums;
         for (int q = 0; table && q < nq; q++) {
-            char *key = admin_reply_mq_key(tb->broker_name, tp->name, q);
+            char *key = admin_body_mq_key(tb->broker_name, tp->name, q);
             json_t *v = json_pack("{s:I,s:I,s:I}", "lastUpdateTimestamp", (json_int_t)0, "maxOffset",
                                   (json_int_t)offset_table_queue_end(s, tp->name, q), "minOffset", (json_int_t)0);
             if (!key || !v || json_object_set_new(table, key, v) != 0) {
@@ -82,7 +82,7 @@ void admin_topic_req_stats(struct broker *s, struct conn *c, struct rmq_cmd *req
             free(key);
         }
     }
-    admin_reply_json(s, c, req,
+    admin_body_reply(s, c, req,
                      table ? json_pack("{s:o,s:f}", "offsetTable", table, "topicPutTps", 0.0) : NULL, false);
 }
 
@@ -102,7 +102,7 @@ void admin_topic_req_config(struct broker *s, struct conn *c, struct rmq_cmd *re
     if (!tp)
         return;
     const struct topic_broker *tb = own_entry(s, tp);
-    admin_reply_json(s, c, req,
+    admin_body_reply(s, c, req,
                      json_pack("{s:{},s:b,s:i,s:i,s:s,s:s,s:i,s:i}", "attributes", "order", 0, "perm",
                                tb->perm, "readQueueNums", tb->read_queue_nums, "topicFilterType",
                                "SINGLE_TAG", "topicName", tp->name, "topicSysFlag", 0, "writeQueueNums",
@@ -122,7 +122,7 @@ void admin_topic_req_broker_runtime_info(struct broker *s, struct conn *c, struc
                           "sendThreadPoolQueueHeadWaitTimeMills", "0", "pullThreadPoolQueueHeadWaitTimeMills",
                           "0", "pageCacheLockTimeMills", "0", "commitLogDiskRatio", "0.0", "brokerActive",
                           "true", "bootTimestamp", boot);
-    admin_reply_json(s, c, req, t ? json_pack("{s:o}", "table", t) : NULL, false);
+    admin_body_reply(s, c, req, t ? json_pack("{s:o}", "table", t) : NULL, false);
 }
 
 /* RocketMQ's topic name rule: 1..127 characters of [%|a-zA-Z0-9_-]. */

@@ -1,6 +1,6 @@
-/* admin_reply.c — the JSON replies the admin codes share (see
- * admin_reply.h). Loop thread only. */
-#include "admin_reply.h"
+/* admin_body.c — the JSON replies the admin codes share (see
+ * admin_body.h). Loop thread only. */
+#include "admin_body.h"
 
 #include "buf.h"
 #include "err.h"
@@ -9,7 +9,7 @@
 #include <assert.h>
 #include <stdlib.h>
 
-char *admin_reply_mq_key(const char *broker_name, const char *topic, int32_t qid)
+char *admin_body_mq_key(const char *broker_name, const char *topic, int32_t qid)
 {
     assert(broker_name && topic && qid >= 0);
     json_t *k =
@@ -19,7 +19,7 @@ char *admin_reply_mq_key(const char *broker_name, const char *topic, int32_t qid
     return text;
 }
 
-void admin_reply_json(struct broker *s, struct conn *c, const struct rmq_cmd *req, json_t *body, bool durable)
+void admin_body_reply(struct broker *s, struct conn *c, const struct rmq_cmd *req, json_t *body, bool durable)
 {
     struct buf b;
     buf_init(&b, 0);
