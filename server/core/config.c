@@ -65,6 +65,7 @@
     NUM(OPT_RATE, "max-requests-per-sec", 0, 100000000, max_requests_per_sec)                                \
     NUM(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms)                                   \
     NUM(OPT_RECORD_HOLDINGS, "record-holdings-ms", 10, 3600000, record_holdings_ms)                          \
+    NUM(OPT_RECORD_MAX, "record-max-bytes", 4096, INT64_C(1) << 50, record_max_bytes)                        \
     NUM(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms)                    \
     NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)
 
@@ -159,6 +160,9 @@ void config_print_help(void)
           "consumer for its queues\n"
           "                             (GET_CONSUMER_RUNNING_INFO) and "
           "record the answers (default off)\n"
+          "  --record-max-bytes N       with --record: stop recording (logged) before the file "
+          "passes N\n"
+          "                             bytes (default 1073741824)\n"
           "  --admin-token TOKEN        mutating HTTP routes need "
           "'Authorization: Bearer TOKEN'\n"
           "                             (default: $RMQCOORD_ADMIN_TOKEN; "
@@ -286,6 +290,7 @@ void config_defaults(struct config *cfg)
     cfg->max_topics = 50000;
     cfg->max_client_id_bytes = 255;
     cfg->max_requests_per_sec = 20000;
+    cfg->record_max_bytes = INT64_C(1) << 30;
     cfg->idle_timeout_ms = 120000;
     strcpy(cfg->broker_name, "broker-a");
     strcpy(cfg->cluster_name, "DefaultCluster");

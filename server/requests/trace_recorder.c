@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TRACE_BUFFER_SYNC ((size_t)64 << 20)
@@ -30,14 +31,16 @@
 struct trace_recorder {
     int fd;
     struct buf pending;
-    bool failed;      /* a write failed: recording has stopped */
+    bool failed;      /* a write failed or the file is full: recording has stopped */
+    int64_t size;     /* the file's bytes, written and pending */
+    int64_t max_size; /* --record-max-bytes */
     uint64_t lines;   /* lines encoded */
     uint64_t dropped; /* lines lost after a failure or an encoding error */
     char path[256];
 };
 
-int trace_recorder_open(const char *path, int64_t now_ms, struct trace_recorder **out, char *err,
-                        size_t errlen)
+int trace_recorder_open(const char *path, int64_t now_ms, int64_t max_bytes, struct trace_recorder **out,
+                        char *err, size_t errlen)
 {
     *out = NULL;
     struct trace_recorder *rec = rmq_calloc(1, sizeof *rec);
@@ -54,6 +57,9 @@ int trace_recorder_open(const char *path, int64_t now_ms, struct trace_recorder 
     }
     buf_init(&rec->pending, 0);
     snprintf(rec->path, sizeof rec->path, "%s", path);
+    struct stat st;
+    rec->size = fstat(rec->fd, &st) == 0 ? (int64_t)st.st_size : 0; /* appending */
+    rec->max_size = max_bytes;
     /* Appending to an existing trace: the header marks a daemon restart for replay. */
     struct trace_event ev = {.kind = TRACE_HEADER, .ts = now_ms};
     if (trace_encode_event(&ev, &rec->pending) != 0) {
@@ -61,6 +67,7 @@ int trace_recorder_open(const char *path, int64_t now_ms, struct trace_recorder 
         trace_recorder_close(rec);
         return RMQ_ENOMEM;
     }
+    rec->size += (int64_t)buf_live(&rec->pending);
     *out = rec;
     return RMQ_OK;
 }
@@ -86,6 +93,11 @@ static void write_pending(struct trace_recorder *rec)
     } else {
         buf_reset(&rec->pending);
     }
+}
+
+bool trace_recorder_stopped(const struct trace_recorder *rec)
+{
+    return rec && rec->failed;
 }
 
 void trace_recorder_flush(struct trace_recorder *rec)
@@ -116,7 +128,21 @@ static void record(struct trace_recorder *rec, const struct trace_event *ev)
     }
     if (buf_live(&rec->pending) >= TRACE_BUFFER_SYNC)
         write_pending(rec);
+    size_t before = buf_live(&rec->pending);
     int rc = rec->failed ? RMQ_EIO : trace_encode_event(ev, &rec->pending);
+    if (rc == 0 && rec->size + (int64_t)(buf_live(&rec->pending) - before) > rec->max_size) {
+        /* The bound: this line does not go in, nor any after it. What is
+         * pending is whole lines and is written. */
+        (void)buf_undo_on_error(&rec->pending, before, RMQ_E2BIG);
+        log_error("trace %s: --record-max-bytes %lld reached; recording stopped after %llu line(s)", rec->path,
+                  (long long)rec->max_size, (unsigned long long)rec->lines);
+        write_pending(rec);
+        rec->failed = true;
+        rec->dropped++;
+        return;
+    }
+    if (rc == 0)
+        rec->size += (int64_t)(buf_live(&rec->pending) - before);
     if (rc != 0) {
         if (rec->dropped++ == 0 && !rec->failed)
             log_error("trace %s: a %s line was not recorded: %s", rec->path, trace_kind_name(ev->kind),

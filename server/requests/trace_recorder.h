@@ -14,6 +14,7 @@
 #include "remoting_cmd.h"
 #include "topics.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,9 +22,13 @@ struct trace_recorder;
 struct rmq_mq;
 
 /* Opens (appending) path and writes the header line (format version, the
- * start time). New *out owned by the caller (trace_recorder_close). */
-int trace_recorder_open(const char *path, int64_t now_ms, struct trace_recorder **out, char *err,
-                        size_t errlen);
+ * start time). The file never grows past max_bytes: the line that would
+ * pass it stops recording (logged once), so a trace ends on a whole line.
+ * New *out owned by the caller (trace_recorder_close). */
+int trace_recorder_open(const char *path, int64_t now_ms, int64_t max_bytes, struct trace_recorder **out,
+                        char *err, size_t errlen);
+/* Whether recording stopped (a write failed or the bound was reached). */
+bool trace_recorder_stopped(const struct trace_recorder *rec);
 /* Flushes and closes. Accepts NULL. */
 void trace_recorder_close(struct trace_recorder *rec);
 /* Writes buffered lines to the file. */

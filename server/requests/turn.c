@@ -128,8 +128,12 @@ void broker_on_frame(void *broker, struct conn *c, struct rmq_cmd *cmd)
     (void)broker_store_channel(s, c);
     if (cmd->code == RMQ_REQ_HEART_BEAT)
         c->bulk_frames_in_event++; /* a heartbeat flood is served in slices (conn.c classify) */
-    if (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT ||
-        cmd->code == RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP) /* a client's rebalance rounds (replay_infer.c) */
+    /* Recorded after admission: a heartbeat over --max-heartbeat-bytes is
+     * refused before it is parsed, so it changes nothing replay should see,
+     * and recording it let one connection fill the disk. */
+    bool admitted = cmd->code != RMQ_REQ_HEART_BEAT || (int64_t)cmd->body_len <= s->cfg->max_heartbeat_bytes;
+    if (admitted && (cmd->code == RMQ_REQ_HEART_BEAT || cmd->code == RMQ_REQ_UNREGISTER_CLIENT ||
+                     cmd->code == RMQ_REQ_GET_CONSUMER_LIST_BY_GROUP)) /* rebalance rounds (replay_infer.c) */
         trace_record_request(s->trace, broker_now_ms(s), c->id, c->peer, cmd);
     uint64_t t0 = rmq_mono_us();
     uint64_t writes = store_write_count(s->store);

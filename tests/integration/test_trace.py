@@ -210,5 +210,40 @@ class TraceTest(unittest.TestCase):
         self.assertIn(b"--compat takes", bad.stderr)
 
 
+class TraceBounds(unittest.TestCase):
+    """A refused (oversized) heartbeat is not recorded, and the trace never
+    passes --record-max-bytes: recording stops on a whole line, logged."""
+
+    def test_refused_heartbeats_not_recorded_and_size_bound(self):
+        tmp = tempfile.mkdtemp(prefix="rmqcoord-trace-")
+        trace = os.path.join(tmp, "t.jsonl")
+        d = Daemon("--record", trace, "--record-max-bytes", "65536", "--max-heartbeat-bytes", "4096",
+                   store=os.path.join(tmp, "s.db"))
+        try:
+            c = d.connect()
+            big = heartbeat_body("big", {"G": ["T%d" % i for i in range(400)]})
+            for _ in range(20):  # each ~20 KB, refused before parsing
+                r = c.request(HB, body=big)
+                self.assertEqual(r.code, 1)
+                self.assertIn("--max-heartbeat-bytes", r.remark)
+            for i in range(400):  # small ones, recorded until the bound
+                self.assertEqual(c.request(HB, body=heartbeat_body("c%d" % i, {"G": ["T"]})).code, 0)
+            c.close()
+            self.assertEqual(d.stop(), 0)
+            size = os.path.getsize(trace)
+            with open(trace, "rb") as f:
+                data = f.read()
+            self.assertLessEqual(size, 65536)
+            self.assertGreater(size, 32768, "small heartbeats were recorded")
+            self.assertTrue(data.endswith(b"\n"), "the trace ends on a whole line")
+            self.assertNotIn(b'"big"', data, "a refused heartbeat was recorded")
+            self.assertIn("--record-max-bytes 65536 reached", d.logtext())
+            for line in data.splitlines():
+                json.loads(line)
+        finally:
+            if d.alive():
+                d.stop()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
