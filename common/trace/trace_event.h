@@ -15,6 +15,9 @@
 #define TRACE_FMT_MAX_LINE ((size_t)48 << 20)
 /* Deepest JSON nesting accepted inside a body. */
 #define TRACE_FMT_MAX_DEPTH 64
+/* Queues in one holdings event: the decoder refuses more, so the recorder
+ * never writes more (what a client said beyond it is recorded as a reason). */
+#define TRACE_FMT_MAX_QUEUES 65536
 
 enum trace_kind {
     TRACE_HEADER = 0,

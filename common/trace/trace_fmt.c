@@ -544,7 +544,7 @@ static int mq_elem(struct ctx *c, const struct pair *m, void *arg)
         return bad(c, "a queue needs topic, brokerName and queueId");
     if (!ms.q.topic[0] || !ms.q.broker_name[0])
         return bad(c, "empty topic or brokerName in a queue");
-    if (d->nmqs == 65536)
+    if (d->nmqs == TRACE_FMT_MAX_QUEUES)
         return bad(c, "more than 65536 queues in a holdings event");
     if (RMQ_GROW(d->mqs, d->mqs_cap, d->nmqs + 1, 16) != 0)
         return bad(c, "out of memory"), RMQ_ENOMEM;

@@ -89,21 +89,45 @@ static void eval_queue(struct replay *rp, struct rp_queue *q, bool owners_change
     }
 }
 
+/* The index key of (broker, qid); its length, 0 when the name is too long
+ * for one (no route or holdings line carries such a name). */
+static size_t qkey(char *key, size_t cap, const char *broker, int32_t qid)
+{
+    size_t n = strlen(broker);
+    if (n + 1 + sizeof qid > cap)
+        return 0;
+    memcpy(key, broker, n + 1);
+    memcpy(key + n + 1, &qid, sizeof qid);
+    return n + 1 + sizeof qid;
+}
+
 struct rp_queue *rp_gt_queue(struct rp_gt *gt, const char *broker, int32_t qid)
 {
-    for (size_t i = 0; i < gt->nq; i++)
-        if (gt->queues[i]->qid == qid && !strcmp(gt->queues[i]->broker, broker))
-            return gt->queues[i];
-    struct rp_queue *q = rmq_calloc(1, sizeof *q);
-    if (!q || !(q->broker = rmq_strdup(broker)) ||
-        rp_ptr_push((void ***)&gt->queues, &gt->nq, &gt->cap, q) != 0) {
+    char key[512];
+    size_t kn = qkey(key, sizeof key, broker, qid);
+    if (!kn)
+        return NULL;
+    struct rp_queue *q = hashmap_get(&gt->qindex, key, kn);
+    if (q) {
+        assert(q->qid == qid && !strcmp(q->broker, broker));
+        return q;
+    }
+    q = rmq_calloc(1, sizeof *q);
+    if (!q || !(q->broker = rmq_strdup(broker)) || hashmap_put(&gt->qindex, key, kn, q, NULL) != 0) {
         if (q)
             rmq_free(q->broker);
         rmq_free(q);
         return NULL;
     }
+    if (rp_ptr_push((void ***)&gt->queues, &gt->nq, &gt->cap, q) != 0) {
+        (void)hashmap_remove(&gt->qindex, key, kn);
+        rmq_free(q->broker);
+        rmq_free(q);
+        return NULL;
+    }
     q->gt = gt;
     q->qid = qid;
+    assert(gt->qindex.count == gt->nq);
     return q;
 }
 
@@ -547,6 +571,7 @@ static void free_gt(void *p)
         rmq_free(q->broker);
         rmq_free(q);
     }
+    hashmap_free(&gt->qindex, NULL);
     rmq_free(gt->queues);
     rmq_free(gt->by_route);
     rmq_free(gt->group);

@@ -159,6 +159,8 @@ struct rp_gt {
     size_t nsubs;             /* alive clients subscribing the topic */
     struct rp_queue **queues; /* owned, in creation order */
     size_t nq, cap;
+    struct hashmap qindex; /* "broker\0" + qid (4 bytes) -> queues[i]: a holdings line of 65,536
+                              queues finds each in O(1), not by a scan */
     uint64_t route_version;
     struct rp_queue **by_route; /* route index -> queue */
     size_t nby_route;

@@ -227,6 +227,8 @@ void trace_record_holdings(struct trace_recorder *rec, int64_t now_ms, uint64_t 
 {
     if (!rec)
         return;
+    if (!reason && n > TRACE_FMT_MAX_QUEUES)
+        reason = "more than 65536 queues held: not recorded"; /* replay could not read the line */
     bool answered = !reason;
     if (!answered || !mqs)
         n = 0;
