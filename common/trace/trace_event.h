@@ -13,6 +13,8 @@
 #define TRACE_FMT_VERSION 1
 /* Longest line accepted: a 16 MiB frame body, escaped, with room to spare. */
 #define TRACE_FMT_MAX_LINE ((size_t)48 << 20)
+/* How errors name that limit. */
+#define TRACE_FMT_LINE_LIMIT_TEXT "longer than 50331648 bytes (48 MiB, the longest line a trace may have)"
 /* Deepest JSON nesting accepted inside a body. */
 #define TRACE_FMT_MAX_DEPTH 64
 /* Queues in one holdings event: the decoder refuses more, so the recorder

@@ -652,7 +652,8 @@ int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, siz
     memset(ev, 0, sizeof *ev);
     struct ctx c = {d, lineno, NULL};
     if (len > TRACE_FMT_MAX_LINE) {
-        bad(&c, "longer than %zu bytes", TRACE_FMT_MAX_LINE);
+        bad(&c, "%s", TRACE_FMT_LINE_LIMIT_TEXT);
+    _Static_assert(TRACE_FMT_MAX_LINE == 50331648, "TRACE_FMT_LINE_LIMIT_TEXT names the limit");
         return RMQ_E2BIG;
     }
     buf_reset(&d->line);

@@ -446,6 +446,7 @@ static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pa
         if (rc != 0) {
             if (!QUIET)
                 fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, d.error);
+            rc = RMQ_EPROTO; /* reported (the error names the line) */
         } else if (notify_only) {
             ps->notify_seen = ps->notify_seen || ev.kind == TRACE_NOTIFY;
             if (ev.kind == TRACE_NOTIFY)
@@ -466,8 +467,15 @@ static int pass(struct cli *c, struct replay *rp, enum pass_mode mode, struct pa
         if (n == 0 || (mode == PASS_SPECULATE && ps->notify_seen))
             break;
     }
-    if (rc == 0 && n < 0)
+    if (rc == 0 && n == RMQ_E2BIG) {
+        /* The reader gave up looking for the newline of the next line. */
+        if (!QUIET)
+            fprintf(stderr, "rmqcoord replay: %s: line %llu: " TRACE_FMT_LINE_LIMIT_TEXT "\n", c->path,
+                    (unsigned long long)r.lineno + 1);
+        rc = RMQ_EPROTO; /* reported */
+    } else if (rc == 0 && n < 0) {
         rc = n;
+    }
     if (rc != 0 && rc != RMQ_EPROTO && !QUIET)
         fprintf(stderr, "rmqcoord replay: %s: %s\n", c->path, rmq_strerror(rc));
 #undef QUIET

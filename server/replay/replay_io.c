@@ -6,7 +6,9 @@
 #include "trace_fmt.h"
 #include "array.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int replay_reader_open(struct replay_reader *r, const char *path)
 {
@@ -14,6 +16,14 @@ int replay_reader_open(struct replay_reader *r, const char *path)
     r->f = fopen(path, "rb");
     if (!r->f)
         return RMQ_EIO;
+    /* fopen takes a directory; reading it would fail with a bare EIO. */
+    struct stat st;
+    if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(r->f);
+        r->f = NULL;
+        errno = EISDIR;
+        return RMQ_EIO;
+    }
     r->cap = REPLAY_IO_CHUNK * 2;
     r->buf = rmq_malloc(r->cap);
     return r->buf ? RMQ_OK : RMQ_ENOMEM;

@@ -245,5 +245,21 @@ class TraceBounds(unittest.TestCase):
                 d.stop()
 
 
+    def test_replay_errors_name_the_limit_and_the_line(self):
+        tmp = tempfile.mkdtemp(prefix="rmqcoord-trace-")
+        p = run("replay", tmp, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("Is a directory", p.stderr.decode())
+        path = os.path.join(tmp, "long.jsonl")
+        with open(path, "w") as f:
+            f.write('{"rmqcoordTrace":1,"ts":1000,"format":"docs/trace-format.md"}\n')
+            f.write('{"ts":1000,"event":"connect","conn":1,"peer":"' + "x" * (49 << 20) + '"}\n')
+        p = run("replay", path, check=False)
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("line 2: longer than 50331648 bytes (48 MiB", err)
+        self.assertEqual(err.count("\n"), 1, "one message, not a second generic one: %r" % err)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
