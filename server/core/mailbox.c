@@ -22,6 +22,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -60,10 +61,20 @@ int mailbox_new(struct mailbox **out)
 
 /* Detaches and returns the whole queue (oldest first); caller walks ->next.
  * Clears the eventfd in the same critical section (see the invariant). */
+/* Under the lock: head and tail are both set or both NULL, and tail ends
+ * the list (the eventfd counter is non-zero exactly while head is set). */
+static void queue_sane(const struct mailbox *mb)
+{
+    assert((mb->head == NULL) == (mb->tail == NULL));
+    assert(!mb->tail || mb->tail->next == NULL);
+    (void)mb;
+}
+
 static struct mailbox_msg *take_all(struct mailbox *mb)
 {
     uint64_t count;
     pthread_mutex_lock(&mb->lock);
+    queue_sane(mb);
     struct mailbox_msg *list = mb->head;
     if (list) {
         /* Cannot block (EFD_NONBLOCK) and cannot fail with the counter > 0. */
@@ -107,8 +118,10 @@ int mailbox_fd(const struct mailbox *mb)
  * Returns 0, or RMQ_ESTATE once closed (msg untouched, done never called). */
 int mailbox_post(struct mailbox *mb, struct mailbox_msg *msg)
 {
+    assert(msg && msg != mb->tail);
     msg->next = NULL;
     pthread_mutex_lock(&mb->lock);
+    queue_sane(mb);
     if (mb->closed) {
         pthread_mutex_unlock(&mb->lock);
         return RMQ_ESTATE;
@@ -123,6 +136,7 @@ int mailbox_post(struct mailbox *mb, struct mailbox_msg *msg)
             ;
     }
     mb->tail = msg;
+    queue_sane(mb);
     pthread_mutex_unlock(&mb->lock);
     return 0;
 }

@@ -174,6 +174,7 @@ int acl_new_admin_token(const char *token, struct acl **out)
     }
     a->accounts[0].admin = true;
     a->admin_codes_only = true;
+    assert(a->n == 1 && !a->accounts[0].access_key); /* any AccessKey, the token as its secret */
     *out = a;
     return RMQ_OK;
 }
@@ -198,6 +199,7 @@ bool acl_is_admin_code(int32_t code)
 
 int acl_check(const struct acl *a, const struct rmq_cmd *cmd, const char **why)
 {
+    assert(a->n > 0 && (!a->admin_codes_only || a->n == 1)); /* loaded files have accounts; the token one */
     assert(a && cmd && why);
     bool admin_code = acl_is_admin_code(cmd->code);
     if (a->admin_codes_only && !admin_code)

@@ -210,6 +210,7 @@ void consumer_req_get_list(struct broker *s, struct conn *c, struct rmq_cmd *req
         live_group(s, c, req, RMQ_RESP_SYSTEM_ERROR, "no consumer for this group, ", "");
     if (!g)
         return;
+    assert(g->g.nmembers > 0); /* live_group answered for an empty group */
     const char **ids = rmq_malloc(g->g.nmembers * sizeof *ids);
     struct buf body;
     buf_init(&body, 0);
@@ -292,6 +293,7 @@ void consumer_req_query_assignment(struct broker *s, struct conn *c, struct rmq_
     for (size_t i = 0; rc == 0 && tp && i < tp->nbrokers; i++)
         for (int q = 0; (tp->brokers[i].perm & TOPIC_PERM_READ) && q < tp->brokers[i].read_queue_nums; q++)
             qs[k++] = (struct allocate_queue){tp->name, tp->brokers[i].broker_name, q};
+    assert(rc != 0 || k == nq); /* every readable queue counted above is listed */
     bool broadcast = model && !strcmp(model, "BROADCASTING");
     enum allocate_strategy st = ALLOCATE_AVG;
     struct buf body;

@@ -19,6 +19,7 @@
 #include "mem.h"
 #include "trace_fmt.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -102,6 +103,7 @@ bool trace_recorder_stopped(const struct trace_recorder *rec)
 
 void trace_recorder_flush(struct trace_recorder *rec)
 {
+    assert(!rec || rec->fd >= 0);
     if (rec)
         write_pending(rec);
 }
@@ -143,6 +145,8 @@ static void record(struct trace_recorder *rec, const struct trace_event *ev)
     }
     if (rc == 0)
         rec->size += (int64_t)(buf_live(&rec->pending) - before);
+    assert(rec->failed || rec->size <= rec->max_size);
+    assert(rec->size >= (int64_t)buf_live(&rec->pending)); /* pending is part of the file's size */
     if (rc != 0) {
         if (rec->dropped++ == 0 && !rec->failed)
             log_error("trace %s: a %s line was not recorded: %s", rec->path, trace_kind_name(ev->kind),
