@@ -1,52 +1,42 @@
-/* store.c — the SQLite writer's core: open + migrate, batches and commits.
+/* store.c — the SQLite writer's core: open + migrate, commits, lazy
+ * sync, restart recovery, reset, and the accessors of struct store.
  *
  * Owned by the loop thread: one connection opened SQLITE_OPEN_NOMUTEX, never
  * touched by another thread (store_read.c has its own connection).
  *
  * Design:
- * - Every statement is prepared once at open (the stmt table below) with
- *   SQLITE_PREPARE_PERSISTENT and reused; store_exec_st() binds, steps, and always
- *   resets, so no statement holds a read lock or a borrowed string after the
- *   call returns.
- * - Group commit: the first write after a commit runs BEGIN IMMEDIATE (so a
- *   foreign writer is detected at that write, not at commit time), and
- *   store_commit() COMMITs. The loop commits once per iteration, so the fsync
- *   cost is paid per iteration, not per write.
- * - A write made of several statements (a topic and its brokers, a
- *   subscription set, a channel close that ends its members, recovery) runs
- *   inside a SAVEPOINT, so a failing call leaves the batch as it was before
- *   the call instead of half-applied.
- * - If SQLite itself rolls the whole batch back (I/O error, disk full), the
- *   store notes it (batch_lost) and the next store_commit returns RMQ_EIO,
- *   so the caller never acknowledges a write that vanished.
+ * - Group commit: the first write after a commit opens the batch
+ *   (store_exec.c), and store_commit() COMMITs. The loop commits once per
+ *   iteration, so the fsync cost is paid per iteration, not per write.
  * - Foreign keys are on: a member needs its channel and group rows first.
  *   Natural order: store_open_channel at accept, then per heartbeat
  *   store_put_client, store_put_group, store_member_join, subscriptions.
  *
- * This file is the writer core (statements, batch and savepoints, commit,
- * lazy sync) and the schema migrations at open; the writes themselves are
- * grouped by what they store: store_members.c (clients, channels, groups,
- * members, subscriptions, events, restart recovery) and store_topics.c
- * (topics, offsets and their loading at start).
+ * The files of the writer, below this one: store_exec.c (the statement
+ * table, struct store, running statements, batch and savepoints),
+ * store_guard.c (the lock file, the ownership check, the busy wait), and
+ * one file per kind of row, each with its header, which store.h includes:
+ * store_members.c (clients, channels, groups, members, subscriptions,
+ * events), store_topics.c (topics, offsets and their loading at start),
+ * store_groups.c (subscription-group configs, offset deletions),
+ * store_maint.c (pruning, resync, the end of a run).
  *
- * Errors: 0, or RMQ_EIO for SQLite failures, RMQ_EINVAL for a violated
- * constraint (bad argument, missing parent row), RMQ_EEXIST for a duplicate
- * key, RMQ_ENOTFOUND when an update matched no row, RMQ_ENOMEM, or -errno
- * from creating the file. store_errmsg() says what failed.
+ * Errors: as store_exec.c says, or -errno from creating the file.
+ * store_errmsg() says what failed.
  */
 #include "store.h"
 
 #include "clocks.h"
 #include "err.h"
 #include "mem.h"
-#include "store_internal.h"
+#include "store_exec.h"
+#include "store_guard.h"
 #include "store_sync.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -61,340 +51,6 @@ extern const unsigned schema_migration_count;
  * lock held by another connection; afterwards it waits far less
  * (store_bounded_busy in store_guard.c). */
 #define STORE_BUSY_TIMEOUT_MS 5000
-
-#define STORE_PRUNE_SET                                                                                      \
-    "SELECT id FROM channels WHERE closed_ms IS NOT NULL AND (closed_ms < ?2 OR id <= coalesce((SELECT id "  \
-    "FROM channels WHERE closed_ms IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?1), 0)) ORDER BY id LIMIT "  \
-    "?3"
-
-static const struct {
-    const char *name; /* for error messages */
-    const char *sql;
-} stmt_def[ST_COUNT] = {
-    [ST_BEGIN] = {"begin", "BEGIN IMMEDIATE"},
-    [ST_COMMIT] = {"commit", "COMMIT"},
-    [ST_ROLLBACK] = {"rollback", "ROLLBACK"},
-    [ST_SAVEPOINT] = {"savepoint", "SAVEPOINT store_write"},
-    [ST_RELEASE] = {"release", "RELEASE store_write"},
-    [ST_ROLLBACK_TO] = {"rollback to", "ROLLBACK TO store_write"},
-    [ST_RUN_INSERT] = {"insert run", "INSERT INTO runs (started_ms, schema_version) VALUES (?1, ?2)"},
-    [ST_TOPIC_UPSERT] = {"put topic", "INSERT INTO topics (name, updated_ms) VALUES (?1, ?2) "
-                                      "ON CONFLICT (name) DO UPDATE SET updated_ms = excluded.updated_ms"},
-    [ST_TOPIC_BROKERS_CLEAR] = {"clear topic brokers", "DELETE FROM topic_brokers WHERE topic = ?1"},
-    [ST_TOPIC_BROKER_PUT] =
-        {"put topic broker",
-         "INSERT INTO topic_brokers (topic, broker_name, read_queue_nums, write_queue_nums, "
-         "perm) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (topic, broker_name) DO UPDATE SET "
-         "read_queue_nums = excluded.read_queue_nums, write_queue_nums = "
-         "excluded.write_queue_nums, perm = excluded.perm"},
-    [ST_TOPIC_DELETE] = {"delete topic", "DELETE FROM topics WHERE name = ?1"},
-    [ST_OFFSET_PUT] = {"put offset",
-                       "INSERT INTO offsets (group_name, topic, queue_id, queue_offset, updated_ms) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (group_name, topic, queue_id) DO UPDATE SET "
-                       "queue_offset = excluded.queue_offset, updated_ms = excluded.updated_ms"},
-    [ST_CLIENT_PUT] = {"put client",
-                       "INSERT INTO clients (client_id, language, version, first_seen_ms, last_heartbeat_ms) "
-                       "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (client_id) DO UPDATE SET language = "
-                       "excluded.language, version = excluded.version, last_heartbeat_ms = "
-                       "excluded.last_heartbeat_ms"},
-    [ST_CHANNEL_OPEN] = {"open channel",
-                         "INSERT INTO channels (id, run_id, remote_addr, opened_ms) VALUES (?1, ?2, ?3, ?4)"},
-    [ST_CHANNEL_CLOSE] = {"close channel", "UPDATE channels SET closed_ms = ?2, close_reason = ?3 "
-                                           "WHERE id = ?1 AND closed_ms IS NULL"},
-    [ST_CHANNEL_MEMBERS_LEAVE] = {"end channel members", "UPDATE members SET left_ms = ?2, leave_reason = ?3 "
-                                                         "WHERE channel_id = ?1 AND left_ms IS NULL"},
-    [ST_GROUP_PUT] =
-        {"put group",
-         "INSERT INTO consumer_groups (name, consume_type, message_model, consume_from_where, "
-         "created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (name) DO UPDATE SET "
-         "consume_type = excluded.consume_type, message_model = excluded.message_model, "
-         "consume_from_where = excluded.consume_from_where, updated_ms = excluded.updated_ms"},
-    /* A repeated join of a live (group, channel) refreshes it instead of failing. */
-    [ST_MEMBER_JOIN] =
-        {"member join",
-         "INSERT INTO members (group_name, channel_id, client_id, joined_ms, last_heartbeat_ms) "
-         "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (group_name, channel_id) WHERE left_ms IS NULL "
-         "DO UPDATE SET client_id = excluded.client_id, last_heartbeat_ms = "
-         "excluded.last_heartbeat_ms"},
-    [ST_MEMBER_HEARTBEAT] = {"member heartbeat",
-                             "UPDATE members SET last_heartbeat_ms = ?3 "
-                             "WHERE group_name = ?1 AND channel_id = ?2 AND left_ms IS NULL"},
-    [ST_MEMBER_LEAVE] = {"member leave", "UPDATE members SET left_ms = ?3, leave_reason = ?4 "
-                                         "WHERE group_name = ?1 AND channel_id = ?2 AND left_ms IS NULL"},
-    [ST_SUBS_CLEAR] = {"clear subscriptions", "DELETE FROM subscriptions WHERE group_name = ?1"},
-    [ST_SUB_PUT] =
-        {"put subscription",
-         "INSERT INTO subscriptions (group_name, topic, sub_string, expression_type, tags_json, "
-         "sub_version, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (group_name, topic) "
-         "DO UPDATE SET sub_string = excluded.sub_string, expression_type = excluded.expression_type, "
-         "tags_json = excluded.tags_json, sub_version = excluded.sub_version, updated_ms = "
-         "excluded.updated_ms"},
-    /* group_seq: the group's events are numbered 1, 2, ... (0003) */
-    [ST_EVENT_APPEND] = {"append event",
-                         "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
-                         "after_json, list_delta, group_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                         "coalesce((SELECT group_seq FROM events WHERE group_name = ?2 ORDER BY id DESC "
-                         "LIMIT 1), 0) + 1)"},
-    /* One event (kind ?3: "restart" at start, "stop" at a clean stop) per
-     * group with members left live by runs before ?2; the inner ORDER BY
-     * fixes the order json_group_array sees the client ids. */
-    [ST_RECOVER_EVENTS] =
-        {"recover events",
-         "INSERT INTO events (ts_ms, group_name, kind, client_id, channel_id, before_json, "
-         "after_json, group_seq) SELECT ?1, group_name, ?3, NULL, NULL, json_group_array(client_id), "
-         "'[]', coalesce((SELECT e.group_seq FROM events e WHERE e.group_name = x.group_name ORDER BY "
-         "e.id DESC LIMIT 1), 0) + 1 FROM (SELECT DISTINCT m.group_name, m.client_id FROM members m "
-         "JOIN channels c ON c.id = m.channel_id WHERE m.left_ms IS NULL AND c.run_id < ?2 ORDER BY "
-         "m.group_name, m.client_id) AS x GROUP BY group_name ORDER BY group_name"},
-    [ST_RECOVER_MEMBERS] = {"recover members",
-                            "UPDATE members SET left_ms = ?1, leave_reason = ?3 WHERE left_ms IS NULL AND "
-                            "channel_id IN (SELECT id FROM channels WHERE run_id < ?2)"},
-    [ST_RECOVER_CHANNELS] = {"recover channels", "UPDATE channels SET closed_ms = ?1, close_reason = ?3 "
-                                                 "WHERE closed_ms IS NULL AND run_id < ?2"},
-    [ST_LOAD_TOPICS] =
-        {"load topics",
-         "SELECT t.name, b.broker_name, b.read_queue_nums, b.write_queue_nums, b.perm FROM topics t "
-         "LEFT JOIN topic_brokers b ON b.topic = t.name ORDER BY t.name, b.broker_name"},
-    [ST_LOAD_OFFSETS] = {"load offsets", "SELECT group_name, topic, queue_id, queue_offset FROM offsets "
-                                         "ORDER BY group_name, topic, queue_id"},
-    /* store_maint.c: closed channels beyond the newest ?1 closed ones, or
-     * closed before ?2, go with their member rows, ?3 at a time (the two
-     * statements select the same rows: nothing else writes in between). */
-    [ST_PRUNE_MEMBERS] = {"prune members", "DELETE FROM members WHERE channel_id IN (" STORE_PRUNE_SET ")"},
-    [ST_PRUNE_CHANNELS] = {"prune channels", "DELETE FROM channels WHERE id IN (" STORE_PRUNE_SET ")"},
-    /* store_maint.c: re-writing membership after failed writes. */
-    [ST_RESYNC_CHANNEL] =
-        {"resync channel",
-         "INSERT INTO channels (id, run_id, remote_addr, opened_ms) VALUES (?1, ?2, ?3, ?4) "
-         "ON CONFLICT (id) DO NOTHING"},
-    [ST_RESYNC_CLOSE_CHANNELS] =
-        {"resync channels", "UPDATE channels SET closed_ms = ?2, close_reason = 'resync' WHERE closed_ms "
-                            "IS NULL AND id NOT IN (SELECT value FROM json_each(?1))"},
-    [ST_RESYNC_END_MEMBERS] =
-        {"resync members", "UPDATE members SET left_ms = ?3, leave_reason = 'resync' WHERE group_name = ?1 "
-                           "AND left_ms IS NULL AND channel_id NOT IN (SELECT value FROM json_each(?2))"},
-    [ST_RESYNC_END_GROUPS] =
-        {"resync groups", "UPDATE members SET left_ms = ?2, leave_reason = 'resync' WHERE left_ms IS NULL "
-                          "AND group_name NOT IN (SELECT value FROM json_each(?1))"},
-};
-
-const char *store_stmt_name(enum stmt_id id)
-{
-    assert(id >= 0 && id < ST_COUNT);
-    return stmt_def[id].name;
-}
-
-bool store_batch_sanity(const struct store *s)
-{
-    assert(s->db);
-    assert(s->in_batch == !sqlite3_get_autocommit(s->db));
-    assert(s->savepoints == 0); /* each multi-statement write released or undid its own */
-    return s->in_batch == !sqlite3_get_autocommit(s->db) && s->savepoints == 0;
-}
-
-#ifndef NDEBUG
-/* What statement id may run in the batch's state: BEGIN only outside a
- * transaction, a savepoint only inside the batch and never nested (no
- * write runs inside another), RELEASE and ROLLBACK TO only inside one,
- * COMMIT only with every write's savepoint closed (a half-done write must
- * not commit: store_write_end's undo either released it or ended the
- * batch). */
-static int stmt_precondition(const struct store *s, enum stmt_id id)
-{
-    switch (id) {
-    case ST_BEGIN: assert(!s->in_batch && sqlite3_get_autocommit(s->db)); break;
-    case ST_SAVEPOINT: assert(s->in_batch && s->savepoints == 0); break;
-    case ST_RELEASE:
-    case ST_ROLLBACK_TO: assert(s->in_batch && s->savepoints == 1); break;
-    case ST_COMMIT: assert(s->in_batch && s->savepoints == 0); break;
-    default: break; /* ROLLBACK may run defensively after SQLite rolled back on its own */
-    }
-    return 1;
-}
-#endif
-
-/* Follows the savepoint depth as statement id finishes (err its result). */
-static void count_savepoints(struct store *s, enum stmt_id id, int err)
-{
-    if (err) {
-        if (sqlite3_get_autocommit(s->db))
-            s->savepoints = 0; /* SQLite rolled the whole transaction back */
-        return;
-    }
-    switch (id) {
-    case ST_SAVEPOINT: s->savepoints++; break;
-    case ST_RELEASE: s->savepoints--; break;
-    case ST_COMMIT:
-    case ST_ROLLBACK: s->savepoints = 0; break;
-    default: break;
-    }
-    assert(s->savepoints >= 0 && s->savepoints <= 1);
-    /* Any other statement leaves the transaction as it found it. */
-    assert(id == ST_BEGIN || id == ST_COMMIT || id == ST_ROLLBACK ||
-           s->in_batch == !sqlite3_get_autocommit(s->db));
-}
-
-/* WAL frames after which the syncer is asked for an early checkpoint (the
- * writer's own automatic checkpoint is off while the syncer runs). */
-#define STORE_WAL_KICK_FRAMES 1000
-
-/* Maps a (extended) SQLite result code to an RMQ_E* code: constraint
- * failures are the caller's input, everything else is storage trouble. */
-static int map_rc(int rc)
-{
-    switch (rc) {
-    case SQLITE_CONSTRAINT_PRIMARYKEY:
-    case SQLITE_CONSTRAINT_UNIQUE: return RMQ_EEXIST;
-    case SQLITE_NOMEM: return RMQ_ENOMEM;
-    default: break;
-    }
-    return (rc & 0xff) == SQLITE_CONSTRAINT ? RMQ_EINVAL : RMQ_EIO;
-}
-
-/* Records a failed SQLite call (rc) in errbuf and returns its RMQ_E* code.
- * Also notices when SQLite has rolled the whole batch back on its own (it
- * does for I/O errors, SQLITE_FULL, SQLITE_NOMEM), so the loss is reported
- * by the next store_commit instead of passing silently. */
-int store_fail(struct store *s, int rc, const char *what)
-{
-    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s (%d)", what, sqlite3_errmsg(s->db), rc);
-    s->resync_needed = true; /* whatever failed may be a membership fact (store_maint.c) */
-    if (s->in_batch && sqlite3_get_autocommit(s->db)) {
-        s->in_batch = false;
-        s->batch_lost = true;
-    }
-    return map_rc(rc);
-}
-
-/* Records a caller error that never reached SQLite; returns code. */
-int store_refuse(struct store *s, int code, const char *what)
-{
-    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s", what, rmq_strerror(code));
-    return code;
-}
-
-/* Binds the arguments described by fmt to st, one character per parameter:
- * 's' const char * (NULL binds SQL NULL; bound SQLITE_STATIC, which is safe
- * because store_exec_st clears bindings before returning), 'd' int, 'I' int64_t,
- * 'N' int64_t where 0 binds SQL NULL, 'n' an int64_t that is skipped and
- * binds SQL NULL. Returns a SQLite code. */
-static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
-{
-    int rc = SQLITE_OK;
-    for (int i = 0; fmt[i] && rc == SQLITE_OK; i++) {
-        switch (fmt[i]) {
-        case 's': {
-            const char *v = va_arg(ap, const char *);
-            rc = v ? sqlite3_bind_text(st, i + 1, v, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i + 1);
-            break;
-        }
-        case 'd': rc = sqlite3_bind_int(st, i + 1, va_arg(ap, int)); break;
-        case 'I': rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t)); break;
-        case 'n':
-            (void)va_arg(ap, int64_t);
-            rc = sqlite3_bind_null(st, i + 1);
-            break;
-        case 'N': {
-            int64_t v = va_arg(ap, int64_t);
-            rc = v ? sqlite3_bind_int64(st, i + 1, v) : sqlite3_bind_null(st, i + 1);
-            break;
-        }
-        default: rc = SQLITE_MISUSE; break;
-        }
-    }
-    return rc;
-}
-
-/* Runs cached statement id to completion with the parameters in fmt (see
- * bind_va). *changes (may be NULL) gets the number of rows it changed.
- * Returns 0 or an RMQ_E* code with errbuf set. */
-static int exec_st_va(struct store *s, enum stmt_id id, int *changes, const char *fmt, va_list ap)
-{
-    assert(stmt_precondition(s, id));
-    sqlite3_stmt *st = s->st[id];
-    assert(st && sqlite3_bind_parameter_count(st) == (int)strlen(fmt)); /* one fmt char per parameter */
-    int rc = bind_va(st, fmt, ap);
-    if (rc == SQLITE_OK) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            ;
-        if (rc == SQLITE_DONE)
-            rc = SQLITE_OK;
-    }
-    int err = rc == SQLITE_OK ? 0 : store_fail(s, rc, store_stmt_name(id));
-    if (!err && changes)
-        *changes = sqlite3_changes(s->db);
-    /* reset returns the step error again, already handled above;
-     * clear_bindings always returns SQLITE_OK. */
-    (void)sqlite3_reset(st);
-    (void)sqlite3_clear_bindings(st);
-    count_savepoints(s, id, err);
-    return err;
-}
-
-int store_exec_st(struct store *s, enum stmt_id id, int *changes, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int err = exec_st_va(s, id, changes, fmt, ap);
-    va_end(ap);
-    return err;
-}
-
-/* Opens the batch transaction if none is open (the first write after a
- * commit). Returns 0 or an RMQ_E* code. */
-static int batch_begin(struct store *s)
-{
-    if (!s->soft)
-        s->writes++;
-    if (s->in_batch)
-        return 0;
-    store_syncer_yield(s->syncer); /* a TRUNCATE checkpoint gets its gap between two batches */
-    int err = store_exec_st(s, ST_BEGIN, NULL, "");
-    if (!err)
-        s->in_batch = true;
-    return err;
-}
-
-/* Starts a multi-statement write: the batch, then a savepoint inside it. */
-int store_write_begin(struct store *s)
-{
-    int err = batch_begin(s);
-    return err ? err : store_exec_st(s, ST_SAVEPOINT, NULL, "");
-}
-
-/* Ends a multi-statement write: keeps its changes when err is 0, otherwise
- * undoes them so the batch is as it was before the call. Returns err, or
- * the savepoint's own failure. If even the undo fails, the whole batch is
- * rolled back and reported lost (a half-applied write must not commit). */
-int store_write_end(struct store *s, int err)
-{
-    if (!err)
-        return store_exec_st(s, ST_RELEASE, NULL, "");
-    if (!s->in_batch)
-        return err; /* SQLite already rolled the whole batch back; store_fail() noted it */
-    if (store_exec_st(s, ST_ROLLBACK_TO, NULL, "") == 0 && store_exec_st(s, ST_RELEASE, NULL, "") == 0)
-        return err;
-    if (store_exec_st(s, ST_ROLLBACK, NULL, "") == 0 || sqlite3_get_autocommit(s->db)) {
-        s->in_batch = false;
-        s->batch_lost = true;
-    }
-    return err;
-}
-
-/* Runs a single-statement write in the batch; a statement is atomic on its
- * own, so no savepoint is needed. Returns 0 or an RMQ_E* code. */
-int store_write_one(struct store *s, int *changes, enum stmt_id id, const char *fmt, ...)
-{
-    int err = batch_begin(s);
-    if (err)
-        return err;
-    va_list ap;
-    va_start(ap, fmt);
-    err = exec_st_va(s, id, changes, fmt, ap);
-    va_end(ap);
-    assert(store_batch_sanity(s));
-    return err;
-}
 
 /* Reads a single integer from a PRAGMA (or any one-row query). */
 static int query_int(struct store *s, const char *sql, int64_t *out)
@@ -413,18 +69,6 @@ static int query_int(struct store *s, const char *sql, int64_t *out)
     int err = rc == SQLITE_OK ? 0 : store_fail(s, rc, sql);
     (void)sqlite3_finalize(st); /* returns the step error again, handled above */
     return err;
-}
-
-/* Runs SQL text that may hold several statements (migrations, pragmas). */
-static int exec_sql(struct store *s, const char *sql, const char *what)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
-    if (rc == SQLITE_OK)
-        return 0;
-    snprintf(s->errbuf, sizeof s->errbuf, "%s: %s (%d)", what, msg ? msg : sqlite3_errstr(rc), rc);
-    sqlite3_free(msg);
-    return map_rc(rc);
 }
 
 /* Switches to WAL so the HTTP thread's reader sees committed snapshots while
@@ -448,8 +92,8 @@ static int configure(struct store *s)
         return err;
     /* When the WAL starts over it is cut back to this size (the sync
      * thread truncates a WAL that never gets to start over). */
-    err = exec_sql(s, "PRAGMA journal_size_limit = 4194304", "journal_size_limit");
-    return err ? err : exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
+    err = store_exec_sql(s, "PRAGMA journal_size_limit = 4194304", "journal_size_limit");
+    return err ? err : store_exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
 }
 
 /* Returns RMQ_EINVAL with errbuf set if the file's schema is newer than
@@ -474,7 +118,7 @@ static int migrate(struct store *s)
 {
     for (;;) {
         int64_t v = 0;
-        int err = exec_sql(s, "BEGIN IMMEDIATE", "migration begin");
+        int err = store_exec_sql(s, "BEGIN IMMEDIATE", "migration begin");
         if (err)
             return err;
         if ((err = query_int(s, "PRAGMA user_version", &v)) != 0 || (err = check_version(s, v)) != 0) {
@@ -482,12 +126,12 @@ static int migrate(struct store *s)
             return err;
         }
         if (v == (int64_t)schema_migration_count)
-            return exec_sql(s, "COMMIT", "migration end");
+            return store_exec_sql(s, "COMMIT", "migration end");
         char what[64], bump[64];
         snprintf(what, sizeof what, "migration %04lld", (long long)v + 1);
         snprintf(bump, sizeof bump, "PRAGMA user_version = %lld", (long long)v + 1);
-        if ((err = exec_sql(s, schema_migrations[v], what)) != 0 || (err = exec_sql(s, bump, what)) != 0 ||
-            (err = exec_sql(s, "COMMIT", what)) != 0) {
+        if ((err = store_exec_sql(s, schema_migrations[v], what)) != 0 ||
+            (err = store_exec_sql(s, bump, what)) != 0 || (err = store_exec_sql(s, "COMMIT", what)) != 0) {
             /* keep the migration's message; the rollback result adds nothing */
             if (!sqlite3_get_autocommit(s->db))
                 (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -499,22 +143,12 @@ static int migrate(struct store *s)
 static int enable_foreign_keys(struct store *s)
 {
     int64_t on = 0;
-    int err = exec_sql(s, "PRAGMA foreign_keys = ON", "foreign_keys");
+    int err = store_exec_sql(s, "PRAGMA foreign_keys = ON", "foreign_keys");
     if (!err)
         err = query_int(s, "PRAGMA foreign_keys", &on);
     if (!err && on != 1)
         err = store_refuse(s, RMQ_EIO, "foreign_keys unsupported by this SQLite");
     return err;
-}
-
-static int prepare_all(struct store *s)
-{
-    for (int i = 0; i < ST_COUNT; i++) {
-        int rc = sqlite3_prepare_v3(s->db, stmt_def[i].sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
-        if (rc != SQLITE_OK)
-            return store_fail(s, rc, store_stmt_name(i));
-    }
-    return 0;
 }
 
 static int64_t wall_ms(void)
@@ -601,7 +235,8 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
     int64_t version = 0;
     if ((e = query_int(s, "PRAGMA user_version", &version)) != 0 || (e = check_version(s, version)) != 0 ||
         (e = store_check_ours(s, path, version)) != 0 || (e = configure(s)) != 0 || (e = migrate(s)) != 0 ||
-        (e = enable_foreign_keys(s)) != 0 || (e = prepare_all(s)) != 0 || (e = store_bounded_busy(s)) != 0)
+        (e = enable_foreign_keys(s)) != 0 || (e = store_prepare_all(s)) != 0 ||
+        (e = store_bounded_busy(s)) != 0)
         goto fail;
     if ((e = store_exec_st(s, ST_RUN_INSERT, NULL, "Id", wall_ms(), (int)schema_migration_count)) != 0)
         goto fail;
@@ -628,7 +263,7 @@ void store_close(struct store *s)
     /* Closing the last connection checkpoints and deletes the WAL: that
      * copy must be synced like any other. */
     if (s->syncer)
-        (void)exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
+        (void)store_exec_sql(s, "PRAGMA synchronous = FULL", "synchronous");
     destroy(s);
 }
 
@@ -738,6 +373,10 @@ int store_commit_lazy(struct store *s)
     return commit(s, true);
 }
 
+/* WAL frames after which the syncer is asked for an early checkpoint (the
+ * writer's own automatic checkpoint is off while the syncer runs). */
+#define STORE_WAL_KICK_FRAMES 1000
+
 /* Runs on the writer's thread after each commit, with the WAL's size. The
  * writer never checkpoints itself while the syncer runs: at
  * synchronous=OFF it would copy frames into the database without syncing
@@ -764,12 +403,12 @@ int store_lazy_sync(struct store *s, int64_t interval_ms)
      * restarts after a checkpoint, on the loop. Safe here because this
      * connection never writes the database file (only the syncer, at FULL,
      * checkpoints) and durable commits sync the WAL themselves. */
-    int err = exec_sql(s, "PRAGMA synchronous = OFF", "synchronous");
+    int err = store_exec_sql(s, "PRAGMA synchronous = OFF", "synchronous");
     if (!err)
         err = store_syncer_start(path, interval_ms, &s->syncer, s->errbuf, sizeof s->errbuf);
     if (err) {
-        (void)exec_sql(s, "PRAGMA synchronous = FULL",
-                       "synchronous"); /* back as it was; errbuf keeps the cause */
+        (void)store_exec_sql(s, "PRAGMA synchronous = FULL",
+                             "synchronous"); /* back as it was; errbuf keeps the cause */
         return err;
     }
     /* Replaces the automatic checkpoint, which would fsync on the loop. */
@@ -785,6 +424,17 @@ bool store_sync_stats(struct store *s, struct store_syncer_stats *out)
     return true;
 }
 
+int store_recover(struct store *s, int64_t now_ms, int *groups_out)
+{
+    int groups = 0;
+    int err = store_end_runs_before(s, s->run_id, "restart", now_ms, &groups);
+    if (err != 0 || (err = store_commit(s)) != 0)
+        return err;
+    if (groups_out)
+        *groups_out = groups;
+    return 0;
+}
+
 /* Wipes every table but runs (POST /api/reset), inside the batch; the
  * caller commits. Children go before the rows they reference (foreign keys
  * are on). The events id sequence is kept on purpose: ids only grow, so a
@@ -795,7 +445,7 @@ int store_reset(struct store *s)
     int err = store_write_begin(s);
     if (err)
         return err;
-    err = exec_sql(
+    err = store_exec_sql(
         s,
         "DELETE FROM members; DELETE FROM subscriptions; DELETE FROM consumer_groups; "
         "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "

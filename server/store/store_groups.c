@@ -1,15 +1,15 @@
 /* store_groups.c — the writer's subscription-group configs
  * (schema/0004_subscription_groups.sql) and the offset deletions the admin
- * codes need (a topic's offsets, a group's offsets).
+ * codes need (a topic's offsets, a group's offsets) (store_groups.h).
  *
  * Admin writes are rare, so each statement is prepared for the call rather
- * than cached in store.c's table. Every write joins the open batch (a
+ * than cached in store_exec.c's table. Every write joins the open batch (a
  * savepoint), as the other writes do. Owned by the loop thread.
  */
-#include "store.h"
+#include "store_groups.h"
 
 #include "err.h"
-#include "store_internal.h"
+#include "store_exec.h"
 
 #include <assert.h>
 #include <sqlite3.h>

@@ -1,17 +1,18 @@
 /* store_guard.c — what keeps the writer's store its own: one daemon per
  * store (a lock file), a refusal of other applications' SQLite files
- * before anything is written to them, and the writer's bounded wait for a
- * lock another connection holds.
+ * before anything is written to them, the check that the database file is
+ * still the one opened, and the writer's bounded wait for a lock another
+ * connection holds (store_guard.h).
  *
  * Loop thread only (the writer's connection, store.c).
  */
-#include "store.h"
+#include "store_guard.h"
 
 #include "clocks.h"
 #include "err.h"
 #include "log.h"
 #include "mem.h"
-#include "store_internal.h"
+#include "store_exec.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -160,6 +161,10 @@ static int count_of(struct store *s, const char *sql, int64_t *out)
     (void)sqlite3_finalize(st); /* repeats the step error, handled above */
     return e;
 }
+
+/* PRAGMA application_id of an rmqcoord store ("RMQC"), set by
+ * schema/0003_ownership_seq.sql. */
+#define STORE_APPLICATION_ID 0x524D5143
 
 int store_check_ours(struct store *s, const char *path, int64_t version)
 {

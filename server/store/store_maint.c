@@ -1,14 +1,15 @@
 /* store_maint.c — the writer's upkeep: pruning closed channel rows,
  * re-writing membership after writes were lost, and ending the run's
- * members at a clean stop.
+ * members at a clean stop (store_maint.h).
  *
  * Owned by the loop thread, on the writer's connection (store.c); every
  * call joins the open batch like any other write.
  */
-#include "store.h"
+#include "store_maint.h"
 
 #include "err.h"
-#include "store_internal.h"
+#include "store_exec.h"
+#include "store_members.h"
 
 #include <assert.h>
 #include <sqlite3.h>

@@ -1,6 +1,7 @@
 /* store_members.c — the writer's membership rows: clients, channels,
  * consumer groups, members, subscriptions, the event history, and the
- * restart recovery that ends what an earlier run left live.
+ * ending of what earlier runs left live (store_members.h; store_recover in
+ * store.c runs it at start and commits).
  *
  * Owned by the loop thread, on the writer's connection (store.c). Foreign
  * keys are on, so the natural order is store_open_channel at accept, then
@@ -8,11 +9,11 @@
  * subscriptions. Writes made of several statements run in a savepoint so a
  * failing call leaves the batch as it was.
  */
-#include "store.h"
+#include "store_members.h"
 
 #include "err.h"
 #include "mem.h"
-#include "store_internal.h"
+#include "store_exec.h"
 
 #include <assert.h>
 #include <sqlite3.h>
@@ -33,17 +34,6 @@ int store_end_runs_before(struct store *s, int64_t before_run, const char *kind,
     err = store_write_end(s, err);
     assert(store_batch_sanity(s));
     return err;
-}
-
-int store_recover(struct store *s, int64_t now_ms, int *groups_out)
-{
-    int groups = 0;
-    int err = store_end_runs_before(s, s->run_id, "restart", now_ms, &groups);
-    if (err != 0 || (err = store_commit(s)) != 0)
-        return err;
-    if (groups_out)
-        *groups_out = groups;
-    return 0;
 }
 
 int store_put_client(struct store *s, const char *client_id, const char *language, int version,

@@ -1,16 +1,16 @@
 /* store_topics.c — the writer's topic and offset rows: topics with their
  * per-broker queue counts, committed consumer offsets, and the scans that
- * load both back into memory at start.
+ * load both back into memory at start (store_topics.h).
  *
  * Owned by the loop thread, on the writer's connection (store.c). A topic
  * with its brokers is one write (a savepoint): readers never see a topic
  * whose broker list is half replaced.
  */
-#include "store.h"
+#include "store_topics.h"
 
 #include "err.h"
 #include "mem.h"
-#include "store_internal.h"
+#include "store_exec.h"
 
 #include <assert.h>
 #include <sqlite3.h>

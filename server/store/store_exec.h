@@ -1,17 +1,17 @@
-/* store_internal.h — what the writer's files share (store.c,
- * store_members.c, store_topics.c): the prepared statement ids, the writer
- * state, and the helpers that run statements inside the batch. Not a
- * public interface: only the writer's files include it. Loop thread only.
+/* store_exec.h — the writer's state and statements (store_exec.c): the
+ * prepared statement ids, struct store, and the primitives that run
+ * statements inside the batch. Not a public interface: only the writer's
+ * files include it (it needs sqlite3.h). Loop thread only.
  */
-#ifndef RMQ_STORE_INTERNAL_H
-#define RMQ_STORE_INTERNAL_H
-
-#include "store.h"
+#ifndef RMQ_STORE_EXEC_H
+#define RMQ_STORE_EXEC_H
 
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct store_syncer;
 
 /* clang-format off */
 enum stmt_id {
@@ -47,33 +47,8 @@ struct store {
     char errbuf[256];
 };
 
-/* PRAGMA application_id of an rmqcoord store ("RMQC"), set by
- * schema/0003_ownership_seq.sql. */
-#define STORE_APPLICATION_ID 0x524D5143
-
-/* store_guard.c: the lock file (0, or RMQ_ESTATE when another process
- * holds it, or -errno; err filled), its release, the check that the file
- * is an rmqcoord store (before anything writes to it), the log line for a
- * 0-byte file, and the writer's bounded busy wait. */
-int store_lock_acquire(struct store *s, const char *path, char *err, size_t errlen);
-/* Records which file path is (after it exists), for store_file_moved. */
-void store_note_file(struct store *s, const char *path);
-/* Whether the database file was renamed away or deleted since it was
- * opened: later commits would go to a file nobody finds at the next
- * start. Sets errbuf when it was. */
-bool store_file_moved(struct store *s);
-void store_lock_release(struct store *s);
-int store_check_ours(struct store *s, const char *path, int64_t version);
-void store_note_empty_file(const char *path);
-int store_bounded_busy(struct store *s);
-
-/* store_members.c: ends every member and channel of the runs before
- * before_run (reason and event kind: kind), one event per group that had
- * live members; *groups (may be NULL) gets their count. In the batch. */
-int store_end_runs_before(struct store *s, int64_t before_run, const char *kind, int64_t now_ms, int *groups);
-
-/* store.c: asserts (debug builds) that the batch state between two calls
- * is SQLite's: in_batch exactly when a transaction is open, and no write's
+/* Asserts (debug builds) that the batch state between two calls is
+ * SQLite's: in_batch exactly when a transaction is open, and no write's
  * savepoint left open. True when it is. */
 bool store_batch_sanity(const struct store *s);
 
@@ -103,5 +78,13 @@ int store_write_end(struct store *s, int err);
 
 /* A single-statement write in the batch (atomic on its own: no savepoint). */
 int store_write_one(struct store *s, int *changes, enum stmt_id id, const char *fmt, ...);
+
+/* Runs SQL text that may hold several statements (migrations, pragmas)
+ * outside the statement table. Returns 0 or an RMQ_E* code with errbuf set. */
+int store_exec_sql(struct store *s, const char *sql, const char *what);
+
+/* Prepares every statement of the table into s->st (at open, after the
+ * migrations). Returns 0 or an RMQ_E* code with errbuf set. */
+int store_prepare_all(struct store *s);
 
 #endif
