@@ -393,25 +393,11 @@ static void test_alloc_failures(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_join),
-        cmocka_unit_test(test_leave_unregister),
-        cmocka_unit_test(test_crash_close),
-        cmocka_unit_test(test_expiry_notified),
-        cmocka_unit_test(test_expiry_silent),
-        cmocka_unit_test(test_subscription_change),
-        cmocka_unit_test(test_two_brokers),
-        cmocka_unit_test(test_missed_notify),
-        cmocka_unit_test(test_missed_notify_model),
-        cmocka_unit_test(test_json_and_window),
-        cmocka_unit_test(test_infer_behaviour),
-        cmocka_unit_test(test_infer_trace),
-        cmocka_unit_test(test_explain_unknown),
-        cmocka_unit_test(test_truth_trace),
-        cmocka_unit_test(test_bad_options),
-        cmocka_unit_test(test_alloc_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_join), cmocka_unit_test(test_leave_unregister),
+          cmocka_unit_test(test_crash_close), cmocka_unit_test(test_expiry_notified),
+          cmocka_unit_test(test_expiry_silent), cmocka_unit_test(test_subscription_change),
+          cmocka_unit_test(test_two_brokers), cmocka_unit_test(test_missed_notify),
+          cmocka_unit_test(test_missed_notify_model), cmocka_unit_test(test_json_and_window),
+          cmocka_unit_test(test_infer_behaviour), cmocka_unit_test(test_infer_trace),
+          cmocka_unit_test(test_explain_unknown), cmocka_unit_test(test_truth_trace),
+          cmocka_unit_test(test_bad_options), cmocka_unit_test(test_alloc_failures))

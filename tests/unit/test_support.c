@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -186,4 +187,37 @@ void assert_buf_str(struct buf *b, const char *want)
 {
     assert_int_equal(buf_terminate(b), RMQ_OK);
     assert_string_equal((const char *)buf_head(b), want);
+}
+
+/* True when name matches one of the patterns (or there are none). */
+static int selected(const char *name, char **pat, int npat)
+{
+    if (npat == 0)
+        return 1;
+    for (int i = 0; i < npat; i++)
+        if (fnmatch(pat[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+int test_run_group(const struct CMUnitTest *tests, size_t n, int (*group_setup)(void **),
+                   int (*group_teardown)(void **), int argc, char **argv)
+{
+    char *env[1] = {getenv("TEST_FILTER")};
+    char **pat = argc > 1 ? argv + 1 : env;
+    int npat = argc > 1 ? argc - 1 : env[0] && env[0][0] ? 1 : 0;
+    struct CMUnitTest *sel = malloc((n ? n : 1) * sizeof *sel);
+    if (!sel)
+        return 1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (selected(tests[i].name, pat, npat))
+            sel[k++] = tests[i];
+    int rc = 1;
+    if (k > 0 || npat == 0)
+        rc = _cmocka_run_group_tests("tests", sel, k, group_setup, group_teardown);
+    else
+        fprintf(stderr, "no case matches %s%s\n", pat[0], npat > 1 ? " (or the other patterns)" : "");
+    free(sel);
+    return rc;
 }

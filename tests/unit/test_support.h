@@ -44,13 +44,24 @@ void assert_buf_str(struct buf *b, const char *want);
 extern uint64_t test_rng_state;
 uint32_t test_rnd(uint32_t n);
 
+/* Runs the n cases of tests (CMUnitTest entries) as one cmocka group
+ * between group_setup and group_teardown (either NULL), or only those whose
+ * name matches a pattern (fnmatch: * and ?): the command-line arguments, or
+ * else $TEST_FILTER. Returns cmocka's result; 1 when a pattern was given
+ * but no case matches it (a misspelt name must not pass as "0 run"). */
+struct CMUnitTest;
+int test_run_group(const struct CMUnitTest *tests, size_t n, int (*group_setup)(void **),
+                   int (*group_teardown)(void **), int argc, char **argv);
+
 /* A test file's main: the CMUnitTest entries given, run as one group between
- * the cmocka group fixtures group_setup and group_teardown (either NULL). */
+ * the cmocka group fixtures group_setup and group_teardown (either NULL);
+ * `test_x NAME...` or `TEST_FILTER=NAME test_x` runs only the cases named. */
 #define TEST_MAIN_GROUP(group_setup, group_teardown, ...)                                                    \
-    int main(void)                                                                                           \
+    int main(int argc, char **argv)                                                                          \
     {                                                                                                        \
         const struct CMUnitTest tests[] = {__VA_ARGS__};                                                     \
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);                                   \
+        return test_run_group(tests, sizeof tests / sizeof tests[0], group_setup, group_teardown, argc,      \
+                              argv);                                                                         \
     }
 #define TEST_MAIN(...) TEST_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
 /* Group setup of the codec tests: jansson allocates through the funnel

@@ -13,6 +13,7 @@
 
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 #include "trace_fmt.h"
 
 #include <stdio.h>
@@ -305,12 +306,6 @@ static void test_find_agrees(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_repeat_hits), cmocka_unit_test(test_mutations_agree),
-        cmocka_unit_test(test_bounds),      cmocka_unit_test(test_alloc_failures),
-        cmocka_unit_test(test_find_agrees),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_repeat_hits), cmocka_unit_test(test_mutations_agree),
+          cmocka_unit_test(test_bounds), cmocka_unit_test(test_alloc_failures),
+          cmocka_unit_test(test_find_agrees))

@@ -12,6 +12,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "test_support.h"
 #include "trace_fmt.h"
 
 #include <stdio.h>
@@ -324,14 +325,8 @@ static void test_alloc_failures(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_kinds), cmocka_unit_test(test_body_base64),
-        cmocka_unit_test(test_utf8_repair),      cmocka_unit_test(test_escapes_decode),
-        cmocka_unit_test(test_malformed_table),  cmocka_unit_test(test_truncation_every_byte),
-        cmocka_unit_test(test_json_valid),       cmocka_unit_test(test_encode_rejects),
-        cmocka_unit_test(test_alloc_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_round_trip_kinds), cmocka_unit_test(test_body_base64),
+          cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_escapes_decode),
+          cmocka_unit_test(test_malformed_table), cmocka_unit_test(test_truncation_every_byte),
+          cmocka_unit_test(test_json_valid), cmocka_unit_test(test_encode_rejects),
+          cmocka_unit_test(test_alloc_failures))

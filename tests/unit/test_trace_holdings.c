@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 #include "trace_fmt.h"
 
 #include <stdio.h>
@@ -209,12 +210,6 @@ static void test_alloc_failures(void **state)
     assert_true(ok > 0); /* enough allocations allowed eventually */
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_answered_round_trip), cmocka_unit_test(test_unanswered_and_empty),
-        cmocka_unit_test(test_malformed),           cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_alloc_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_answered_round_trip), cmocka_unit_test(test_unanswered_and_empty),
+          cmocka_unit_test(test_malformed), cmocka_unit_test(test_truncation),
+          cmocka_unit_test(test_alloc_failures))
