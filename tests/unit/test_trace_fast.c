@@ -263,25 +263,50 @@ static void test_bounds(void **state)
     trace_decoder_free(&warm);
 }
 
+struct decode_oom {
+    const char *l;
+    struct trace_decoder d;
+    int r1, r2;
+};
+
+static void decode_oom_setup(void *ctx)
+{
+    trace_decoder_init(&((struct decode_oom *)ctx)->d);
+}
+
+/* The same line twice: a miss, then a hit if the cache kept it. */
+static int decode_oom_run(void *ctx)
+{
+    struct decode_oom *x = ctx;
+    struct trace_event ev;
+    x->r1 = trace_decode_line(&x->d, x->l, strlen(x->l), 1, &ev);
+    x->r2 = trace_decode_line(&x->d, x->l, strlen(x->l), 2, &ev);
+    return x->r1 ? x->r1 : x->r2;
+}
+
+static void decode_oom_check(void *ctx, int rc)
+{
+    (void)rc;
+    struct decode_oom *x = ctx;
+    assert_true(x->r1 == 0 || x->r1 == RMQ_ENOMEM);
+    assert_true(x->r2 == 0 || x->r2 == RMQ_ENOMEM);
+    assert_int_equal(decode_both(&x->d, x->l, strlen(x->l)), 0);
+    trace_decoder_free(&x->d);
+}
+
 /* Failing the Nth allocation: the decode fails cleanly or succeeds, the
  * cache only misses what it could not keep, nothing leaks. */
 static void test_alloc_failures(void **state)
 {
     (void)state;
     char *l = make_line(1, 3);
-    for (long n = 0; n < 16; n++) {
-        struct trace_decoder d;
-        trace_decoder_init(&d);
-        struct trace_event ev;
-        rmq_mem_fail_after(n);
-        int r1 = trace_decode_line(&d, l, strlen(l), 1, &ev);
-        int r2 = trace_decode_line(&d, l, strlen(l), 2, &ev);
-        rmq_mem_fail_after(-1);
-        assert_true(r1 == 0 || r1 == RMQ_ENOMEM);
-        assert_true(r2 == 0 || r2 == RMQ_ENOMEM);
-        assert_int_equal(decode_both(&d, l, strlen(l)), 0);
-        trace_decoder_free(&d);
-    }
+    struct decode_oom x = {.l = l};
+    test_oom_loop(&(struct test_oom){.setup = decode_oom_setup,
+                                     .run = decode_oom_run,
+                                     .check = decode_oom_check,
+                                     .absorbs = 1,
+                                     .max = 1000},
+                  &x);
     free(l);
 }
 
