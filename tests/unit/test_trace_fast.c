@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+/* Seeded at the start of each case that draws from it, so that a case run
+ * alone sees the inputs it sees in the whole file. */
+static uint64_t rng_state;
 
 static uint32_t rnd(uint32_t n)
 {
@@ -218,6 +220,7 @@ static size_t mutate(const char *line, size_t len, char *out, size_t cap)
 static void test_mutations_agree(void **state)
 {
     (void)state;
+    rng_state = 0x9E3779B97F4A7C15ULL;
     struct trace_decoder warm;
     trace_decoder_init(&warm);
     char out[8192];
@@ -313,6 +316,7 @@ static void test_alloc_failures(void **state)
 static void test_find_agrees(void **state)
 {
     (void)state;
+    rng_state = 0xA288785F69394894ULL; /* where test_mutations_agree left it */
     char hay[300], needle[16];
     for (int round = 0; round < 200000; round++) {
         size_t n = rnd(sizeof hay), m = rnd(sizeof needle);
