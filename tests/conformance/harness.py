@@ -34,7 +34,10 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+
 sys.dont_write_bytecode = True
+import daemon  # noqa: E402
 import rq  # noqa: E402
 from compare import (MODES, classify, compat_flags, diff_transcripts, load_known,  # noqa: E402
                      norm_frame)
@@ -164,13 +167,13 @@ class Coord:
         self.args = args
         self.logf = open(os.path.join(self.dir, "rmqcoord.log"), "ab")
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.logf)
-        line = self.proc.stdout.readline().decode()
-        if not line.startswith("READY"):
-            raise RuntimeError("rmqcoord did not start: %r (log %s)" % (line, self.dir))
+        try:
+            self.proc, ready = daemon.start(args, stderr=self.logf)
+        except daemon.StartError as e:
+            self.proc = e.proc
+            raise RuntimeError("rmqcoord did not start: %r (log %s)" % (e.line, self.dir))
         self.start_ms = int((time.monotonic() - t0) * 1000)
-        f = dict(kv.split("=", 1) for kv in line.split()[1:])
-        self.ns = self.broker = f["remoting"].split(",")[0]
+        self.ns = self.broker = ready.addr
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

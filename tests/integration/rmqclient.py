@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import select
-import subprocess
 import tempfile
 import sys
 import threading
@@ -26,6 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from remoting import (Frame, connect, decode_header, encode_frame, encode_header_json,  # noqa: E402,F401
                       encode_header_rmq, frame, next_frame, request_header)
 from procs import stop as stop_process  # noqa: E402
+import daemon  # noqa: E402
+
 
 BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(os.path.dirname(__file__), "..", "..", "build", "rmqcoord")
 
@@ -221,14 +222,12 @@ class Daemon:
         args = [self.binary, "serve", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--store", self.store,
                 "--log-level", "debug"] + self.extra
         self.log = open(self.store + ".log", "ab")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
-        line = self.proc.stdout.readline().decode()
-        if not line.startswith("READY "):
-            self.proc.wait(5)
-            raise RuntimeError("daemon did not start: %r, log: %s" % (line, self.logtext()))
-        fields = dict(kv.split("=", 1) for kv in line.split()[1:])
-        self.port = int(fields["remoting"].split(",")[0].rsplit(":", 1)[1])
-        self.http_port = int(fields["http"].rsplit(":", 1)[1]) if fields["http"] != "off" else None
+        try:
+            self.proc, ready = daemon.start(args, stderr=self.log)
+        except daemon.StartError as e:
+            self.proc = e.proc
+            raise RuntimeError("daemon did not start: %r, log: %s" % (e.line, self.logtext()))
+        self.port, self.http_port = ready.port, ready.http_port
 
     def logtext(self):
         try:

@@ -28,6 +28,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import daemon  # noqa: E402
 import procs  # noqa: E402
 import wire  # noqa: E402
 
@@ -93,34 +94,16 @@ class Env:
                 "--topic", "%s:2" % TOPIC_DEL]
         if debug_log:
             args += ["--log-level", "debug"]
-        self.daemon = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog, stdin=subprocess.DEVNULL)
-        line = self._readline(self.daemon.stdout, 10)
-        m = re.search(r"READY remoting=(\S+) http=(\S+)", line or "")
-        if not m:
-            if self.daemon.poll() is None:
-                self.daemon.kill()
-            self.daemon.wait()
+        try:
+            self.daemon, ready = daemon.start(args, stderr=self.errlog, timeout=10, stdin=subprocess.DEVNULL)
+        except daemon.StartError as e:
+            self.daemon = e.proc
             self.proxy.close()
-            raise RuntimeError("daemon did not start: %r (see %s)" % (line, self.errlog.name))
-        self.remoting, self.http_addr = m.group(1), m.group(2)
+            raise RuntimeError("daemon did not start: %r (see %s)" % (e.line, self.errlog.name))
+        self.remoting, self.http_addr = ready.fields["remoting"], ready.fields["http"]
         self.proxy.start(self.remoting)
         self.sim = None
 
-    @staticmethod
-    def _readline(stream, timeout):
-        import select
-        end = time.monotonic() + timeout
-        buf = b""
-        while time.monotonic() < end:
-            r, _, _ = select.select([stream], [], [], 0.2)
-            if r:
-                c = os.read(stream.fileno(), 1)
-                if not c:
-                    break
-                if c == b"\n":
-                    return buf.decode()
-                buf += c
-        return buf.decode()
 
     def http(self, path):
         with urllib.request.urlopen("http://%s%s" % (self.http_addr, path), timeout=5) as r:

@@ -662,6 +662,27 @@ static void test_property_group_equals_one(void **state)
     }
 }
 
+struct one_oom {
+    const struct allocate_options *o;
+    const struct allocate_input *in;
+    const char *cid;
+    struct allocate_queue *res;
+};
+
+static int one_oom_run(void *ctx)
+{
+    struct one_oom *x = ctx;
+    size_t cnt;
+    x->res = NULL;
+    return allocate_one(x->o, x->in, x->cid, &x->res, &cnt, NULL, 0);
+}
+
+static void one_oom_check(void *ctx, int rc)
+{
+    (void)rc;
+    rmq_free(((struct one_oom *)ctx)->res);
+}
+
 /* Fail each allocation of allocate_one in turn for every strategy. */
 static void test_one_oom(void **state)
 {
@@ -673,18 +694,8 @@ static void test_one_oom(void **state)
         struct allocate_options o;
         rgroup_options(&o, (enum allocate_strategy)s, &g);
         struct allocate_input in = {g.q, g.nq, g.c, g.nc};
-        for (long n = 0;; n++) {
-            struct allocate_queue *res = NULL;
-            size_t cnt;
-            rmq_mem_fail_after(n);
-            int rc = allocate_one(&o, &in, g.c[0], &res, &cnt, NULL, 0);
-            rmq_mem_fail_after(-1);
-            rmq_free(res);
-            if (!rc)
-                break;
-            assert_int_equal(rc, RMQ_ENOMEM);
-            assert_true(n < 1000);
-        }
+        struct one_oom x = {&o, &in, g.c[0], NULL};
+        test_oom_loop(&(struct test_oom){.run = one_oom_run, .check = one_oom_check, .max = 1000}, &x);
     }
 }
 

@@ -36,6 +36,27 @@ static void test_consumer_list_encode(void **state)
     buf_free(&b);
 }
 
+struct list_oom {
+    const char *text;
+    char **ids;
+    size_t n;
+};
+
+static int list_oom_run(void *ctx)
+{
+    struct list_oom *x = ctx;
+    char err[160];
+    return sim_consumer_list_parse((const uint8_t *)x->text, strlen(x->text), &x->ids, &x->n, err,
+                                   sizeof err);
+}
+
+static void list_oom_check(void *ctx, int rc)
+{
+    struct list_oom *x = ctx;
+    if (rc == RMQ_OK)
+        sim_ids_free(x->ids, x->n);
+}
+
 static void test_consumer_list(void **state)
 {
     (void)state;
@@ -54,17 +75,10 @@ static void test_consumer_list(void **state)
         assert_int_equal(
             sim_consumer_list_parse((const uint8_t *)bad[i], strlen(bad[i]), &ids, &n, err, sizeof err),
             RMQ_EPROTO);
-    for (long fail = 0;; fail++) {
-        rmq_mem_fail_after(fail);
-        int rc = sim_consumer_list_parse((const uint8_t *)text, strlen(text), &ids, &n, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            sim_ids_free(ids, n);
-            break;
-        }
-        assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO);
-        assert_true(fail < 1000);
-    }
+    struct list_oom x = {text, NULL, 0};
+    test_oom_loop(
+        &(struct test_oom){.run = list_oom_run, .check = list_oom_check, .also = RMQ_EPROTO, .max = 1000},
+        &x);
 }
 
 TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_consumer_list_encode),

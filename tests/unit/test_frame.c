@@ -369,41 +369,57 @@ static void test_encode_rolls_back_on_failure(void **state)
     rmq_cmd_clear(&c);
 }
 
+struct decoder_oom {
+    const struct rmq_cmd *c;
+    const uint8_t *frame;
+    size_t len;
+    struct rmq_frame_decoder d;
+    struct rmq_cmd got;
+};
+
+static void decoder_oom_setup(void *ctx)
+{
+    struct decoder_oom *x = ctx;
+    rmq_cmd_init(&x->got);
+    rmq_frame_decoder_init(&x->d, 0, 0);
+}
+
+static int decoder_oom_run(void *ctx)
+{
+    struct decoder_oom *x = ctx;
+    int rc = rmq_frame_decoder_feed(&x->d, x->frame, x->len);
+    return rc == RMQ_OK ? rmq_frame_decoder_next(&x->d, &x->got) : rc;
+}
+
+static void decoder_oom_check(void *ctx, int rc)
+{
+    struct decoder_oom *x = ctx;
+    if (rc == RMQ_OK) {
+        assert_cmd_equal(x->c, &x->got);
+        rmq_cmd_clear(&x->got);
+        rmq_frame_decoder_free(&x->d);
+        return;
+    }
+    assert_null(x->got.ext);
+    assert_null(x->got.remark);
+    assert_null(x->got.body);
+    /* Nothing was consumed, so the same frame decodes once memory is back. */
+    if (buf_live(&x->d.in) == x->len) {
+        assert_int_equal(rmq_frame_decoder_next(&x->d, &x->got), RMQ_OK);
+        assert_cmd_equal(x->c, &x->got);
+        rmq_cmd_clear(&x->got);
+    }
+    rmq_frame_decoder_free(&x->d);
+}
+
 /* Fails allocation N = 0, 1, 2 ... inside feed + next; each run must fail
  * with RMQ_ENOMEM and leave nothing behind, until one run succeeds. */
 static void check_decoder_allocation_failures(const struct rmq_cmd *c, const uint8_t *frame, size_t len)
 {
-    long n;
-    for (n = 0;; n++) {
-        struct rmq_frame_decoder d;
-        struct rmq_cmd got;
-        rmq_cmd_init(&got);
-        rmq_frame_decoder_init(&d, 0, 0);
-        rmq_mem_fail_after(n);
-        int rc = rmq_frame_decoder_feed(&d, frame, len);
-        if (rc == RMQ_OK)
-            rc = rmq_frame_decoder_next(&d, &got);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            assert_cmd_equal(c, &got);
-            rmq_cmd_clear(&got);
-            rmq_frame_decoder_free(&d);
-            break;
-        }
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_null(got.ext);
-        assert_null(got.remark);
-        assert_null(got.body);
-        /* Nothing was consumed, so the same frame decodes once memory
-         * is back. */
-        if (buf_live(&d.in) == len) {
-            assert_int_equal(rmq_frame_decoder_next(&d, &got), RMQ_OK);
-            assert_cmd_equal(c, &got);
-            rmq_cmd_clear(&got);
-        }
-        rmq_frame_decoder_free(&d);
-    }
-    assert_true(n >= 5); /* buffer, header parse, ext copies, body */
+    struct decoder_oom x = {.c = c, .frame = frame, .len = len};
+    const struct test_oom t = {
+        .setup = decoder_oom_setup, .run = decoder_oom_run, .check = decoder_oom_check, .max = 1000};
+    assert_true(test_oom_loop(&t, &x) >= 5); /* buffer, header parse, ext copies, body */
 }
 
 static void test_decoder_allocation_failures(void **state)

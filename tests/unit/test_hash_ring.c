@@ -152,6 +152,23 @@ static void test_growth(void **state)
     hash_ring_free(r);
 }
 
+static int ring_oom_run(void *ctx)
+{
+    struct hash_ring **r = ctx;
+    int rc = hash_ring_new(r, 4, 0);
+    for (size_t i = 0; !rc && i < 4; i++)
+        rc = hash_ring_add(*r, (const char *[]){"n0", "n1", "n2", "n3"}[i], i, 20);
+    return rc ? rc : hash_ring_seal(*r);
+}
+
+static void ring_oom_check(void *ctx, int rc)
+{
+    (void)rc;
+    struct hash_ring **r = ctx;
+    hash_ring_free(*r);
+    *r = NULL;
+}
+
 static void test_limits_and_oom(void **state)
 {
     (void)state;
@@ -162,21 +179,7 @@ static void test_limits_and_oom(void **state)
     assert_int_equal(hash_ring_add(r, "a", 0, (long)HASH_RING_MAX_VNODES + 1), RMQ_E2BIG);
     hash_ring_free(r);
     /* Fail each allocation in turn: only RMQ_ENOMEM, never a crash or leak. */
-    for (long n = 0;; n++) {
-        rmq_mem_fail_after(n);
-        int rc = hash_ring_new(&r, 4, 0);
-        for (size_t i = 0; !rc && i < 4; i++)
-            rc = hash_ring_add(r, (const char *[]){"n0", "n1", "n2", "n3"}[i], i, 20);
-        if (!rc)
-            rc = hash_ring_seal(r);
-        rmq_mem_fail_after(-1);
-        hash_ring_free(r);
-        r = NULL;
-        if (!rc)
-            break;
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_true(n < 100);
-    }
+    test_oom_loop(&(struct test_oom){.run = ring_oom_run, .check = ring_oom_check, .max = 100}, &r);
 }
 
 TEST_MAIN(cmocka_unit_test(test_hash_is_md5_prefix), cmocka_unit_test(test_empty_and_unsealed),

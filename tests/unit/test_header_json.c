@@ -458,30 +458,40 @@ static void test_encode_cap_boundary(void **state)
     rmq_cmd_clear(&c);
 }
 
+struct decode_oom {
+    const char *h;
+    struct rmq_cmd c;
+    char err[128];
+};
+
+static int decode_oom_run(void *ctx)
+{
+    struct decode_oom *x = ctx;
+    rmq_cmd_init(&x->c);
+    x->err[0] = 0;
+    return rmq_header_json_decode((const uint8_t *)x->h, strlen(x->h), &x->c, x->err, sizeof x->err);
+}
+
+static void decode_oom_check(void *ctx, int rc)
+{
+    struct decode_oom *x = ctx;
+    if (rc == RMQ_OK) {
+        assert_int_equal(x->c.ext_len, 11);
+        assert_encodes_to(&x->c, x->h);
+        rmq_cmd_clear(&x->c);
+        return;
+    }
+    if (rc != RMQ_ENOMEM)
+        fail_msg("rc %d (%s)", rc, x->err);
+    assert_null(x->c.ext);
+}
+
 static void test_decoder_allocation_failures(void **state)
 {
     (void)state;
-    const char *h = java_headers[2];
-    int failures = 0;
-    for (long n = 0;; n++) {
-        struct rmq_cmd c;
-        char err[128] = "";
-        rmq_cmd_init(&c);
-        rmq_mem_fail_after(n);
-        int rc = rmq_header_json_decode((const uint8_t *)h, strlen(h), &c, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            assert_int_equal(c.ext_len, 11);
-            assert_encodes_to(&c, h);
-            rmq_cmd_clear(&c);
-            break;
-        }
-        if (rc != RMQ_ENOMEM)
-            fail_msg("n=%ld: rc %d (%s)", n, rc, err);
-        assert_null(c.ext);
-        failures++;
-    }
-    assert_true(failures > 11);
+    struct decode_oom x = {.h = java_headers[2]};
+    const struct test_oom t = {.run = decode_oom_run, .check = decode_oom_check, .max = 1000};
+    assert_true(test_oom_loop(&t, &x) > 11);
 }
 
 TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_java_headers_decode_and_reencode_exactly),

@@ -275,29 +275,60 @@ static void test_heartbeat_malformed_table(void **state)
     }
 }
 
+struct hb_oom {
+    struct rmq_heartbeat hb;
+    char err[160];
+};
+
+static int hb_oom_run(void *ctx)
+{
+    struct hb_oom *x = ctx;
+    memset(x, 0, sizeof *x);
+    return rmq_heartbeat_parse((const uint8_t *)java_498, strlen(java_498), &x->hb, x->err, sizeof x->err);
+}
+
+static void hb_oom_check(void *ctx, int rc)
+{
+    struct hb_oom *x = ctx;
+    if (rc == RMQ_OK) {
+        assert_int_equal(x->hb.consumers[0].subs[1].ncodes, 2);
+        rmq_heartbeat_clear(&x->hb);
+        return;
+    }
+    if (rc != RMQ_ENOMEM)
+        fail_msg("rc %d (%s)", rc, x->err);
+    assert_null(x->hb.client_id);
+    assert_null(x->hb.consumers);
+}
+
 static void test_heartbeat_allocation_failures(void **state)
 {
     (void)state;
-    int failures = 0;
-    for (long n = 0;; n++) {
-        struct rmq_heartbeat hb;
-        char err[160] = "";
-        memset(&hb, 0, sizeof hb);
-        rmq_mem_fail_after(n);
-        int rc = rmq_heartbeat_parse((const uint8_t *)java_498, strlen(java_498), &hb, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            assert_int_equal(hb.consumers[0].subs[1].ncodes, 2);
-            rmq_heartbeat_clear(&hb);
-            break;
-        }
-        if (rc != RMQ_ENOMEM)
-            fail_msg("n=%ld: rc %d (%s)", n, rc, err);
-        assert_null(hb.client_id);
-        assert_null(hb.consumers);
-        failures++;
-    }
-    assert_true(failures > 20);
+    struct hb_oom x;
+    const struct test_oom t = {.run = hb_oom_run, .check = hb_oom_check, .max = 1000};
+    assert_true(test_oom_loop(&t, &x) > 20);
+}
+
+struct copy_oom {
+    const struct rmq_subscription *src;
+    struct rmq_subscription dst;
+};
+
+static int copy_oom_run(void *ctx)
+{
+    struct copy_oom *x = ctx;
+    return rmq_subscription_copy(&x->dst, x->src);
+}
+
+/* Every failing allocation leaves dst cleared. */
+static void copy_oom_check(void *ctx, int rc)
+{
+    struct copy_oom *x = ctx;
+    if (rc == RMQ_OK)
+        return;
+    assert_null(x->dst.topic);
+    assert_null(x->dst.tags);
+    assert_int_equal(x->dst.ntags, 0);
 }
 
 static void test_subscription_copy(void **state)
@@ -316,22 +347,11 @@ static void test_subscription_copy(void **state)
     assert_buf_str(&b, JAVA_SUB_TAGS);
     buf_free(&b);
     rmq_subscription_clear(&dst);
-    /* Every failing allocation leaves dst cleared. */
-    int failures = 0;
-    for (long n = 0;; n++) {
-        rmq_mem_fail_after(n);
-        int rc = rmq_subscription_copy(&dst, src);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK)
-            break;
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_null(dst.topic);
-        assert_null(dst.tags);
-        assert_int_equal(dst.ntags, 0);
-        failures++;
-    }
-    assert_int_equal(failures, 7); /* 3 strings, tag array, 2 tags, codes */
-    rmq_subscription_clear(&dst);
+    struct copy_oom x = {.src = src};
+    const struct test_oom t = {.run = copy_oom_run, .check = copy_oom_check, .max = 1000};
+    assert_int_equal(test_oom_loop(&t, &x), 7); /* 3 strings, tag array, 2 tags, codes */
+    rmq_subscription_clear(&x.dst);
+
     rmq_subscription_clear(NULL);
     rmq_heartbeat_clear(&hb);
 }

@@ -98,25 +98,51 @@ static void test_lock_body_malformed(void **state)
     }
 }
 
+static int lock_oom_run(void *ctx)
+{
+    struct rmq_lock_body *lb = ctx;
+    memset(lb, 0, sizeof *lb);
+    return rmq_lock_body_parse((const uint8_t *)lock_body, strlen(lock_body), lb, NULL, 0);
+}
+
+static void lock_oom_check(void *ctx, int rc)
+{
+    struct rmq_lock_body *lb = ctx;
+    if (rc == RMQ_OK) {
+        assert_int_equal(lb->nmqs, 2);
+        rmq_lock_body_clear(lb);
+        return;
+    }
+    assert_null(lb->mqs);
+}
+
 /* Allocation failures: RMQ_ENOMEM and nothing left, until success. */
 static void test_lock_body_allocation_failures(void **state)
 {
     (void)state;
-    const char *body = lock_body;
     struct rmq_lock_body lb;
-    for (long n = 0;; n++) {
-        memset(&lb, 0, sizeof lb);
-        rmq_mem_fail_after(n);
-        int rc = rmq_lock_body_parse((const uint8_t *)body, strlen(body), &lb, NULL, 0);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            assert_int_equal(lb.nmqs, 2);
-            rmq_lock_body_clear(&lb);
-            break;
-        }
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_null(lb.mqs);
-    }
+    test_oom_loop(&(struct test_oom){.run = lock_oom_run, .check = lock_oom_check, .max = 1000}, &lb);
+}
+
+struct ok_oom {
+    const struct buf *b;
+    struct rmq_mq *mqs;
+    size_t n;
+};
+
+static int ok_oom_run(void *ctx)
+{
+    struct ok_oom *x = ctx;
+    return rmq_lock_ok_parse(buf_head(x->b), buf_live(x->b), &x->mqs, &x->n, NULL, 0);
+}
+
+static void ok_oom_check(void *ctx, int rc)
+{
+    struct ok_oom *x = ctx;
+    if (rc == RMQ_OK)
+        rmq_mqs_free(x->mqs, x->n);
+    else
+        assert_null(x->mqs);
 }
 
 /* The request body as a Java client writes it, parsed back; the reply body
@@ -173,17 +199,9 @@ static void test_lock_round_trips(void **state)
         assert_null(mqs);
         assert_int_equal(n, 0);
     }
-    for (long k = 0;; k++) {
-        rmq_mem_fail_after(k);
-        int rc = rmq_lock_ok_parse(buf_head(&b), buf_live(&b), &mqs, &n, NULL, 0);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            rmq_mqs_free(mqs, n);
-            break;
-        }
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_null(mqs);
-    }
+    struct ok_oom x = {.b = &b};
+    test_oom_loop(&(struct test_oom){.run = ok_oom_run, .check = ok_oom_check, .max = 1000}, &x);
+
     /* A full buffer is restored. */
     struct buf small;
     buf_init(&small, 40);

@@ -198,31 +198,46 @@ static void test_broadcast_does_not_notify(void **state)
     mship_group_clear(&g);
 }
 
+struct hb_oom {
+    struct rmq_subscription s[2];
+    struct mship_group g;
+};
+
+static void hb_oom_setup(void *ctx)
+{
+    struct hb_oom *x = ctx;
+    assert_int_equal(mship_group_init(&x->g, "G"), 0);
+}
+
+static int hb_oom_run(void *ctx)
+{
+    struct hb_oom *x = ctx;
+    struct rmq_consumer_data cd = {.group = x->g.name, .subs = x->s, .nsubs = 2};
+    struct mship_heartbeat_in in = {.channel_id = 1, .client_id = "a", .cd = &cd};
+    struct mship_outcome o;
+    return mship_apply_heartbeat(&x->g, &in, &o);
+}
+
+static void hb_oom_check(void *ctx, int rc)
+{
+    struct hb_oom *x = ctx;
+    if (rc == 0) {
+        assert_int_equal(x->g.nmembers, 1);
+        assert_int_equal(x->g.nsubs, 2);
+    } else {
+        assert_true(x->g.nmembers <= 1);
+        for (size_t i = 0; i < x->g.nmembers; i++)
+            assert_non_null(x->g.members[i].client_id);
+    }
+    mship_group_clear(&x->g);
+}
+
 static void test_out_of_memory_leaves_group_consistent(void **state)
 {
     (void)state;
-    struct rmq_subscription s[] = {sub("T", 1), sub("U", 2)};
-    for (long n = 0; n < 64; n++) {
-        struct mship_group g;
-        assert_int_equal(mship_group_init(&g, "G"), 0);
-        struct rmq_consumer_data cd = {.group = g.name, .subs = s, .nsubs = 2};
-        struct mship_heartbeat_in in = {.channel_id = 1, .client_id = "a", .cd = &cd};
-        struct mship_outcome o;
-        rmq_mem_fail_after(n);
-        int rc = mship_apply_heartbeat(&g, &in, &o);
-        rmq_mem_fail_after(-1);
-        if (rc == 0) {
-            assert_int_equal(g.nmembers, 1);
-            assert_int_equal(g.nsubs, 2);
-            mship_group_clear(&g);
-            return;
-        }
-        assert_true(g.nmembers <= 1);
-        for (size_t i = 0; i < g.nmembers; i++)
-            assert_non_null(g.members[i].client_id);
-        mship_group_clear(&g);
-    }
-    fail_msg("heartbeat never succeeded");
+    struct hb_oom x = {.s = {sub("T", 1), sub("U", 2)}};
+    test_oom_loop(
+        &(struct test_oom){.setup = hb_oom_setup, .run = hb_oom_run, .check = hb_oom_check, .max = 64}, &x);
 }
 
 /* The channel index against a model, through growth and backward-shift deletes. */

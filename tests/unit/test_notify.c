@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "consumer_requests.h"
 #include "request_codes.h"
+#include "test_support.h"
 
 #include <string.h>
 
@@ -214,17 +215,11 @@ static void test_expiry_silent_when_configured(void **state)
     fx_free(fx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_join_notifies_every_member, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_coalesced_once_per_group_per_iteration, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_reheartbeat_is_not_a_change, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_broadcast_group_not_notified, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_close_notifies_the_rest, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_unregister_notifies_only_on_change, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_subscription_change_notifies, fx_setup, fx_teardown),
-        cmocka_unit_test(test_expiry_silent_when_configured),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test_setup_teardown(test_join_notifies_every_member, fx_setup, fx_teardown),
+          cmocka_unit_test_setup_teardown(test_coalesced_once_per_group_per_iteration, fx_setup, fx_teardown),
+          cmocka_unit_test_setup_teardown(test_reheartbeat_is_not_a_change, fx_setup, fx_teardown),
+          cmocka_unit_test_setup_teardown(test_broadcast_group_not_notified, fx_setup, fx_teardown),
+          cmocka_unit_test_setup_teardown(test_close_notifies_the_rest, fx_setup, fx_teardown),
+          cmocka_unit_test_setup_teardown(test_unregister_notifies_only_on_change, fx_setup, fx_teardown),
+          cmocka_unit_test_setup_teardown(test_subscription_change_notifies, fx_setup, fx_teardown),
+          cmocka_unit_test(test_expiry_silent_when_configured))

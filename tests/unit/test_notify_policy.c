@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "notify_policy.h"
+#include "test_support.h"
 
 static struct broker_dialect dialect(enum dialect_mode mode, bool notify_on_expiry)
 {
@@ -106,14 +107,6 @@ static void test_subscription_counts(void **state)
     assert_false(notify_policy_subscription_counts(MSHIP_JOINED | MSHIP_SUB_ADDED));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_marks),
-        cmocka_unit_test(test_sends),
-        cmocka_unit_test(test_broker49_notifies_broadcast),
-        cmocka_unit_test(test_unregister_marks),
-        cmocka_unit_test(test_subscription_counts),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_marks), cmocka_unit_test(test_sends),
+          cmocka_unit_test(test_broker49_notifies_broadcast), cmocka_unit_test(test_unregister_marks),
+          cmocka_unit_test(test_subscription_counts))

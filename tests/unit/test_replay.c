@@ -376,44 +376,36 @@ static void test_bad_options(void **state)
     assert_int_equal(replay_new(&o, &rp, err, sizeof err), RMQ_EINVAL);
 }
 
+struct replay_oom {
+    const char *trace;
+    struct replay_options o;
+};
+
+static int replay_oom_run(void *ctx)
+{
+    struct replay_oom *x = ctx;
+    int rc;
+    free(run_replay(x->trace, &x->o, &rc));
+    return rc;
+}
+
 /* Failing the Nth allocation: the engine reports or absorbs it, never
- * crashes, never leaks (ASan/valgrind builds check the leaks). */
+ * crashes, never leaks. */
 static void test_alloc_failures(void **state)
 {
     (void)state;
-    struct replay_options o = defaults();
-    for (long n = 0; n < 400; n += 3) {
-        rmq_mem_fail_after(n);
-        int rc;
-        char *out = run_replay("traces/missed_notify.jsonl", &o, &rc);
-        rmq_mem_fail_after(-1);
-        free(out);
-        rmq_mem_fail_after(n);
-        out = run_replay("traces/truth.jsonl", &o, &rc);
-        rmq_mem_fail_after(-1);
-        free(out);
-    }
+    struct replay_oom a = {"traces/missed_notify.jsonl", defaults()};
+    struct replay_oom b = {"traces/truth.jsonl", defaults()};
+    const struct test_oom t = {.run = replay_oom_run, .absorbs = 1, .max = 10000};
+    test_oom_loop(&t, &a);
+    test_oom_loop(&t, &b);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_join),
-        cmocka_unit_test(test_leave_unregister),
-        cmocka_unit_test(test_crash_close),
-        cmocka_unit_test(test_expiry_notified),
-        cmocka_unit_test(test_expiry_silent),
-        cmocka_unit_test(test_subscription_change),
-        cmocka_unit_test(test_two_brokers),
-        cmocka_unit_test(test_missed_notify),
-        cmocka_unit_test(test_missed_notify_model),
-        cmocka_unit_test(test_json_and_window),
-        cmocka_unit_test(test_infer_behaviour),
-        cmocka_unit_test(test_infer_trace),
-        cmocka_unit_test(test_explain_unknown),
-        cmocka_unit_test(test_truth_trace),
-        cmocka_unit_test(test_bad_options),
-        cmocka_unit_test(test_alloc_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_join), cmocka_unit_test(test_leave_unregister),
+          cmocka_unit_test(test_crash_close), cmocka_unit_test(test_expiry_notified),
+          cmocka_unit_test(test_expiry_silent), cmocka_unit_test(test_subscription_change),
+          cmocka_unit_test(test_two_brokers), cmocka_unit_test(test_missed_notify),
+          cmocka_unit_test(test_missed_notify_model), cmocka_unit_test(test_json_and_window),
+          cmocka_unit_test(test_infer_behaviour), cmocka_unit_test(test_infer_trace),
+          cmocka_unit_test(test_explain_unknown), cmocka_unit_test(test_truth_trace),
+          cmocka_unit_test(test_bad_options), cmocka_unit_test(test_alloc_failures))

@@ -193,10 +193,4 @@ static void test_one_pass_agrees(void **state)
     (void)rmdir(dir);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_pass_agrees),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_one_pass_agrees))

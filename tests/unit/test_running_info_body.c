@@ -108,21 +108,25 @@ static void test_every_truncation(void **state)
     }
 }
 
+static int ri_oom_run(void *ctx)
+{
+    struct rmq_running_info *ri = ctx;
+    memset(ri, 0, sizeof *ri);
+    return rmq_running_info_parse((const uint8_t *)java_body, strlen(java_body), ri, NULL, 0);
+}
+
+static void ri_oom_check(void *ctx, int rc)
+{
+    (void)rc;
+    rmq_running_info_clear(ctx);
+}
+
 static void test_out_of_memory(void **state)
 {
     (void)state;
-    for (long n = 0; n < 200; n++) {
-        struct rmq_running_info ri;
-        memset(&ri, 0, sizeof ri);
-        rmq_mem_fail_after(n);
-        int rc = rmq_running_info_parse((const uint8_t *)java_body, strlen(java_body), &ri, NULL, 0);
-        rmq_mem_fail_after(-1);
-        rmq_running_info_clear(&ri);
-        if (rc == 0)
-            return;
-        assert_true(rc == RMQ_ENOMEM || rc == RMQ_EPROTO);
-    }
-    fail_msg("never succeeded");
+    struct rmq_running_info ri;
+    test_oom_loop(
+        &(struct test_oom){.run = ri_oom_run, .check = ri_oom_check, .also = RMQ_EPROTO, .max = 200}, &ri);
 }
 
 static void test_encode_and_read_back(void **state)

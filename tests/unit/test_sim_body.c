@@ -168,30 +168,45 @@ static void test_running_info_exact(void **state)
     buf_free(&b);
 }
 
+struct rinfo_oom {
+    struct rinfo_case c;
+    struct buf b;
+};
+
+static void rinfo_oom_setup(void *ctx)
+{
+    buf_init(&((struct rinfo_oom *)ctx)->b, 0);
+}
+
+static int rinfo_oom_run(void *ctx)
+{
+    struct rinfo_oom *x = ctx;
+    return sim_running_info_encode(&x->c.ri, &x->b);
+}
+
+static void rinfo_oom_check(void *ctx, int rc)
+{
+    struct rinfo_oom *x = ctx;
+    if (rc == RMQ_OK)
+        assert_buf_str(&x->b, rinfo_want);
+    else
+        assert_int_equal(buf_live(&x->b), 0); /* nothing half-written */
+    buf_free(&x->b);
+}
+
 static void test_running_info_oom(void **state)
 {
     (void)state;
-    struct rinfo_case c;
-    fill_rinfo(&c);
-    for (long fail = 0;; fail++) {
-        struct buf b;
-        buf_init(&b, 0);
-        rmq_mem_fail_after(fail);
-        int rc = sim_running_info_encode(&c.ri, &b);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            assert_buf_str(&b, rinfo_want);
-            buf_free(&b);
-            break;
-        }
-        assert_int_equal(buf_live(&b), 0); /* nothing half-written */
-        buf_free(&b);
-        assert_true(fail < 1000);
-    }
+    struct rinfo_oom x;
+    fill_rinfo(&x.c);
+    test_oom_loop(
+        &(struct test_oom){
+            .setup = rinfo_oom_setup, .run = rinfo_oom_run, .check = rinfo_oom_check, .max = 1000},
+        &x);
     /* A capped buffer fails cleanly too. */
     struct buf small;
     buf_init(&small, 64);
-    assert_int_not_equal(sim_running_info_encode(&c.ri, &small), RMQ_OK);
+    assert_int_not_equal(sim_running_info_encode(&x.c.ri, &small), RMQ_OK);
     assert_int_equal(buf_live(&small), 0);
     buf_free(&small);
 }

@@ -153,6 +153,26 @@ static void test_allocate_matches_group(void **state)
     }
 }
 
+struct diff_oom {
+    const struct allocate_queue *old, *nw;
+    struct sim_diff d;
+};
+
+static int diff_oom_run(void *ctx)
+{
+    struct diff_oom *x = ctx;
+    return sim_diff_compute(x->old, 3, x->nw, 4, &x->d);
+}
+
+static void diff_oom_check(void *ctx, int rc)
+{
+    struct diff_oom *x = ctx;
+    if (rc == RMQ_OK)
+        sim_diff_clear(&x->d);
+    else
+        assert_null(x->d.added);
+}
+
 static void test_diff(void **state)
 {
     (void)state;
@@ -186,18 +206,8 @@ static void test_diff(void **state)
     sim_diff_clear(&d);
     sim_diff_clear(NULL);
 
-    for (long fail = 0;; fail++) {
-        rmq_mem_fail_after(fail);
-        int rc = sim_diff_compute(old, 3, nw, 4, &d);
-        rmq_mem_fail_after(-1);
-        if (rc == RMQ_OK) {
-            sim_diff_clear(&d);
-            break;
-        }
-        assert_int_equal(rc, RMQ_ENOMEM);
-        assert_null(d.added);
-        assert_true(fail < 100);
-    }
+    struct diff_oom x = {.old = old, .nw = nw};
+    test_oom_loop(&(struct test_oom){.run = diff_oom_run, .check = diff_oom_check, .max = 100}, &x);
 }
 
 TEST_MAIN(cmocka_unit_test(test_mq_all_read_permission), cmocka_unit_test(test_allocate_worked_examples),

@@ -309,6 +309,32 @@ static void test_reader_open_errors(void **state)
     store_reader_close(NULL);
 }
 
+/* store_reader_events under test_oom_loop: the arguments, and the page. */
+struct events_oom {
+    struct store_reader *r;
+    const char *group;
+    int64_t since;
+    int limit;
+    json_t *v;
+    char err[128];
+};
+
+static int events_oom_run(void *ctx)
+{
+    struct events_oom *x = ctx;
+    x->err[0] = 0;
+    x->v = store_reader_events(x->r, x->group, x->since, x->limit, x->err, sizeof x->err);
+    return x->v ? 0 : RMQ_ENOMEM;
+}
+
+/* A failure says it ran out of memory; the page is kept for the caller. */
+static void events_oom_check(void *ctx, int rc)
+{
+    struct events_oom *x = ctx;
+    if (rc != 0)
+        assert_non_null(strstr(x->err, "memory"));
+}
+
 /* With jansson on the allocation funnel, failing each allocation in turn
  * yields NULL with an error, never a partial result or a leak. */
 static void test_events_oom(void **state)
@@ -316,18 +342,11 @@ static void test_events_oom(void **state)
     struct fx *fx = *state;
     append_events(fx->s, 5, 1);
     rmq_mem_install_jansson();
-    json_t *v = NULL;
-    long n;
-    for (n = 0; n < 1000 && !v; n++) {
-        char err[128] = "";
-        rmq_mem_fail_after(n);
-        v = store_reader_events(fx->r, NULL, 0, 10, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (!v)
-            assert_non_null(strstr(err, "memory"));
-    }
+    struct events_oom x = {.r = fx->r, .limit = 10};
+    const struct test_oom t = {.run = events_oom_run, .check = events_oom_check, .max = 1000};
+    assert_true(test_oom_loop(&t, &x) > 0);
+    json_t *v = x.v;
     assert_non_null(v);
-    assert_true(n > 1);
     assert_int_equal(n_events(v), 5);
     json_decref(v);
     struct store_reader *r = NULL;
@@ -413,17 +432,11 @@ static void test_delta_events_rebuilt(void **state)
         json_decref(v);
     }
     rmq_mem_install_jansson();
-    v = NULL;
-    long n;
-    for (n = 0; n < 3000 && !v; n++) {
-        char err[128] = "";
-        rmq_mem_fail_after(n);
-        v = store_reader_events(fx->r, "d", 2, 100, err, sizeof err);
-        rmq_mem_fail_after(-1);
-        if (!v)
-            assert_non_null(strstr(err, "memory"));
-    }
+    struct events_oom x = {.r = fx->r, .group = "d", .since = 2, .limit = 100};
+    test_oom_loop(&(struct test_oom){.run = events_oom_run, .check = events_oom_check, .max = 3000}, &x);
+    v = x.v;
     assert_non_null(v);
+
     assert_int_equal(n_events(v), 6);
     lists_of(v, 0, b, a, sizeof b);
     assert_string_equal(b, want[2][0]);

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -186,4 +188,85 @@ void assert_buf_str(struct buf *b, const char *want)
 {
     assert_int_equal(buf_terminate(b), RMQ_OK);
     assert_string_equal((const char *)buf_head(b), want);
+}
+
+/* True when name matches one of the patterns (or there are none). */
+static int selected(const char *name, char **pat, int npat)
+{
+    if (npat == 0)
+        return 1;
+    for (int i = 0; i < npat; i++)
+        if (fnmatch(pat[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+int test_run_group(const struct CMUnitTest *tests, size_t n, int (*group_setup)(void **),
+                   int (*group_teardown)(void **), int argc, char **argv)
+{
+    char *env[1] = {getenv("TEST_FILTER")};
+    char **pat = argc > 1 ? argv + 1 : env;
+    int npat = argc > 1 ? argc - 1 : env[0] && env[0][0] ? 1 : 0;
+    struct CMUnitTest *sel = malloc((n ? n : 1) * sizeof *sel);
+    if (!sel)
+        return 1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (selected(tests[i].name, pat, npat))
+            sel[k++] = tests[i];
+    int rc = 1;
+    if (k > 0 || npat == 0)
+        rc = _cmocka_run_group_tests("tests", sel, k, group_setup, group_teardown);
+    else
+        fprintf(stderr, "no case matches %s%s\n", pat[0], npat > 1 ? " (or the other patterns)" : "");
+    free(sel);
+    return rc;
+}
+
+/* The sanitizer runtime's count of live heap bytes; absent (NULL) in a
+ * build without one. Weak, so the same test source links either way. */
+size_t __sanitizer_get_current_allocated_bytes(void) __attribute__((weak));
+
+/* Live heap bytes, or -1 when this build cannot tell. */
+static long long heap_bytes(void)
+{
+    return __sanitizer_get_current_allocated_bytes ? (long long)__sanitizer_get_current_allocated_bytes()
+                                                   : -1;
+}
+
+long test_oom_loop(const struct test_oom *t, void *ctx)
+{
+    /* libc makes its time-zone state on first use (gmtime_r) and keeps it:
+     * made here, so that a run does not count it as left behind. */
+    tzset();
+    long failures = 0;
+    for (long n = 0;; n++) {
+        if (n >= t->max)
+            fail_msg("failing after %ld allocations: still no success (raise max?)", n);
+        long long before = heap_bytes();
+        if (t->setup)
+            t->setup(ctx);
+        rmq_mem_fail_after(n);
+        int rc = t->run(ctx);
+        /* Only when the run stopped short of allocation N does this one
+         * succeed: then no allocation failed in the run. */
+        void *probe = t->absorbs ? rmq_malloc(1) : NULL;
+        rmq_mem_fail_after(-1);
+        rmq_free(probe);
+        if (t->check)
+            t->check(ctx, rc); /* first, so that it can say more about a wrong rc */
+        if (rc != 0 && rc != RMQ_ENOMEM && (t->also == 0 || rc != t->also))
+            fail_msg("failing after %ld allocations: rc %d, want RMQ_ENOMEM%s", n, rc,
+                     t->also ? " or the other" : "");
+        if (t->absorbs && probe && rc != 0)
+            fail_msg("failing after %ld allocations: nothing failed, yet rc %d", n, rc);
+        if (rc == 0 && (!t->absorbs || probe))
+            return failures;
+        if (rc == 0)
+            continue;
+        failures++;
+        long long after = heap_bytes();
+        if (!t->keeps && after != before)
+            fail_msg("failing after %ld allocations: %lld heap bytes left behind", n, after - before);
+    }
 }

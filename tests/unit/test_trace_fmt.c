@@ -12,6 +12,7 @@
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
+#include "test_support.h"
 #include "trace_fmt.h"
 #include "trace_fmt_scan.h"
 
@@ -300,39 +301,56 @@ static void test_encode_rejects(void **state)
     buf_free(&b);
 }
 
+struct codec_oom {
+    const char *l;
+    struct trace_decoder d;
+    struct buf b;
+    int rc;
+};
+
+static void codec_oom_setup(void *ctx)
+{
+    struct codec_oom *x = ctx;
+    trace_decoder_init(&x->d);
+    buf_init(&x->b, 0);
+}
+
+/* Decodes the line, then encodes what it decoded. */
+static int codec_oom_run(void *ctx)
+{
+    struct codec_oom *x = ctx;
+    struct trace_event ev;
+    x->rc = trace_decode_line(&x->d, x->l, strlen(x->l), 1, &ev);
+    return x->rc ? x->rc : trace_encode_event(&ev, &x->b);
+}
+
+static void codec_oom_check(void *ctx, int rc)
+{
+    (void)rc;
+    struct codec_oom *x = ctx;
+    if (x->rc != 0 && x->rc != RMQ_ENOMEM)
+        fail_msg("rc=%d %s", x->rc, x->d.error);
+    buf_free(&x->b);
+    trace_decoder_free(&x->d);
+}
+
 /* Failing the Nth allocation never crashes and never leaks. */
 static void test_alloc_failures(void **state)
 {
     (void)state;
-    const char *l =
-        "{\"ts\":7,\"conn\":3,\"event\":\"request\",\"code\":35,\"ext\":{\"a\":\"b\",\"c\":\"d\"},"
-        "\"bodyBase64\":\"AP8=\"}";
-    for (long n = 0; n < 20; n++) {
-        struct trace_decoder d;
-        trace_decoder_init(&d);
-        struct trace_event ev;
-        rmq_mem_fail_after(n);
-        int rc = trace_decode_line(&d, l, strlen(l), 1, &ev);
-        struct buf b;
-        buf_init(&b, 0);
-        int rc2 = rc == 0 ? trace_encode_event(&ev, &b) : 0;
-        rmq_mem_fail_after(-1);
-        if (rc != 0 && rc != RMQ_ENOMEM)
-            fail_msg("n=%ld rc=%d %s", n, rc, d.error);
-        assert_true(rc2 == 0 || rc2 == RMQ_ENOMEM);
-        buf_free(&b);
-        trace_decoder_free(&d);
-    }
+    struct codec_oom x = {
+        .l = "{\"ts\":7,\"conn\":3,\"event\":\"request\",\"code\":35,\"ext\":{\"a\":\"b\",\"c\":\"d\"},"
+             "\"bodyBase64\":\"AP8=\"}"};
+    test_oom_loop(&(struct test_oom){.setup = codec_oom_setup,
+                                     .run = codec_oom_run,
+                                     .check = codec_oom_check,
+                                     .absorbs = 1,
+                                     .max = 1000},
+                  &x);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_kinds), cmocka_unit_test(test_body_base64),
-        cmocka_unit_test(test_utf8_repair),      cmocka_unit_test(test_escapes_decode),
-        cmocka_unit_test(test_malformed_table),  cmocka_unit_test(test_truncation_every_byte),
-        cmocka_unit_test(test_json_valid),       cmocka_unit_test(test_encode_rejects),
-        cmocka_unit_test(test_alloc_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_round_trip_kinds), cmocka_unit_test(test_body_base64),
+          cmocka_unit_test(test_utf8_repair), cmocka_unit_test(test_escapes_decode),
+          cmocka_unit_test(test_malformed_table), cmocka_unit_test(test_truncation_every_byte),
+          cmocka_unit_test(test_json_valid), cmocka_unit_test(test_encode_rejects),
+          cmocka_unit_test(test_alloc_failures))

@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
+#include "test_support.h"
 #include "trace_fmt.h"
 
 #include <stdio.h>
@@ -191,30 +192,37 @@ static void test_truncation(void **state)
     trace_decoder_free(&d);
 }
 
+static void decode_oom_setup(void *ctx)
+{
+    trace_decoder_init(ctx);
+}
+
+static int decode_oom_run(void *ctx)
+{
+    struct trace_event ev;
+    return trace_decode_line(ctx, answered, strlen(answered), 1, &ev);
+}
+
+static void decode_oom_check(void *ctx, int rc)
+{
+    (void)rc;
+    trace_decoder_free(ctx);
+}
+
+/* Failing the Nth allocation: RMQ_ENOMEM or a decoded line (the line cache
+ * absorbs its own failures), until enough allocations are allowed. */
 static void test_alloc_failures(void **state)
 {
     (void)state;
-    int ok = 0;
-    for (long n = 0; n < 40; n++) {
-        struct trace_decoder d;
-        trace_decoder_init(&d);
-        struct trace_event ev;
-        rmq_mem_fail_after(n);
-        int rc = trace_decode_line(&d, answered, strlen(answered), 1, &ev);
-        rmq_mem_fail_after(-1);
-        assert_true(rc == 0 || rc == RMQ_ENOMEM);
-        ok += rc == 0;
-        trace_decoder_free(&d);
-    }
-    assert_true(ok > 0); /* enough allocations allowed eventually */
+    struct trace_decoder d;
+    test_oom_loop(&(struct test_oom){.setup = decode_oom_setup,
+                                     .run = decode_oom_run,
+                                     .check = decode_oom_check,
+                                     .absorbs = 1,
+                                     .max = 1000},
+                  &d);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_answered_round_trip), cmocka_unit_test(test_unanswered_and_empty),
-        cmocka_unit_test(test_malformed),           cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_alloc_failures),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_answered_round_trip), cmocka_unit_test(test_unanswered_and_empty),
+          cmocka_unit_test(test_malformed), cmocka_unit_test(test_truncation),
+          cmocka_unit_test(test_alloc_failures))

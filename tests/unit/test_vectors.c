@@ -222,6 +222,27 @@ static void test_every_case_json(void **state)
         fail_msg("%d JSON mismatches", bad);
 }
 
+struct group_oom {
+    struct allocate_json_case c;
+    struct allocate_result *r;
+};
+
+static int group_oom_run(void *ctx)
+{
+    struct group_oom *x = ctx;
+    x->r = NULL;
+    return allocate_group(&x->c.options, &x->c.input, &x->r, NULL, 0);
+}
+
+static void group_oom_check(void *ctx, int rc)
+{
+    struct group_oom *x = ctx;
+    if (rc == 0)
+        allocate_result_free(x->r);
+    else
+        assert_null(x->r);
+}
+
 /* First case of each strategy, with every allocation of allocate_group
  * failed in turn: RMQ_ENOMEM each time (ASan checks nothing leaks), then
  * a result equal to the expected one. */
@@ -230,30 +251,37 @@ static void test_group_oom(void **state)
     (void)state;
     int seen[ALLOCATE_STRATEGY_COUNT] = {0};
     for (size_t i = 0; i < n_cases; i++) {
-        struct allocate_json_case c;
-        assert_int_equal(allocate_json_case_parse(&c, cases[i], NULL, 0), 0);
-        if (seen[c.options.strategy]++) {
-            allocate_json_case_clear(&c);
+        struct group_oom x;
+        assert_int_equal(allocate_json_case_parse(&x.c, cases[i], NULL, 0), 0);
+        if (seen[x.c.options.strategy]++) {
+            allocate_json_case_clear(&x.c);
             continue;
         }
-        long n;
-        for (n = 0;; n++) {
-            struct allocate_result *r = NULL;
-            rmq_mem_fail_after(n);
-            int rc = allocate_group(&c.options, &c.input, &r, NULL, 0);
-            rmq_mem_fail_after(-1);
-            if (!rc) {
-                allocate_result_free(r);
-                break;
-            }
-            assert_int_equal(rc, RMQ_ENOMEM);
-            assert_null(r);
-            assert_true(n < 10000);
-        }
-        assert_true(n > 0);
-        assert_int_equal(check_group(i, &c, json_object_get(cases[i], "expected")), 0);
-        allocate_json_case_clear(&c);
+        const struct test_oom t = {.run = group_oom_run, .check = group_oom_check, .max = 10000};
+        assert_true(test_oom_loop(&t, &x) > 0);
+        assert_int_equal(check_group(i, &x.c, json_object_get(cases[i], "expected")), 0);
+        allocate_json_case_clear(&x.c);
     }
+}
+
+struct json_oom {
+    json_t *request, *reply;
+    int ok; /* the last run's reply holds the allocation */
+};
+
+static int json_oom_run(void *ctx)
+{
+    struct json_oom *x = ctx;
+    x->reply = NULL;
+    return allocate_json_run(x->request, &x->reply);
+}
+
+static void json_oom_check(void *ctx, int rc)
+{
+    struct json_oom *x = ctx;
+    x->ok = !rc && json_object_get(x->reply, "allocation");
+    assert_true(rc != 0 || x->reply);
+    json_decref(x->reply);
 }
 
 /* The same through the JSON glue with jansson on the funnel: every failure
@@ -269,19 +297,11 @@ static void test_json_oom(void **state)
             allocate_strategy_parse(json_string_value(json_object_get(cases[i], "strategy")), &s), 0);
         if (seen[s]++)
             continue;
-        for (long n = 0;; n++) {
-            json_t *reply = NULL;
-            rmq_mem_fail_after(n);
-            int rc = allocate_json_run(cases[i], &reply);
-            rmq_mem_fail_after(-1);
-            int ok = !rc && json_object_get(reply, "allocation");
-            assert_true(rc == 0 || rc == RMQ_ENOMEM);
-            assert_true(rc != 0 || reply);
-            json_decref(reply);
-            if (ok)
-                break;
-            assert_true(n < 100000);
-        }
+        struct json_oom x = {cases[i], NULL, 0};
+        const struct test_oom t = {.run = json_oom_run, .check = json_oom_check, .absorbs = 1, .max = 100000};
+        test_oom_loop(&t, &x);
+
+        assert_true(x.ok); /* the run with nothing failing */
     }
 }
 

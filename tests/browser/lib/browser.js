@@ -7,8 +7,9 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
 const { chromium } = require('playwright-core');
+const { waitReady } = require('../../jslib/daemon');
+
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const BIN = process.env.RMQCOORD_BIN || path.join(root, 'build', 'rmqcoord');
@@ -23,18 +24,7 @@ function startDaemon(dir, name, extra = []) {
   const log = fs.openSync(path.join(dir, name + '.log'), 'a');
   const proc = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', '--store', path.join(dir, name + '.db'),
     ...extra], { stdio: ['ignore', 'pipe', log] });
-  return new Promise((resolve, reject) => {
-    const fail = (e) => { proc.kill('SIGKILL'); reject(e); };
-    const timer = setTimeout(() => fail(new Error(name + ' did not print READY')), 10000);
-    const rl = readline.createInterface({ input: proc.stdout });
-    rl.once('line', (line) => {
-      clearTimeout(timer);
-      const m = line.match(/^READY remoting=127\.0\.0\.1:(\d+)\S* http=127\.0\.0\.1:(\d+)/);
-      if (!m) return fail(new Error('unexpected first line: ' + line));
-      resolve({ proc, remoting: Number(m[1]), http: Number(m[2]) });
-    });
-    proc.once('exit', (code) => reject(new Error(name + ' exited with ' + code)));
-  });
+  return waitReady(proc, { timeoutMs: 10000, what: name }).then((r) => ({ proc, remoting: r.port, http: r.httpPort }));
 }
 
 // SIGTERM, then the exit.

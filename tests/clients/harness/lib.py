@@ -22,7 +22,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.dirname(HERE)
 ROOT = os.path.dirname(os.path.dirname(CLIENTS))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+import daemon  # noqa: E402  (start the daemon, wait for READY)
 import rmqclient  # noqa: E402  (the project's minimal remoting client)
+
 
 BIN = os.environ.get("RMQCOORD_BIN") or os.path.join(ROOT, "build", "rmqcoord")
 
@@ -71,27 +74,18 @@ class Daemon:
         self.logfile = os.path.join(self.env.dir, "%s.%d.log" % (self.name, self.gen))
         log = open(self.logfile, "ab")
         try:
-            self.proc = self.env.popen(args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+            self.proc, ready = daemon.start(args, stderr=log, timeout=10, popen=self.env.popen,
+                                            stdin=subprocess.DEVNULL)
+        except daemon.StartError as e:
+            self.proc = e.proc
+            raise Fail("daemon %s did not start: %r; log: %s" % (self.name, e.line, self.logtail()))
         finally:
             log.close()
-        line = b""
-        proc = self.proc
-        t = threading.Timer(10, lambda: kill_group(proc))
-        t.daemon = True
-        t.start()
-        try:
-            line = self.proc.stdout.readline()
-        finally:
-            t.cancel()
         # whatever the daemon prints after READY goes to its log, so a full pipe never stalls it
         threading.Thread(target=_drain, args=(self.proc.stdout, self.logfile), daemon=True).start()
-        line = line.decode(errors="replace")
-        if not line.startswith("READY "):
-            raise Fail("daemon %s did not start: %r; log: %s" % (self.name, line, self.logtail()))
-        fields = dict(kv.split("=", 1) for kv in line.split()[1:])
-        self.port = int(fields["remoting"].split(",")[0].rsplit(":", 1)[1])
-        self.http_port = int(fields["http"].rsplit(":", 1)[1])
+        self.port, self.http_port = ready.port, ready.http_port
         return self
+
 
     @property
     def addr(self):

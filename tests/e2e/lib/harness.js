@@ -11,13 +11,14 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
+const { waitReady } = require('../../jslib/daemon');
 const { checkReplay, daemonEvents } = require('./replay_check');
+
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const BIN = process.env.RMQCOORD_BIN || path.join(REPO_ROOT, 'build', 'rmqcoord');
 const CHILD = path.join(__dirname, 'consumer_child.js');
-// READY remoting=HOST:PORT[,HOST:PORT...] http=HOST:PORT|off (we listen on one address)
-const READY_RE = /^READY remoting=(127\.0\.0\.1):(\d+)(?:,\S+)? http=(?:(127\.0\.0\.1):(\d+)|off)\s*$/;
+
 
 const live = new Set(); // every ChildProcess we started and that has not exited yet
 
@@ -149,22 +150,9 @@ class Daemon {
     fs.closeSync(errFd);
     this.proc = cp;
     cp.once('exit', (code, signal) => this.exits.push({ generation: this.generation, code, signal }));
-    let out = '';
-    const ready = new Promise((resolve, reject) => {
-      cp.stdout.setEncoding('utf8');
-      cp.stdout.on('data', chunk => {
-        out += chunk;
-        fs.appendFileSync(logFile, `# stdout: ${chunk}`);
-        for (const line of out.split('\n')) {
-          const m = READY_RE.exec(line);
-          if (m) resolve({ port: Number(m[2]), httpPort: m[4] ? Number(m[4]) : null });
-        }
-      });
-      cp.once('exit', (code, signal) =>
-        reject(new Error(`daemon exited before READY (code ${code}, signal ${signal}); log ${logFile}:\n${tail(logFile)}`)));
-      cp.once('error', reject);
-    });
-    const r = await withTimeout(ready, 10000, `daemon READY line (log ${logFile})`);
+    cp.stdout.setEncoding('utf8');
+    cp.stdout.on('data', chunk => fs.appendFileSync(logFile, `# stdout: ${chunk}`));
+    const r = await waitReady(cp, { timeoutMs: 10000, what: `daemon (log ${logFile})`, detail: () => tail(logFile) });
     this.port = r.port;
     this.httpPort = r.httpPort;
     return this;
