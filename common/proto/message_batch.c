@@ -7,6 +7,7 @@
 #include "err.h"
 #include "mem.h"
 
+#include <assert.h>
 #include <string.h>
 
 static uint32_t rd32(const uint8_t *q)
@@ -67,9 +68,11 @@ int rmq_msg_batch_decode(const uint8_t *p, size_t n, struct rmq_msg_batch *out, 
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
         int rc = item_at(p + at, n - at, i, &items[i], &size, err, errlen);
-        (void)rc; /* the counting pass accepted exactly these bytes */
+        assert(rc == RMQ_OK); /* the counting pass accepted exactly these bytes */
+        (void)rc;
         at += size;
     }
+    assert(at == n);
     out->items = items;
     out->n = count;
     return RMQ_OK;

@@ -7,6 +7,7 @@
 #include "crc32.h"
 #include "err.h"
 
+#include <assert.h>
 #include <string.h>
 
 static size_t host_len(bool v6)
@@ -92,7 +93,8 @@ int rmq_msg_record_encode(const struct rmq_msg_record *r, struct buf *out)
     if (r->props_len)
         memcpy(w, r->props, r->props_len);
     w += r->props_len;
-    (void)w; /* the last field ends exactly at w0 + size, by rmq_msg_record_size */
+    assert(w == w0 + size); /* rmq_msg_record_size counts exactly these fields */
+    (void)w;
     buf_commit(out, size);
     return RMQ_OK;
 }

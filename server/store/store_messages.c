@@ -13,6 +13,7 @@
 #include "message_record.h"
 #include "store_internal.h"
 
+#include <assert.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <string.h>
@@ -360,6 +361,7 @@ int store_retain_queue(struct store *s, const char *topic, int queue_id, int64_t
     if (err)
         return err;
     int keep = n == chunk + 1 ? chunk : n - 1; /* rows that may go */
+    assert(keep < n || n == 0); /* the queue's newest row is never among them */
     int take = 0;
     int64_t freed = 0;
     while (take < keep && (take < need_rows || freed < need_bytes))
