@@ -21,7 +21,8 @@ static int item_at(const uint8_t *p, size_t left, size_t index, struct rmq_msg_b
                    char *err, size_t errlen)
 {
     if (left < RMQ_MSG_BATCH_ITEM_FIXED)
-        return rmq_fail(err, errlen, RMQ_EPROTO, "batch message %zu: truncated (%zu bytes left)", index, left);
+        return rmq_fail(err, errlen, RMQ_EPROTO, "batch message %zu: truncated (%zu bytes left)", index,
+                        left);
     uint32_t total = rd32(p);
     uint32_t body_len = rd32(p + 16);
     if (total < RMQ_MSG_BATCH_ITEM_FIXED || total > left)

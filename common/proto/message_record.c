@@ -216,7 +216,8 @@ int rmq_msg_record_decode(const uint8_t *p, size_t n, struct rmq_msg_record *r, 
     if (n < 4)
         return refuse(r, RMQ_EAGAIN, err, errlen, "truncated TOTALSIZE");
     uint32_t total = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-    if (total < RMQ_MSG_RECORD_FIXED || total > RMQ_MSG_RECORD_MAX + RMQ_MSG_RECORD_FIXED + 24 + 2 * INT16_MAX)
+    if (total < RMQ_MSG_RECORD_FIXED ||
+        total > RMQ_MSG_RECORD_MAX + RMQ_MSG_RECORD_FIXED + 24 + 2 * INT16_MAX)
         return refuse(r, RMQ_EPROTO, err, errlen, "TOTALSIZE out of range");
     if (n < total)
         return refuse(r, RMQ_EAGAIN, err, errlen, "truncated record");

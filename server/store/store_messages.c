@@ -19,9 +19,24 @@
 #include <string.h>
 
 enum msg_col {
-    C_PHYSICAL_ID, C_TOPIC, C_QUEUE_ID, C_QUEUE_OFFSET, C_SIZE, C_BORN_MS, C_STORE_MS, C_FLAG, C_SYS_FLAG,
-    C_TAGS_CODE, C_RECONSUME_TIMES, C_BODY_CRC, C_DELIVER_MS, C_UNIQ_KEY, C_BORN_HOST, C_STORE_HOST,
-    C_PROPERTIES, C_BODY,
+    C_PHYSICAL_ID,
+    C_TOPIC,
+    C_QUEUE_ID,
+    C_QUEUE_OFFSET,
+    C_SIZE,
+    C_BORN_MS,
+    C_STORE_MS,
+    C_FLAG,
+    C_SYS_FLAG,
+    C_TAGS_CODE,
+    C_RECONSUME_TIMES,
+    C_BODY_CRC,
+    C_DELIVER_MS,
+    C_UNIQ_KEY,
+    C_BORN_HOST,
+    C_STORE_HOST,
+    C_PROPERTIES,
+    C_BODY,
 };
 
 /* A host as the row keeps it: address bytes then the port, big-endian. */
@@ -71,7 +86,8 @@ int store_put_message(struct store *s, const struct store_message *m)
 {
     size_t topic_len = m->topic ? strlen(m->topic) : 0;
     size_t size = rmq_msg_record_size(m->sys_flag, m->body_len, topic_len, m->properties_len);
-    bool born6 = (m->sys_flag & RMQ_MSG_SYS_BORNHOST_V6) != 0, store6 = (m->sys_flag & RMQ_MSG_SYS_STOREHOST_V6) != 0;
+    bool born6 = (m->sys_flag & RMQ_MSG_SYS_BORNHOST_V6) != 0,
+         store6 = (m->sys_flag & RMQ_MSG_SYS_STOREHOST_V6) != 0;
     if (!size || topic_len == 0 || topic_len > INT16_MAX || m->queue_id < 0 || m->queue_offset < 0 ||
         m->physical_id <= 0 || born6 != m->born_host.v6 || store6 != m->store_host.v6 ||
         (m->body_len && !m->body) || (m->properties_len && !m->properties))
@@ -85,19 +101,17 @@ int store_put_message(struct store *s, const struct store_message *m)
     /* 'n' for deliver_ms 0: at once is SQL NULL (the partial index skips it) */
     const char *fmt = m->deliver_ms ? "IsdIIIIddIddIsbbbb" : "IsdIIIIddIddnsbbbb";
     if (keys)
-        err = store_exec_st(s, ST_MSG_PUT, NULL, fmt, m->physical_id, m->topic, m->queue_id, m->queue_offset,
-                            (int64_t)size, m->born_ms, m->store_ms, (int)m->flag, (int)m->sys_flag,
-                            m->tags_code, (int)m->reconsume_times, (int)m->body_crc, m->deliver_ms,
-                            m->uniq_key, (const void *)born, born_len, (const void *)stored, store_len,
-                            (const void *)m->properties, m->properties_len, (const void *)m->body,
-                            m->body_len);
+        err = store_exec_st(
+            s, ST_MSG_PUT, NULL, fmt, m->physical_id, m->topic, m->queue_id, m->queue_offset, (int64_t)size,
+            m->born_ms, m->store_ms, (int)m->flag, (int)m->sys_flag, m->tags_code, (int)m->reconsume_times,
+            (int)m->body_crc, m->deliver_ms, m->uniq_key, (const void *)born, born_len, (const void *)stored,
+            store_len, (const void *)m->properties, m->properties_len, (const void *)m->body, m->body_len);
     else
-        err = store_write_one(s, NULL, ST_MSG_PUT, fmt, m->physical_id, m->topic, m->queue_id, m->queue_offset,
-                              (int64_t)size, m->born_ms, m->store_ms, (int)m->flag, (int)m->sys_flag,
-                              m->tags_code, (int)m->reconsume_times, (int)m->body_crc, m->deliver_ms,
-                              m->uniq_key, (const void *)born, born_len, (const void *)stored, store_len,
-                              (const void *)m->properties, m->properties_len, (const void *)m->body,
-                              m->body_len);
+        err = store_write_one(
+            s, NULL, ST_MSG_PUT, fmt, m->physical_id, m->topic, m->queue_id, m->queue_offset, (int64_t)size,
+            m->born_ms, m->store_ms, (int)m->flag, (int)m->sys_flag, m->tags_code, (int)m->reconsume_times,
+            (int)m->body_crc, m->deliver_ms, m->uniq_key, (const void *)born, born_len, (const void *)stored,
+            store_len, (const void *)m->properties, m->properties_len, (const void *)m->body, m->body_len);
     if (!keys)
         return err;
     if (!err)
@@ -116,8 +130,8 @@ int store_load_queue_ranges(struct store *s, store_queue_range_cb cb, void *ctx,
         if (!topic)
             r = store_refuse(s, RMQ_ENOMEM, store_stmt_name(ST_MSG_RANGES));
         else
-            r = cb(ctx, topic, sqlite3_column_int(st, 1), sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-                   sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5));
+            r = cb(ctx, topic, sqlite3_column_int(st, 1), sqlite3_column_int64(st, 2),
+                   sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5));
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = store_fail(s, rc, store_stmt_name(ST_MSG_RANGES));
@@ -175,8 +189,8 @@ static int row_message(sqlite3_stmt *st, struct store_message *m)
 
 /* Steps st (bound by the caller), handing each row to cb until max_n rows,
  * max_bytes (0: none) or cb says stop. Resets and clears st. */
-static int scan(struct store *s, enum stmt_id id, int max_n, int64_t max_bytes, store_message_cb cb, void *ctx,
-                int *n_out)
+static int scan(struct store *s, enum stmt_id id, int max_n, int64_t max_bytes, store_message_cb cb,
+                void *ctx, int *n_out)
 {
     sqlite3_stmt *st = s->st[id];
     int rc = SQLITE_DONE, r = 0, n = 0;
@@ -268,7 +282,8 @@ int store_messages_by_key(struct store *s, const char *key, int max_n, store_mes
     return err ? err : scan(s, ST_MSG_BY_KEY, max_n, 0, cb, ctx, n_out);
 }
 
-int store_delete_messages_below(struct store *s, const char *topic, int queue_id, int64_t offset, int *deleted)
+int store_delete_messages_below(struct store *s, const char *topic, int queue_id, int64_t offset,
+                                int *deleted)
 {
     int changes = 0;
     int err = store_write_one(s, &changes, ST_MSG_DELETE_BELOW, "sdI", topic, queue_id, offset);
@@ -295,8 +310,8 @@ static void gone_free(struct gone *g, int n)
 
 /* Picks from id's rows (bound by the caller, at most limit) while rows <
  * need_rows or bytes < need_bytes, into a new array *out of *n. */
-static int pick(struct store *s, enum stmt_id id, int limit, int64_t need_rows, int64_t need_bytes, bool global,
-                struct gone **out, int *n)
+static int pick(struct store *s, enum stmt_id id, int limit, int64_t need_rows, int64_t need_bytes,
+                bool global, struct gone **out, int *n)
 {
     *n = 0;
     *out = rmq_calloc((size_t)limit, sizeof **out);
@@ -361,7 +376,7 @@ int store_retain_queue(struct store *s, const char *topic, int queue_id, int64_t
     if (err)
         return err;
     int keep = n == chunk + 1 ? chunk : n - 1; /* rows that may go */
-    assert(keep < n || n == 0); /* the queue's newest row is never among them */
+    assert(keep < n || n == 0);                /* the queue's newest row is never among them */
     int take = 0;
     int64_t freed = 0;
     while (take < keep && (take < need_rows || freed < need_bytes))

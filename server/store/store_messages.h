@@ -79,7 +79,8 @@ int store_messages_by_key(struct store *s, const char *key, int max_n, store_mes
 /* Deletes the messages of (topic, queue_id) below offset, but never the
  * queue's newest (it holds the queue's next offset across restarts). In
  * the batch; *deleted (may be NULL) gets how many. */
-int store_delete_messages_below(struct store *s, const char *topic, int queue_id, int64_t offset, int *deleted);
+int store_delete_messages_below(struct store *s, const char *topic, int queue_id, int64_t offset,
+                                int *deleted);
 
 /* Called per message retention removed, oldest first: a queue's min offset
  * is then queue_offset + 1. */

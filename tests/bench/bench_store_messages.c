@@ -53,7 +53,9 @@ static int run(const char *dir, int n, size_t body_len, int batch)
     for (int i = 0; i < n; i++) {
         char uniq[RMQ_MSG_UNIQ_LEN + 1], props[160];
         rmq_msg_uniq_id(ip, 4242, 0x5EED, 1700000000000 + i, (uint16_t)i, uniq);
-        int plen = snprintf(props, sizeof props, "UNIQ_KEY\x01%s\x02TAGS\x01TagA\x02CLUSTER\x01" "DefaultCluster\x02",
+        int plen = snprintf(props, sizeof props,
+                            "UNIQ_KEY\x01%s\x02TAGS\x01TagA\x02CLUSTER\x01"
+                            "DefaultCluster\x02",
                             uniq);
         int q = i % 4;
         struct store_message m = {

@@ -41,10 +41,11 @@ static void check_batch(const struct rmq_msg_batch *b)
         const struct rmq_msg_batch_item *it = &b->items[i];
         FUZZ_CHECK((it->body_len == 0) == (it->body == NULL));
         FUZZ_CHECK((it->props_len == 0) == (it->props == NULL));
-        FUZZ_CHECK(!it->body || (it->body >= fuzz_input && it->body + it->body_len <= fuzz_input + fuzz_input_len));
+        FUZZ_CHECK(!it->body ||
+                   (it->body >= fuzz_input && it->body + it->body_len <= fuzz_input + fuzz_input_len));
         size_t mark = buf_live(&e);
-        FUZZ_CHECK(rmq_msg_batch_encode_item(it->flag, it->body, it->body_len, it->props, it->props_len, &e) ==
-                   RMQ_OK);
+        FUZZ_CHECK(rmq_msg_batch_encode_item(it->flag, it->body, it->body_len, it->props, it->props_len,
+                                             &e) == RMQ_OK);
         uint8_t *w = e.data + e.pos + mark;
         for (int k = 0; k < 4; k++) {
             w[4 + k] = (uint8_t)((uint32_t)it->magic >> (24 - 8 * k));

@@ -68,7 +68,8 @@ static void check_record(const uint8_t *p, size_t used, const struct rmq_msg_rec
     /* A v2 record with a short topic is one byte longer than the encoder's. */
     size_t extra = r->magic == RMQ_MSG_MAGIC_V2 && r->topic_len <= 127;
     FUZZ_CHECK(used == rmq_msg_record_size(r->sys_flag, r->body_len, r->topic_len, r->props_len) + extra);
-    FUZZ_CHECK(r->topic_len > 0 && r->topic >= (const char *)p && r->topic + r->topic_len <= (const char *)p + used);
+    FUZZ_CHECK(r->topic_len > 0 && r->topic >= (const char *)p &&
+               r->topic + r->topic_len <= (const char *)p + used);
     if ((r->magic == RMQ_MSG_MAGIC_V2) == (r->topic_len > 127)) {
         struct buf b;
         buf_init(&b, 0);

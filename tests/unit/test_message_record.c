@@ -22,23 +22,23 @@
 
 /* The record of sample(), field by field. */
 static const uint8_t fixture[] = {
-    0x00, 0x00, 0x00, 0x6E,                         /* TOTALSIZE 110 */
-    0xDA, 0xA3, 0x20, 0xA7,                         /* MAGICCODE v1 */
-    0x36, 0x10, 0xA6, 0x86,                         /* BODYCRC of "hello": 907060870 */
-    0x00, 0x00, 0x00, 0x03,                         /* QUEUEID */
-    0x00, 0x00, 0x00, 0x07,                         /* FLAG */
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, /* QUEUEOFFSET */
-    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* PHYSICALOFFSET */
-    0x00, 0x00, 0x00, 0x00,                         /* SYSFLAG */
-    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x00, /* BORNTIMESTAMP 1700000000000 */
-    0x0A, 0x00, 0x00, 0x01, 0x00, 0x00, 0xC3, 0x50, /* BORNHOST 10.0.0.1:50000 */
-    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x7B, /* STORETIMESTAMP 1700000000123 */
-    0xC0, 0xA8, 0x01, 0x02, 0x00, 0x00, 0x2A, 0x9F, /* STOREHOST 192.168.1.2:10911 */
-    0x00, 0x00, 0x00, 0x01,                         /* RECONSUMETIMES */
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* PREPARED TRANSACTION OFFSET */
+    0x00, 0x00, 0x00, 0x6E,                              /* TOTALSIZE 110 */
+    0xDA, 0xA3, 0x20, 0xA7,                              /* MAGICCODE v1 */
+    0x36, 0x10, 0xA6, 0x86,                              /* BODYCRC of "hello": 907060870 */
+    0x00, 0x00, 0x00, 0x03,                              /* QUEUEID */
+    0x00, 0x00, 0x00, 0x07,                              /* FLAG */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05,      /* QUEUEOFFSET */
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,      /* PHYSICALOFFSET */
+    0x00, 0x00, 0x00, 0x00,                              /* SYSFLAG */
+    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x00,      /* BORNTIMESTAMP 1700000000000 */
+    0x0A, 0x00, 0x00, 0x01, 0x00, 0x00, 0xC3, 0x50,      /* BORNHOST 10.0.0.1:50000 */
+    0x00, 0x00, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x7B,      /* STORETIMESTAMP 1700000000123 */
+    0xC0, 0xA8, 0x01, 0x02, 0x00, 0x00, 0x2A, 0x9F,      /* STOREHOST 192.168.1.2:10911 */
+    0x00, 0x00, 0x00, 0x01,                              /* RECONSUMETIMES */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,      /* PREPARED TRANSACTION OFFSET */
     0x00, 0x00, 0x00, 0x05, 'h',  'e',  'l',  'l',  'o', /* body */
     0x02, 'T',  '1',                                     /* topic */
-    0x00, 0x0C, 'U',  'N',  'I',  'Q',  '_',  'K',  'E',  'Y',  0x01, 'A', 'B', 0x02, /* properties */
+    0x00, 0x0C, 'U',  'N',  'I',  'Q',  '_',  'K',  'E', 'Y', 0x01, 'A', 'B', 0x02, /* properties */
 };
 
 static struct rmq_msg_record sample(void)
@@ -57,7 +57,8 @@ static struct rmq_msg_record sample(void)
         .body_len = 5,
         .topic = "T1",
         .topic_len = 2,
-        .props = "UNIQ_KEY\x01" "AB\x02",
+        .props = "UNIQ_KEY\x01"
+                 "AB\x02",
         .props_len = 12,
     };
     r.body_crc = rmq_msg_body_crc(r.body, r.body_len);
@@ -206,11 +207,11 @@ static void test_record_malformed(void **state)
     } cases[] = {
         {4, {0xDA, 0xA3, 0x20, 0xA8}, 4, "bad MAGICCODE"},
         {4, {0, 0, 0, 0}, 4, "bad MAGICCODE"},
-        {36, {0, 0, 0, 0x10}, 4, "body length past TOTALSIZE"},  /* IPv6 born host: every field moves */
-        {84, {0x80, 0, 0, 0}, 4, "body length"},                 /* negative */
-        {84, {0, 0, 0, 6}, 4, "topic past TOTALSIZE"},           /* one too many: the topic moves */
-        {84, {0, 0, 0, 0x4B}, 4, "body length past TOTALSIZE"},  /* far past */
-        {93, {0x80}, 1, "v1 topic length over 127"},             /* negative as a Java byte */
+        {36, {0, 0, 0, 0x10}, 4, "body length past TOTALSIZE"}, /* IPv6 born host: every field moves */
+        {84, {0x80, 0, 0, 0}, 4, "body length"},                /* negative */
+        {84, {0, 0, 0, 6}, 4, "topic past TOTALSIZE"},          /* one too many: the topic moves */
+        {84, {0, 0, 0, 0x4B}, 4, "body length past TOTALSIZE"}, /* far past */
+        {93, {0x80}, 1, "v1 topic length over 127"},            /* negative as a Java byte */
         {93, {0x11}, 1, "topic past TOTALSIZE"},
         {93, {0x10}, 1, "properties length past TOTALSIZE"},
         {93, {0x00}, 1, "empty topic"},
@@ -245,15 +246,49 @@ static void test_props_parse(void **state)
         const char *want; /* re-encoded, with | for \x01 and ; for \x02 */
     } cases[] = {
         {"", 0, ""},
-        {"A\x01" "1\x02" "B\x01" "2\x02", 8, "A|1;B|2;"},
-        {"A\x01" "1\x02" "B\x01" "2", 7, "A|1;B|2;"},             /* no final separator */
-        {"A\x01" "1\x02\x02\x02" "B\x01" "2\x02", 10, "A|1;B|2;"}, /* empty pieces */
-        {"A1\x02" "B\x01" "2\x02", 6, "B|2;"},                     /* a piece without \x01 */
-        {"\x01" "1\x02" "B\x01" "2\x02", 7, "B|2;"},               /* empty name */
-        {"A\x01\x02" "B\x01" "2\x02", 6, "B|2;"},                  /* empty value */
-        {"AB\x02" "C\x01" "D", 6, "C|D;"},                         /* \x01 only past the piece */
-        {"A\x01" "1\x02" "B\x01" "2\x02" "A\x01" "3\x02", 12, "A|3;B|2;"}, /* duplicate: last value */
-        {"A\x01" "x\x01" "y\x02", 6, "A|x\x01y;"},                 /* the first \x01 splits */
+        {"A\x01"
+         "1\x02"
+         "B\x01"
+         "2\x02",
+         8, "A|1;B|2;"},
+        {"A\x01"
+         "1\x02"
+         "B\x01"
+         "2",
+         7, "A|1;B|2;"}, /* no final separator */
+        {"A\x01"
+         "1\x02\x02\x02"
+         "B\x01"
+         "2\x02",
+         10, "A|1;B|2;"}, /* empty pieces */
+        {"A1\x02"
+         "B\x01"
+         "2\x02",
+         6, "B|2;"}, /* a piece without \x01 */
+        {"\x01"
+         "1\x02"
+         "B\x01"
+         "2\x02",
+         7, "B|2;"}, /* empty name */
+        {"A\x01\x02"
+         "B\x01"
+         "2\x02",
+         6, "B|2;"}, /* empty value */
+        {"AB\x02"
+         "C\x01"
+         "D",
+         6, "C|D;"}, /* \x01 only past the piece */
+        {"A\x01"
+         "1\x02"
+         "B\x01"
+         "2\x02"
+         "A\x01"
+         "3\x02",
+         12, "A|3;B|2;"}, /* duplicate: last value */
+        {"A\x01"
+         "x\x01"
+         "y\x02",
+         6, "A|x\x01y;"}, /* the first \x01 splits */
         {"\x02\x02", 2, ""},
         {"A\x01", 2, ""},
     };
@@ -266,7 +301,9 @@ static void test_props_parse(void **state)
         assert_int_equal(rmq_msg_props_encode(&p, &b), RMQ_OK);
         assert_int_equal(buf_terminate(&b), 0);
         for (size_t k = 0; k < b.len; k++)
-            b.data[k] = b.data[k] == 1 && k + 1 < b.len && b.data[k - 1] != 'x' ? '|' : b.data[k] == 2 ? ';' : b.data[k];
+            b.data[k] = b.data[k] == 1 && k + 1 < b.len && b.data[k - 1] != 'x' ? '|'
+                        : b.data[k] == 2                                        ? ';'
+                                                                                : b.data[k];
         if (strcmp((const char *)buf_head(&b), cases[i].want) != 0)
             print_error("case %zu: got %s\n", i, (const char *)buf_head(&b));
         assert_string_equal((const char *)buf_head(&b), cases[i].want);
@@ -283,11 +320,16 @@ static void test_props_parse(void **state)
     }
     struct rmq_msg_props p;
     char err[100] = "";
-    assert_int_equal(rmq_msg_props_parse("A\x01" "\0\x02", 4, &p, err, sizeof err), RMQ_EPROTO);
+    assert_int_equal(rmq_msg_props_parse("A\x01"
+                                         "\0\x02",
+                                         4, &p, err, sizeof err),
+                     RMQ_EPROTO);
     assert_int_equal(p.n, 0);
     const char *v;
     size_t vl;
-    assert_false(rmq_msg_props_find("A\x01" "1\x02", 4, "B", &v, &vl));
+    assert_false(rmq_msg_props_find("A\x01"
+                                    "1\x02",
+                                    4, "B", &v, &vl));
     assert_false(rmq_msg_props_find(NULL, 0, "B", &v, &vl));
 }
 
@@ -296,7 +338,12 @@ static void test_props_edit(void **state)
     (void)state;
     struct rmq_msg_props p = {0};
     char err[100];
-    const char in[] = "TAGS\x01" "TagA\x02" "KEYS\x01" "k1 k2\x02" "WAIT\x01" "true\x02";
+    const char in[] = "TAGS\x01"
+                      "TagA\x02"
+                      "KEYS\x01"
+                      "k1 k2\x02"
+                      "WAIT\x01"
+                      "true\x02";
     assert_int_equal(rmq_msg_props_parse(in, sizeof in - 1, &p, err, sizeof err), RMQ_OK);
     assert_string_equal(rmq_msg_props_get(&p, RMQ_PROP_TAGS), "TagA");
     assert_string_equal(rmq_msg_props_get(&p, RMQ_PROP_KEYS), "k1 k2");
@@ -307,12 +354,19 @@ static void test_props_edit(void **state)
     assert_false(rmq_msg_props_remove(&p, RMQ_PROP_KEYS));
     assert_int_equal(rmq_msg_props_set(&p, "", "x"), RMQ_EINVAL);
     assert_int_equal(rmq_msg_props_set(&p, "N", ""), RMQ_EINVAL);
-    assert_int_equal(rmq_msg_props_set(&p, "N", "a\x02" "b"), RMQ_EINVAL);
+    assert_int_equal(rmq_msg_props_set(&p, "N",
+                                       "a\x02"
+                                       "b"),
+                     RMQ_EINVAL);
     assert_int_equal(rmq_msg_props_set(&p, "N\x01", "a"), RMQ_EINVAL);
     struct buf b;
     buf_init(&b, 0);
     assert_int_equal(rmq_msg_props_encode(&p, &b), RMQ_OK);
-    const char want[] = "TAGS\x01" "TagB\x02" "WAIT\x01" "true\x02" "UNIQ_KEY\x01"
+    const char want[] = "TAGS\x01"
+                        "TagB\x02"
+                        "WAIT\x01"
+                        "true\x02"
+                        "UNIQ_KEY\x01"
                         "0A0000010001DEADBEEF47B760000102\x02";
     assert_buf_equal(&b, want, sizeof want - 1);
     /* An encoder failure leaves the buffer as it was. */
@@ -376,12 +430,20 @@ static void test_java_hash(void **state)
         {"TagA", 2598919},
         {"", 0},
         {"a", 97},
-        {"\xe6\xa0\x87\xe7\xad\xbe", 857175},                /* two CJK characters */
-        {"a\xf0\x9f\x98\x80" "b", 57849694},                  /* U+1F600 as a surrogate pair */
+        {"\xe6\xa0\x87\xe7\xad\xbe", 857175}, /* two CJK characters */
+        {"a\xf0\x9f\x98\x80"
+         "b",
+         57849694}, /* U+1F600 as a surrogate pair */
         {"\xf0\x9f\x98\x80", 1772899},
-        {"\xc3\x9c" "n\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9-tag", 2057818916}, /* wraps past INT32_MAX */
+        {"\xc3\x9c"
+         "n\xc3\xaf"
+         "c\xc3\xb8"
+         "d\xc3\xa9-tag",
+         2057818916}, /* wraps past INT32_MAX */
         {"TagA||TagB", 1789476431},
-        {"a\xff" "b", 2124838}, /* an invalid byte reads as U+FFFD */
+        {"a\xff"
+         "b",
+         2124838}, /* an invalid byte reads as U+FFFD */
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         assert_int_equal(rmq_java_string_hash(v[i].s, strlen(v[i].s)), v[i].want);
@@ -416,16 +478,17 @@ static void test_offset_id(void **state)
     assert_host(&back, &h6);
     assert_true(off == -1);
     assert_int_equal(rmq_msg_offset_id_parse(id, 55, &back, &off), RMQ_EPROTO);
-    assert_int_equal(rmq_msg_offset_id_parse("G0A8010200002A9F0102030405060708", 32, &back, &off), RMQ_EPROTO);
+    assert_int_equal(rmq_msg_offset_id_parse("G0A8010200002A9F0102030405060708", 32, &back, &off),
+                     RMQ_EPROTO);
     assert_int_equal(rmq_msg_offset_id_parse(NULL, 32, &back, &off), RMQ_EPROTO);
 }
 
 static void test_uniq_id(void **state)
 {
     (void)state;
-    assert_true(rmq_msg_month_start_ms(1700000000000) == 1698796800000);  /* 2023-11-01 */
-    assert_true(rmq_msg_month_start_ms(1709251199999) == 1706745600000);  /* 2024-02-29 23:59:59.999 */
-    assert_true(rmq_msg_month_start_ms(1709251200000) == 1709251200000);  /* 2024-03-01 */
+    assert_true(rmq_msg_month_start_ms(1700000000000) == 1698796800000); /* 2023-11-01 */
+    assert_true(rmq_msg_month_start_ms(1709251199999) == 1706745600000); /* 2024-02-29 23:59:59.999 */
+    assert_true(rmq_msg_month_start_ms(1709251200000) == 1709251200000); /* 2024-03-01 */
     assert_true(rmq_msg_month_start_ms(0) == 0);
     const uint8_t ip[4] = {10, 0, 0, 1};
     char id[RMQ_MSG_UNIQ_LEN + 1];
@@ -440,12 +503,19 @@ static void test_batch_decode(void **state)
     (void)state;
     struct buf b;
     buf_init(&b, 0);
-    assert_int_equal(rmq_msg_batch_encode_item(1, (const uint8_t *)"ab", 2, "K\x01" "v\x02", 4, &b), RMQ_OK);
-    assert_int_equal(rmq_msg_batch_encode_item(0, NULL, 0, NULL, 0, &b), RMQ_OK);
-    assert_int_equal(rmq_msg_batch_encode_item(-1, (const uint8_t *)"xyz", 3, "UNIQ_KEY\x01" "U\x02", 11, &b),
+    assert_int_equal(rmq_msg_batch_encode_item(1, (const uint8_t *)"ab", 2,
+                                               "K\x01"
+                                               "v\x02",
+                                               4, &b),
                      RMQ_OK);
-    static const uint8_t first[] = {0, 0, 0, 28, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2,
-                                    'a', 'b', 0, 4, 'K', 1, 'v', 2};
+    assert_int_equal(rmq_msg_batch_encode_item(0, NULL, 0, NULL, 0, &b), RMQ_OK);
+    assert_int_equal(rmq_msg_batch_encode_item(-1, (const uint8_t *)"xyz", 3,
+                                               "UNIQ_KEY\x01"
+                                               "U\x02",
+                                               11, &b),
+                     RMQ_OK);
+    static const uint8_t first[] = {0, 0, 0, 28, 0, 0, 0,   0,   0, 0, 0,   0, 0,   0,
+                                    0, 1, 0, 0,  0, 2, 'a', 'b', 0, 4, 'K', 1, 'v', 2};
     assert_memory_equal(buf_head(&b), first, sizeof first);
     struct rmq_msg_batch mb;
     char err[128] = "";
@@ -458,7 +528,10 @@ static void test_batch_decode(void **state)
     assert_null(mb.items[1].body);
     assert_null(mb.items[1].props);
     assert_int_equal(mb.items[2].flag, -1);
-    assert_memory_equal(mb.items[2].props, "UNIQ_KEY\x01" "U\x02", 11);
+    assert_memory_equal(mb.items[2].props,
+                        "UNIQ_KEY\x01"
+                        "U\x02",
+                        11);
     rmq_msg_batch_clear(&mb);
     /* Every prefix is refused. */
     for (size_t n = 0; n < buf_live(&b); n++) {
@@ -512,11 +585,16 @@ static void test_batch_decode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_record_exact_bytes),  cmocka_unit_test(test_record_round_trips),
-        cmocka_unit_test(test_record_truncation),   cmocka_unit_test(test_record_malformed),
-        cmocka_unit_test(test_props_parse),         cmocka_unit_test(test_props_edit),
-        cmocka_unit_test(test_props_alloc_failures), cmocka_unit_test(test_java_hash),
-        cmocka_unit_test(test_offset_id),           cmocka_unit_test(test_uniq_id),
+        cmocka_unit_test(test_record_exact_bytes),
+        cmocka_unit_test(test_record_round_trips),
+        cmocka_unit_test(test_record_truncation),
+        cmocka_unit_test(test_record_malformed),
+        cmocka_unit_test(test_props_parse),
+        cmocka_unit_test(test_props_edit),
+        cmocka_unit_test(test_props_alloc_failures),
+        cmocka_unit_test(test_java_hash),
+        cmocka_unit_test(test_offset_id),
+        cmocka_unit_test(test_uniq_id),
         cmocka_unit_test(test_batch_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

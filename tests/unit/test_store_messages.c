@@ -35,7 +35,8 @@ static struct store_message msg(const char *topic, int qid, int64_t off, int64_t
         .tags_code = 2598919,
         .born_host = {{10, 0, 0, 1}, false, 50000},
         .store_host = {{192, 168, 1, 2}, false, 10911},
-        .properties = "TAGS\x01" "TagA\x02",
+        .properties = "TAGS\x01"
+                      "TagA\x02",
         .properties_len = 10,
         .body = (const uint8_t *)body,
         .body_len = strlen(body),
@@ -63,7 +64,8 @@ static int seen_cb(void *ctx, const struct store_message *m)
     s->off[s->n] = m->queue_offset;
     s->pid[s->n] = m->physical_id;
     s->size[s->n] = m->size;
-    snprintf(s->body[s->n], sizeof s->body[0], "%.*s", (int)m->body_len, m->body ? (const char *)m->body : "");
+    snprintf(s->body[s->n], sizeof s->body[0], "%.*s", (int)m->body_len,
+             m->body ? (const char *)m->body : "");
     snprintf(s->topic[s->n], sizeof s->topic[0], "%s", m->topic);
     snprintf(s->uniq[s->n], sizeof s->uniq[0], "%s", m->uniq_key ? m->uniq_key : "");
     s->sys_flag[s->n] = m->sys_flag;
@@ -305,7 +307,7 @@ static void test_retention(void **state)
     assert_int_equal(store_commit(s), 0);
     struct ranges g = {0};
     assert_int_equal(store_load_queue_ranges(s, range_cb, &g, NULL), 0);
-    assert_true(g.min[0] == 2 && g.max[0] == 4 && g.count[0] == 3); /* the min offset rose */
+    assert_true(g.min[0] == 2 && g.max[0] == 4 && g.count[0] == 3);            /* the min offset rose */
     assert_int_equal(q_int(fx->path, "SELECT count(*) FROM message_keys"), 4); /* keys went too */
 
     /* By bytes: at most one message's worth, but the newest stays. */
@@ -401,8 +403,11 @@ static void test_retain_total(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FX_TEST(test_put_read_restart), FX_TEST(test_put_refused), FX_TEST(test_failed_commit_leaves_no_message),
-        FX_TEST(test_retention),        FX_TEST(test_retain_total),
+        FX_TEST(test_put_read_restart),
+        FX_TEST(test_put_refused),
+        FX_TEST(test_failed_commit_leaves_no_message),
+        FX_TEST(test_retention),
+        FX_TEST(test_retain_total),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
