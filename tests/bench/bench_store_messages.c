@@ -10,7 +10,8 @@
  * set them, a store_commit (one fsync) after every batch; the store is
  * then closed (the close checkpoints the WAL into the file and removes it)
  * and the file's size divided by N. Prints one line per case, the time
- * per message split into the puts and the commits. Not a test:
+ * per message split into the puts and the commits; a last case adds two
+ * KEYS per message (their side table). Not a test:
  * the numbers depend on the disk.
  */
 #include "err.h"
@@ -18,6 +19,7 @@
 #include "store.h"
 #include "store_messages.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +35,10 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int run(const char *dir, int n, size_t body_len, int batch)
+static int run(const char *dir, int n, size_t body_len, int batch, bool keys)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/bench-%zu-%d.db", dir, body_len, batch);
+    snprintf(path, sizeof path, "%s/bench-%zu-%d%s.db", dir, body_len, batch, keys ? "-keys" : "");
     struct store *s = NULL;
     char err[256] = "";
     if (store_open(path, &s, err, sizeof err) != 0) {
@@ -59,6 +61,8 @@ static int run(const char *dir, int n, size_t body_len, int batch)
                             "DefaultCluster\x02",
                             uniq);
         int q = i % 4;
+        char key_buf[48];
+        snprintf(key_buf, sizeof key_buf, "order-%d user-%d", i, i % 100);
         struct store_message m = {
             .physical_id = i + 1,
             .topic = "BenchTopic",
@@ -69,6 +73,7 @@ static int run(const char *dir, int n, size_t body_len, int batch)
             .tags_code = 2598919,
             .body_crc = 12345,
             .uniq_key = uniq,
+            .keys = keys ? key_buf : NULL,
             .born_host = {{10, 0, 0, 1}, false, 50000},
             .store_host = {{10, 0, 0, 2}, false, 10911},
             .properties = props,
@@ -96,9 +101,9 @@ static int run(const char *dir, int n, size_t body_len, int batch)
     struct stat st;
     if (stat(path, &st) != 0)
         return -1;
-    printf("body %5zu B  batch %3d: %6.1f us/message (%.0f messages/s; puts %.1f us, commits %.1f us), "
+    printf("body %5zu B  batch %3d%s: %6.1f us/message (%.0f messages/s; puts %.1f us, commits %.1f us), "
            "%6.1f bytes on disk/message\n",
-           body_len, batch, dt * 1e6 / n, n / dt, put_s * 1e6 / n, commit_s * 1e6 / n,
+           body_len, batch, keys ? " +KEYS" : "", dt * 1e6 / n, n / dt, put_s * 1e6 / n, commit_s * 1e6 / n,
            (double)st.st_size / n);
     free(body);
     return 0;
@@ -116,7 +121,9 @@ int main(int argc, char **argv)
     int rc = 0;
     for (size_t b = 0; b < 2 && !rc; b++)
         for (size_t k = 0; k < 2 && !rc; k++)
-            rc = run(dir, n, bodies[b], batches[k]);
+            rc = run(dir, n, bodies[b], batches[k], false);
+    if (!rc)
+        rc = run(dir, n, 100, 256, true);
     if (argc <= 2) {
         char cmd[200];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
