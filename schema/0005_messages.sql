@@ -41,7 +41,25 @@ CREATE TABLE message_keys (
     PRIMARY KEY (key, physical_id)
 ) WITHOUT ROWID;
 CREATE INDEX message_keys_by_id ON message_keys (physical_id);
-CREATE TRIGGER messages_drop_keys AFTER DELETE ON messages
+
+-- Per queue, how many messages and how many bytes of size it holds, kept
+-- by the triggers below so the start reads one row per queue instead of
+-- every message.
+CREATE TABLE message_queues (
+    topic    TEXT NOT NULL,
+    queue_id INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    bytes    INTEGER NOT NULL,
+    PRIMARY KEY (topic, queue_id)
+) WITHOUT ROWID;
+CREATE TRIGGER messages_in AFTER INSERT ON messages
+BEGIN
+    INSERT INTO message_queues (topic, queue_id, messages, bytes) VALUES (new.topic, new.queue_id, 1, new.size)
+    ON CONFLICT (topic, queue_id) DO UPDATE SET messages = messages + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER messages_out AFTER DELETE ON messages
 BEGIN
     DELETE FROM message_keys WHERE physical_id = old.physical_id;
+    UPDATE message_queues SET messages = messages - 1, bytes = bytes - old.size
+    WHERE topic = old.topic AND queue_id = old.queue_id;
 END;

@@ -190,8 +190,10 @@ static const struct {
     [ST_MSG_KEY_PUT] = {"put message key",
                         "INSERT INTO message_keys (key, physical_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING"},
     [ST_MSG_RANGES] = {"load queue ranges",
-                       "SELECT topic, queue_id, min(queue_offset), max(queue_offset), count(*), total(size) "
-                       "FROM messages GROUP BY topic, queue_id ORDER BY topic, queue_id"},
+                       "SELECT q.topic, q.queue_id, (SELECT min(m.queue_offset) FROM messages m WHERE m.topic = "
+                       "q.topic AND m.queue_id = q.queue_id), (SELECT max(m.queue_offset) FROM messages m WHERE "
+                       "m.topic = q.topic AND m.queue_id = q.queue_id), q.messages, q.bytes FROM message_queues q "
+                       "WHERE q.messages > 0 ORDER BY q.topic, q.queue_id"},
     [ST_MSG_MAX_ID] = {"max physical id",
                        "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)"},
     [ST_MSG_READ] = {"read messages", "SELECT " STORE_MSG_COLS " FROM messages WHERE topic = ?1 AND queue_id = ?2 "

@@ -48,7 +48,8 @@ struct store_message {
 int store_put_message(struct store *s, const struct store_message *m);
 
 /* Per stored queue: its lowest and highest offset, message count and the
- * sum of its sizes. Reads every row (the sizes); for the start. */
+ * sum of its sizes (kept per queue by the schema's triggers: one row and
+ * two index probes per queue, not a scan of the messages). */
 typedef int (*store_queue_range_cb)(void *ctx, const char *topic, int queue_id, int64_t min_offset,
                                     int64_t max_offset, int64_t count, int64_t bytes);
 /* Calls cb per queue (by topic, queue id); *max_physical_id (may be NULL)
