@@ -229,6 +229,10 @@ static void test_put_refused(void **state)
     assert_int_equal(store_commit(s), 0);
     assert_int_equal(q_int(fx->path, "SELECT count(*) FROM messages"), 1);
     assert_int_equal(q_int(fx->path, "SELECT count(*) FROM message_keys"), 0);
+    /* the refused puts left the queue's figures alone */
+    assert_int_equal(q_int(fx->path, "SELECT messages FROM message_queues"), 1);
+    assert_int_equal(q_int(fx->path, "SELECT bytes FROM message_queues"),
+                     (int64_t)rmq_msg_record_size(0, 1, 1, 10));
     store_close(s);
 }
 
@@ -342,8 +346,10 @@ static void test_retention(void **state)
     /* The physical id survives even the rows holding the highest ids. */
     raw_exec(fx->path, "DELETE FROM messages WHERE physical_id >= 5");
     s = open_ok(fx->path);
+    g = (struct ranges){0};
     assert_int_equal(store_load_queue_ranges(s, range_cb, &g, &max_id), 0);
     assert_true(max_id == 9);
+    assert_int_equal(g.n, 0); /* every queue is empty now */
     store_close(s);
 }
 
