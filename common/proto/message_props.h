@@ -1,5 +1,5 @@
-/* message_props.h — a message's properties string (name \x01 value \x02,
- * repeated) parsed into a small array, edited and written back; the
+/* message_props.h — a message's properties string (name \x01 value pairs
+ * separated by \x02) parsed into a small array, edited and written back; the
  * property names brokers and clients use; and the tags hash a broker keeps
  * per message (docs/protocol.md, "Messages: the stored record and the
  * message id"). Pure; one thread.
@@ -95,7 +95,8 @@ int rmq_msg_props_set(struct rmq_msg_props *p, const char *name, const char *val
 /* Removes name; whether it was there. */
 bool rmq_msg_props_remove(struct rmq_msg_props *p, const char *name);
 /* Appends name \x01 value \x02 per property, in order (nothing when
- * empty). 0 or the buf error, with out unchanged on error. */
+ * empty): 5.3.3's form; 4.9.8 writes no \x02 after the last pair, and
+ * both read either. 0 or the buf error, with out unchanged on error. */
 int rmq_msg_props_encode(const struct rmq_msg_props *p, struct buf *out);
 
 /* The value of name in the raw string s[0..n), by the parse rules above

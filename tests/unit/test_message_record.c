@@ -112,6 +112,20 @@ static void test_record_exact_bytes(void **state)
     assert_int_equal(d.magic, RMQ_MSG_MAGIC_V1);
     assert_same_record(&r, &d);
     buf_free(&b);
+    /* The same message as the 4.9.7 jar's MessageDecoder.encode writes it
+     * (4.9.8's is the same): no \x02 after the last property. */
+    uint8_t v49[sizeof fixture - 1];
+    memcpy(v49, fixture, sizeof v49);
+    v49[3] = 0x6D;
+    v49[97] = 0x0B;
+    assert_int_equal(rmq_msg_record_decode(v49, sizeof v49, &d, &used, err, sizeof err), RMQ_OK);
+    assert_int_equal(used, sizeof v49);
+    assert_int_equal(d.props_len, 11);
+    const char *v;
+    size_t vl;
+    assert_true(rmq_msg_props_find(d.props, d.props_len, RMQ_PROP_UNIQ_KEY, &v, &vl));
+    assert_int_equal(vl, 2);
+    assert_memory_equal(v, "AB", 2);
 }
 
 /* IPv6 hosts, an empty body, no properties, a 200-byte topic (v2 magic),
