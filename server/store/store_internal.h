@@ -1,5 +1,5 @@
 /* store_internal.h — what the writer's files share (store.c,
- * store_members.c, store_topics.c): the prepared statement ids, the writer
+ * store_members.c, store_topics.c, store_messages.c...): the prepared statement ids, the writer
  * state, and the helpers that run statements inside the batch. Not a
  * public interface: only the writer's files include it. Loop thread only.
  */
