@@ -5,7 +5,6 @@
 
 #include "err.h"
 #include "mem.h"
-#include "utf8.h"
 
 #include <string.h>
 
@@ -174,40 +173,68 @@ bool rmq_msg_props_find(const char *s, size_t n, const char *name, const char **
     return true;
 }
 
-/* The code point of the valid UTF-8 sequence of len bytes at p. */
-static uint32_t utf8_code_point(const unsigned char *p, size_t len)
+static bool cont(unsigned b)
 {
-    static const unsigned char lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
-    uint32_t cp = p[0] & lead_mask[len];
-    for (size_t i = 1; i < len; i++)
-        cp = cp << 6 | (p[i] & 0x3Fu);
-    return cp;
+    return (b & 0xC0) == 0x80;
 }
 
-/* Length of the valid UTF-8 sequence at p[0..left), 0 when none: like
- * utf8_seq_len, which may read 4 bytes, but bounded by left. */
-static size_t seq_len_bounded(const unsigned char *p, size_t left)
+/* Decodes the character at p[0..n) (n >= 1) the way Java 17's new
+ * String(bytes, UTF_8) does, malformed input included: *cp gets the code
+ * point or U+FFFD; returns the bytes it takes. Where a sequence is cut
+ * short or malformed, Java replaces the longest prefix that could have
+ * begun a valid one, and a cut-short sequence at the very end as a
+ * whole. */
+static size_t java_utf8_step(const unsigned char *p, size_t n, uint32_t *cp)
 {
-    unsigned char tmp[5] = {0};
-    memcpy(tmp, p, left < 4 ? left : 4);
-    size_t len = utf8_seq_len(tmp);
-    return len <= left ? len : 0;
+    unsigned b1 = p[0];
+    *cp = 0xFFFD;
+    if (b1 < 0x80) {
+        *cp = b1;
+        return 1;
+    }
+    if ((b1 & 0xE0) == 0xC0 && (b1 & 0x1E) != 0) { /* C2..DF */
+        if (n < 2 || !cont(p[1]))
+            return 1;
+        *cp = (b1 & 0x1Fu) << 6 | (p[1] & 0x3Fu);
+        return 2;
+    }
+    if ((b1 & 0xF0) == 0xE0) {
+        bool bad2 = n >= 2 && ((b1 == 0xE0 && (p[1] & 0xE0) == 0x80) || !cont(p[1]));
+        if (n < 3)
+            return bad2 ? 1 : n;
+        if (bad2)
+            return 1;
+        if (!cont(p[2]))
+            return 2;
+        uint32_t c = (b1 & 0x0Fu) << 12 | (p[1] & 0x3Fu) << 6 | (p[2] & 0x3Fu);
+        if (c < 0xD800 || c > 0xDFFF)
+            *cp = c; /* a surrogate's three bytes are one U+FFFD */
+        return 3;
+    }
+    if ((b1 & 0xF8) == 0xF0) { /* F0..F7 */
+        bool bad2 = b1 > 0xF4 || (n >= 2 && ((b1 == 0xF0 && (p[1] < 0x90 || p[1] > 0xBF)) ||
+                                             (b1 == 0xF4 && (p[1] & 0xF0) != 0x80) || !cont(p[1])));
+        if (n < 4) {
+            if (bad2 || n == 1)
+                return 1;
+            return n == 3 && !cont(p[2]) ? 2 : n;
+        }
+        uint32_t uc = (b1 & 0x07u) << 18 | (p[1] & 0x3Fu) << 12 | (p[2] & 0x3Fu) << 6 | (p[3] & 0x3Fu);
+        if (!cont(p[1]) || !cont(p[2]) || !cont(p[3]) || uc < 0x10000 || uc > 0x10FFFF)
+            return bad2 ? 1 : !cont(p[2]) ? 2 : 3;
+        *cp = uc;
+        return 4;
+    }
+    return 1; /* 80..BF, C0, C1, F8..FF */
 }
 
 int32_t rmq_java_string_hash(const char *s, size_t n)
 {
     uint32_t h = 0; /* Java's int arithmetic wraps: unsigned here, cast at the end */
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
+    for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t len = p[i] ? seq_len_bounded(p + i, n - i) : 1;
-        if (len == 0) {
-            cp = 0xFFFD;
-            len = 1;
-        } else {
-            cp = utf8_code_point(p + i, len);
-        }
+        i += java_utf8_step(p + i, n - i, &cp);
         if (cp >= 0x10000) {
             cp -= 0x10000;
             h = 31 * h + (0xD800 + (cp >> 10));
@@ -215,7 +242,6 @@ int32_t rmq_java_string_hash(const char *s, size_t n)
         } else {
             h = 31 * h + cp;
         }
-        i += len;
     }
     return (int32_t)h;
 }

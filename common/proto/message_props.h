@@ -106,8 +106,9 @@ bool rmq_msg_props_find(const char *s, size_t n, const char *name, const char **
 
 /* Java's String.hashCode of the text whose UTF-8 is s[0..n), over its
  * UTF-16 code units (a code point past U+FFFF counts as its surrogate
- * pair). Each byte that does not start a valid UTF-8 sequence counts as
- * one U+FFFD. */
+ * pair). Malformed UTF-8 reads as Java 17's decoder reads it (U+FFFD for
+ * each malformed piece, by its rules), so the hash is Java's for any
+ * bytes. */
 int32_t rmq_java_string_hash(const char *s, size_t n);
 /* A broker's tags code: the hash of a TAGS value, 0 for none or "". */
 int64_t rmq_msg_tags_code(const char *tags, size_t n);

