@@ -449,7 +449,8 @@ int store_reset(struct store *s)
         s,
         "DELETE FROM members; DELETE FROM subscriptions; DELETE FROM consumer_groups; "
         "DELETE FROM offsets; DELETE FROM topic_brokers; DELETE FROM topics; "
-        "DELETE FROM clients; DELETE FROM events; DELETE FROM channels; DELETE FROM subscription_groups;",
+        "DELETE FROM clients; DELETE FROM events; DELETE FROM channels; DELETE FROM subscription_groups; "
+        "DELETE FROM message_keys; DELETE FROM messages; DELETE FROM message_queues;",
         "reset");
     err = store_write_end(s, err);
     assert(store_batch_sanity(s));

@@ -20,6 +20,7 @@
 #include "store_groups.h"
 #include "store_maint.h"
 #include "store_members.h"
+#include "store_messages.h"
 #include "store_topics.h"
 
 #include <stdbool.h>

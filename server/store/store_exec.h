@@ -21,7 +21,9 @@ enum stmt_id {
     ST_MEMBER_HEARTBEAT, ST_MEMBER_LEAVE, ST_SUBS_CLEAR, ST_SUB_PUT, ST_EVENT_APPEND, ST_RECOVER_EVENTS,
     ST_RECOVER_MEMBERS, ST_RECOVER_CHANNELS, ST_LOAD_TOPICS, ST_LOAD_OFFSETS, ST_PRUNE_MEMBERS,
     ST_PRUNE_CHANNELS, ST_RESYNC_CHANNEL, ST_RESYNC_CLOSE_CHANNELS, ST_RESYNC_END_MEMBERS,
-    ST_RESYNC_END_GROUPS, ST_COUNT,
+    ST_RESYNC_END_GROUPS, ST_MSG_PUT, ST_MSG_KEY_PUT, ST_MSG_RANGES, ST_MSG_MAX_ID, ST_MSG_READ, ST_MSG_BY_ID,
+    ST_MSG_BY_UNIQ, ST_MSG_BY_KEY, ST_MSG_DELETE_BELOW, ST_MSG_OLDEST_IN_QUEUE, ST_MSG_OLDEST, ST_MSG_DELETE_ID,
+    ST_COUNT,
 };
 /* clang-format on */
 
@@ -65,7 +67,9 @@ int store_refuse(struct store *s, int code, const char *what);
 /* Runs cached statement id to completion, binding the arguments fmt
  * describes, one character per parameter: 's' const char * (NULL binds SQL
  * NULL), 'd' int, 'I' int64_t, 'N' int64_t where 0 binds SQL NULL, 'n' an
- * int64_t that is skipped and binds SQL NULL. *changes (may be NULL) gets
+ * int64_t that is skipped and binds SQL NULL, 'b' a const void * and a
+ * size_t (a blob; NULL with 0 binds an empty one), 't' a const char * and
+ * a size_t (text of that length). *changes (may be NULL) gets
  * the rows changed. Always resets the statement. Returns 0 or an RMQ_E*
  * code with errbuf set. */
 int store_exec_st(struct store *s, enum stmt_id id, int *changes, const char *fmt, ...);
