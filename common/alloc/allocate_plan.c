@@ -1,5 +1,5 @@
 /* allocate_plan.c — the strategy math shared by allocate_one() and
- * allocate_group() (see allocate_internal.h): the AVG / AVG_BY_CIRCLE slice
+ * allocate_group() (see allocate_plan.h): the AVG / AVG_BY_CIRCLE slice
  * formulas, the MACHINE_ROOM broker filter, the MACHINE_ROOM_NEARBY room
  * grouping and the CONSISTENT_HASH ring owners, each written from
  * docs/protocol.md §11.3–11.8. Pure; any thread.

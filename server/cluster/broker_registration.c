@@ -1,4 +1,4 @@
-/* broker_reg.c — the broker side of cluster mode (--role broker): registers
+/* broker_registration.c — the broker side of cluster mode (--role broker): registers
  * the daemon's own topics with every --namesrv using REGISTER_BROKER (103),
  * every --register-interval-ms and at once after a topic change, and sends
  * UNREGISTER_BROKER (104) at clean shutdown (see cluster.h, docs/cluster.md).

@@ -25,7 +25,7 @@ enum admin_op {
     ADMIN_OP_CLIENT_RUNNING_INFO, /* arg = group; query: clientId (asks the client with 307; deferred) */
     ADMIN_OP_GROUP_CONSISTENCY, /* arg = group; query: topic, strategy...: holdings vs expected (deferred) */
     ADMIN_OP_GROUP_CONVERGED,   /* arg = group; query: topic, strategy..., timeout_ms (deferred) */
-    /* Ops from here on are handled by admin_extra.c (admin surface). */
+    /* Ops from here on are handled by admin_ops.c (the admin surface). */
     ADMIN_OP_EXTRA_FIRST = 100,
     ADMIN_OP_CLIENTS_LIST,        /* live clients, sorted by client id */
     ADMIN_OP_CLIENT_GET,          /* arg = clientId */

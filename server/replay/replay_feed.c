@@ -193,7 +193,7 @@ static int on_request(struct replay *rp, const struct trace_event *ev)
         return RMQ_OK;
     }
     rp->st.unregisters++;
-    /* As handle_unregister_client: the consumerGroup extField names the group. */
+    /* As consumer_req_unregister_client: the consumerGroup extField names the group. */
     const char *group = NULL;
     for (size_t i = 0; i < ev->next; i++)
         if (!strcmp(ev->ext[i].key, "consumerGroup"))

@@ -1,4 +1,4 @@
-/* trace_recorder.c — the heartbeat-trace recorder (see trace.h, docs/trace-format.md).
+/* trace_recorder.c — the heartbeat-trace recorder (see trace_recorder.h, docs/trace-format.md).
  *
  * Lines are encoded at once (common/trace_fmt) into one in-memory buffer and
  * written by trace_recorder_flush, which the daemon runs from a 1 s timer

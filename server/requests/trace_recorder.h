@@ -1,4 +1,4 @@
-/* trace.h — recording what the daemon sees as a heartbeat trace (JSON Lines,
+/* trace_recorder.h — recording what the daemon sees as a heartbeat trace (JSON Lines,
  * docs/trace-format.md), for offline and live replay.
  *
  * The loop thread calls these as things happen; the recorder buffers lines

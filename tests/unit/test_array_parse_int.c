@@ -1,5 +1,6 @@
-/* test_util.c — the shared helpers of common/base: util.c (rmq_grow,
- * rmq_parse_i64*, rmq_strp_cmp), hashmap_sorted_keys, rmq_error_json. */
+/* test_array_parse_int.c — the shared helpers of common/base: array.c
+ * (rmq_grow, rmq_strp_cmp), parse_int.c (rmq_parse_i64*),
+ * hashmap_sorted_keys, error_json.c (rmq_error_json). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
