@@ -93,9 +93,10 @@ static int connect_to(const char *hp, const struct http_fetch_limits *lim, const
     const char *cannot = "cannot connect (is the daemon's HTTP admin listening there?)";
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int rc = fd < 0 ? -1 : connect(fd, res->ai_addr, res->ai_addrlen);
+    bool in_progress = rc != 0 && errno == EINPROGRESS; /* before freeaddrinfo may touch errno */
     freeaddrinfo(res);
     *err = cannot;
-    if (fd >= 0 && rc != 0 && errno == EINPROGRESS) {
+    if (fd >= 0 && in_progress) {
         int soerr = 0;
         socklen_t len = sizeof soerr;
         rc = wait_ready(fd, POLLOUT, lim, err);
