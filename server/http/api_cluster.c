@@ -140,8 +140,8 @@ struct pool_slot {
 
 struct api_cluster_pool {
     pthread_mutex_t lock;
-    bool cancelled;  /* lock */
-    int cancel[2];   /* a pipe: its read end turns readable on cancel */
+    bool cancelled; /* lock */
+    int cancel[2];  /* a pipe: its read end turns readable on cancel */
     struct pool_slot slot[API_CLUSTER_WORKERS];
 };
 
