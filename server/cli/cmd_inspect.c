@@ -2,13 +2,17 @@
  * `rmqcoord events GROUP`: a terminal view of a running daemon, read from its
  * HTTP admin API (--http HOST:PORT, else $RMQCOORD_HTTP, else
  * 127.0.0.1:8080), in the style of `kafka-consumer-groups --describe`.
- * Read-only; one short GET per view. */
+ * Read-only; one short GET per view, each bounded as a whole (connect, send
+ * and the full reply within INSPECT_TIMEOUT_MS). Everything printed that
+ * came from the server is escaped first (term_escape, print_json): the
+ * daemon at --http need not be a friendly one. */
 #include "cmd_inspect.h"
 
 #include "clocks.h"
 #include "http_fetch.h"
 #include "mem.h"
 #include "parse_int.h"
+#include "utf8.h"
 
 #include <assert.h>
 #include <jansson.h>
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+/* One GET in all: connect, send and the whole reply. */
 #define INSPECT_TIMEOUT_MS 5000
 /* --follow polls this often (events are stored; a poll is one indexed query). */
 #define INSPECT_FOLLOW_MS 1000
@@ -46,14 +51,108 @@ static void usage(FILE *out)
             "  --http HOST:PORT   the daemon's admin API (default: $RMQCOORD_HTTP, else 127.0.0.1:8080)\n"
             "  --topic T          describe only topic T (default: every subscribed topic but %%RETRY%%)\n"
             "  --json             the combined JSON instead of a table\n"
-            "Exit status: 0, 1 when the daemon cannot be reached or answers an error, 2 for bad\n"
-            "options.\n");
+            "Each request to the daemon is given 5 s in all (connect, send and the whole reply).\n"
+            "Text from the daemon is printed with controls, bidirectional marks and bytes that\n"
+            "are not UTF-8 escaped (\\xNN, \\u{NNNN}; \\uNNNN in --json).\n"
+            "Exit status: 0, 1 when the daemon cannot be reached, answers an error, or its event\n"
+            "pages do not advance, 2 for bad options.\n");
 }
 
-static const char *str(const json_t *o, const char *k)
+/* The code point of the valid k-byte UTF-8 sequence at p. */
+static unsigned decode_utf8(const unsigned char *p, size_t k)
+{
+    static const unsigned lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    unsigned cp = p[0] & lead_mask[k];
+    for (size_t i = 1; i < k; i++)
+        cp = cp << 6 | (p[i] & 0x3F);
+    return cp;
+}
+
+/* s for a terminal, into out (cap bytes, NUL-terminated, cut at a whole
+ * escape). A server's string could carry ESC sequences, C1 controls (U+009B
+ * is a CSI) or bidi overrides that rewrite the screen or make one name pass
+ * for another: C0 controls, DEL and bytes that are not UTF-8 become \xNN,
+ * C1 controls and bidi marks \u{NNNN}, and '\' itself "\\" so that the
+ * printed form is unambiguous. */
+static void term_escape(const char *s, char *out, size_t cap)
+{
+    size_t j = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        char piece[16];
+        size_t k = utf8_seq_len(p);
+        int n;
+        if (k == 1 && *p == '\\') {
+            n = snprintf(piece, sizeof piece, "\\\\");
+        } else if (k <= 1 && (k == 0 || *p < 0x20 || *p == 0x7F)) {
+            n = snprintf(piece, sizeof piece, "\\x%02X", *p);
+            k = 1;
+        } else if (utf8_has_controls((const char *)p, k)) {
+            n = snprintf(piece, sizeof piece, "\\u{%04X}", decode_utf8(p, k));
+        } else {
+            memcpy(piece, p, k);
+            n = (int)k;
+        }
+        if (j + (size_t)n >= cap)
+            break;
+        memcpy(out + j, piece, (size_t)n);
+        j += (size_t)n;
+        p += k;
+    }
+    out[j] = 0;
+}
+
+/* term_escape(s) in one of a few static buffers, so that one printf may
+ * take several (single-threaded CLI; no caller uses more than the ring). */
+static const char *esc(const char *s)
+{
+    static char ring[8][1024];
+    static unsigned next;
+    char *out = ring[next++ % 8];
+    term_escape(s, out, sizeof ring[0]);
+    return out;
+}
+
+/* String member k of o as sent, for matching and paths; "-" when absent. */
+static const char *raw(const json_t *o, const char *k)
 {
     const char *v = json_string_value(json_object_get(o, k));
     return v ? v : "-";
+}
+
+/* String member k of o, escaped for the terminal; "-" when absent. */
+static const char *str(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? esc(v) : "-";
+}
+
+/* Prints j as JSON (flags as json_dumps) with the code points that
+ * term_escape guards against written as \uNNNN. jansson already escapes C0
+ * controls inside strings (outside them it writes only the indent's
+ * whitespace); what is left can only sit inside a JSON string, so the output
+ * stays valid JSON with the same meaning. */
+static void print_json(const json_t *j, size_t flags)
+{
+    char *text = json_dumps(j, flags);
+    if (!text) {
+        fputs("null", stdout);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p) {
+        size_t k = utf8_seq_len(p);
+        if (k == 0) {
+            printf("\\u%04x", *p); /* jansson emits valid UTF-8; kept valid JSON regardless */
+            k = 1;
+        } else if ((k == 1 && *p == 0x7F) || (k > 1 && utf8_has_controls((const char *)p, k))) {
+            printf("\\u%04x", decode_utf8(p, k));
+        } else {
+            fwrite(p, 1, k, stdout);
+        }
+        p += k;
+    }
+    free(text);
 }
 
 /* GET path from the daemon; new reference or NULL (reason printed). */
@@ -61,7 +160,8 @@ static json_t *get(const struct opts *o, const char *path, bool quiet_404)
 {
     int status = 0;
     const char *err = NULL;
-    json_t *j = http_fetch_json(o->http, path, INSPECT_TIMEOUT_MS, false, &status, &err);
+    struct http_fetch_limits lim = {rmq_mono_ms() + INSPECT_TIMEOUT_MS, -1, false};
+    json_t *j = http_fetch_json(o->http, path, &lim, &status, &err);
     if (!j) {
         fprintf(stderr, "rmqcoord %s: %s%s: %s\n", o->cmd, o->http, path, err);
         return NULL;
@@ -81,7 +181,7 @@ static int cmd_groups(const struct opts *o)
     if (!j)
         return 1;
     if (o->json) {
-        json_dumpf(j, stdout, JSON_INDENT(2));
+        print_json(j, JSON_INDENT(2));
         putchar('\n');
     } else {
         printf("%-40s %8s %-12s %s\n", "GROUP", "MEMBERS", "MODEL", "LIVE");
@@ -99,7 +199,7 @@ static int cmd_groups(const struct opts *o)
 /* "broker:queueId" of a queue object, for matching the three views. */
 static void queue_key(const json_t *q, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s:%lld", str(q, "brokerName"),
+    snprintf(out, cap, "%s:%lld", raw(q, "brokerName"),
              (long long)json_integer_value(json_object_get(q, "queueId")));
 }
 
@@ -116,7 +216,7 @@ static int holders(const json_t *cons, const char *topic, const char *key, char 
     {
         char qk[300];
         queue_key(q, qk, sizeof qk);
-        if (strcmp(qk, key) || strcmp(str(q, "topic"), topic))
+        if (strcmp(qk, key) || strcmp(raw(q, "topic"), topic))
             continue;
         size_t len = strlen(out);
         assert(len < cap); /* snprintf keeps the NUL inside cap */
@@ -141,7 +241,7 @@ static void describe_topic(const struct opts *o, const char *topic, json_t *all)
         json_object_set(t, "offsets", offs ? offs : json_null());
         json_object_set_new(all, topic, t);
     } else if (cons) {
-        printf("\nTOPIC %s (strategy %s, consistent: %s)\n", topic, str(cons, "strategy"),
+        printf("\nTOPIC %s (strategy %s, consistent: %s)\n", esc(topic), str(cons, "strategy"),
                json_is_true(json_object_get(cons, "consistent"))    ? "yes"
                : json_is_false(json_object_get(cons, "consistent")) ? "NO"
                                                                     : "unknown");
@@ -191,7 +291,7 @@ static int cmd_describe(const struct opts *o)
     json_object_set(all, "group", g);
     json_t *topics = json_object();
     if (!o->json) {
-        printf("GROUP %s  (%s, %s)\n", o->group, str(g, "messageModel"), str(g, "consumeType"));
+        printf("GROUP %s  (%s, %s)\n", esc(o->group), str(g, "messageModel"), str(g, "consumeType"));
         printf("%-40s %-22s %-8s %8s %14s\n", "MEMBER", "ADDRESS", "LANGUAGE", "VERSION", "HEARTBEAT AGO");
     }
     int64_t now = rmq_wall_ms();
@@ -204,14 +304,14 @@ static int cmd_describe(const struct opts *o)
     const json_t *sub;
     json_array_foreach(json_object_get(g, "subscriptions"), i, sub)
     {
-        const char *t = str(sub, "topic");
+        const char *t = raw(sub, "topic");
         if ((o->topic && strcmp(t, o->topic)) || (!o->topic && !strncmp(t, "%RETRY%", 7)))
             continue;
         describe_topic(o, t, topics);
     }
     if (o->json) {
         json_object_set_new(all, "topics", topics);
-        json_dumpf(all, stdout, JSON_INDENT(2));
+        print_json(all, JSON_INDENT(2));
         putchar('\n');
     } else {
         json_decref(topics);
@@ -235,17 +335,29 @@ static int cmd_events(const struct opts *o)
         const json_t *e;
         json_array_foreach(json_object_get(j, "events"), i, e)
         {
-            last = json_integer_value(json_object_get(e, "id"));
+            /* Ids only grow: a page that repeats or goes back would make
+             * this loop (or --follow) print the same events for ever. */
+            int64_t id = json_integer_value(json_object_get(e, "id"));
+            if (id <= last) {
+                fflush(stdout);
+                fprintf(stderr,
+                        "rmqcoord %s: the daemon sent event %lld after event %lld: its pages do not "
+                        "advance\n",
+                        o->cmd, (long long)id, (long long)last);
+                json_decref(j);
+                return 1;
+            }
+            last = id;
             if (o->json) {
-                json_dumpf(e, stdout, JSON_COMPACT);
+                print_json(e, JSON_COMPACT);
                 putchar('\n');
                 continue;
             }
-            char *after = json_dumps(json_object_get(e, "after"), JSON_COMPACT);
-            printf("%8lld %-14lld %-12s %-40s -> %s\n", (long long)last,
+            printf("%8lld %-14lld %-12s %-40s -> ", (long long)last,
                    (long long)json_integer_value(json_object_get(e, "ts")), str(e, "kind"),
-                   str(e, "clientId"), after ? after : "null");
-            free(after);
+                   str(e, "clientId"));
+            print_json(json_object_get(e, "after"), JSON_COMPACT);
+            putchar('\n');
         }
         fflush(stdout);
         bool more = json_array_size(json_object_get(j, "events")) == 500;

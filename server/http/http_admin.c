@@ -85,6 +85,7 @@ struct http_admin {
     bool ticker_started;
     struct http_counts counts; /* requests answered (pending_lock) */
     const struct api_host *ops; /* what the route files may call of us */
+    struct api_cluster_pool *cluster_pool; /* owned; NULL: every cluster view answers 503 */
 };
 
 /* One message in flight to the loop. Freed by whoever drops the last ref. */
@@ -175,26 +176,19 @@ static void complete_pending(struct pending *p)
         pending_free(p);
 }
 
-struct cluster_job {
-    struct pending *p;
-    struct http_admin *h;
-};
-
 /* The cluster view asks every broker's own admin API (api_cluster.c, up to
- * a second each). That wait happens on this short-lived thread, so a slow
- * broker never holds the one HTTP thread that serves every other request;
- * http_admin_stop waits for it (resumes_running). */
-static void *cluster_worker(void *arg)
+ * a second each). That wait happens on a worker of the cluster pool, so a
+ * slow broker never holds the one HTTP thread that serves every other
+ * request; http_admin_stop cancels the pool and waits for it
+ * (resumes_running). */
+static void cluster_worker(void *arg, int cancel_fd)
 {
-    struct cluster_job *job = arg;
-    struct pending *p = job->p;
-    struct http_admin *h = job->h;
-    rmq_free(job);
-    p->msg.reply = api_cluster_augment(p->msg.reply);
+    struct pending *p = arg;
+    struct http_admin *h = p->h;
+    p->msg.reply = api_cluster_augment_until(p->msg.reply, cancel_fd);
     p->post.finish = API_FINISH_PLAIN; /* augmented: nothing left for api_finish */
     complete_pending(p);
     resume_done(h);
-    return NULL;
 }
 
 /* Starts cluster_worker for p; false when it could not (p is untouched). */
@@ -207,32 +201,31 @@ static bool start_cluster_worker(struct pending *p)
     pthread_mutex_unlock(&pending_lock);
     if (!h)
         return false; /* nobody waits for the reply any more */
-    struct cluster_job *job = rmq_malloc(sizeof *job);
-    pthread_attr_t attr;
-    pthread_t t;
-    bool started = false;
-    if (job && pthread_attr_init(&attr) == 0) {
-        *job = (struct cluster_job){p, h};
-        started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-                  pthread_create(&t, &attr, cluster_worker, job) == 0;
-        pthread_attr_destroy(&attr);
-    }
-    if (started)
+    if (api_cluster_pool_run(h->cluster_pool, cluster_worker, p))
         return true;
-    rmq_free(job);
     resume_done(h);
     return false;
 }
 
 /* mailbox done callback (loop thread, or whoever runs mailbox_free). A
  * cluster view still to be completed from the brokers goes to a worker
- * thread first; if none can start, api_finish completes it the old way. */
+ * thread first; when every worker is busy it is answered 503 at once (the
+ * brokers are not asked from the HTTP thread). */
 static void pending_done(struct mailbox_msg *msg)
 {
     struct pending *p = msg->done_ctx;
-    if (p->post.finish == API_FINISH_CLUSTER && msg->status >= 200 && msg->status <= 299 &&
-        start_cluster_worker(p))
-        return;
+    if (p->post.finish == API_FINISH_CLUSTER && msg->status >= 200 && msg->status <= 299) {
+        if (start_cluster_worker(p))
+            return;
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 "%u cluster views are being gathered from the brokers already (the limit); try again shortly",
+                 (unsigned)API_CLUSTER_WORKERS);
+        json_decref(msg->reply);
+        msg->status = 503;
+        msg->reply = rmq_error_json("busy", detail);
+        p->post.finish = API_FINISH_PLAIN;
+    }
     complete_pending(p);
 }
 
@@ -658,6 +651,7 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
         goto fail;
     h->mailbox = opt->mailbox;
     h->ops = &host_ops;
+    h->cluster_pool = api_cluster_pool_new();
     if (opt->store_path && !(h->store_path = rmq_strdup(opt->store_path)))
         goto fail_h;
     if (opt->admin_token && *opt->admin_token && !(h->token = rmq_strdup(opt->admin_token)))
@@ -708,6 +702,7 @@ fail_cond:
     pthread_cond_destroy(&h->resumes_done);
     pthread_cond_destroy(&h->tick_wake);
 fail_path:
+    api_cluster_pool_free(h->cluster_pool);
     rmq_free(h->host);
     rmq_free(h->token);
     rmq_free(h->store_path);
@@ -736,6 +731,7 @@ void http_admin_stop(struct http_admin *h)
     h->stopping = true;
     pthread_cond_broadcast(&h->tick_wake);
     pthread_mutex_unlock(&pending_lock);
+    api_cluster_pool_cancel(h->cluster_pool); /* their fetches end now, not at the broker's pace */
     if (h->ticker_started)
         pthread_join(h->ticker, NULL);
     pthread_mutex_lock(&pending_lock);
@@ -755,6 +751,7 @@ void http_admin_stop(struct http_admin *h)
     pthread_mutex_unlock(&pending_lock);
 
     MHD_stop_daemon(h->daemon);
+    api_cluster_pool_free(h->cluster_pool);
     if (h->reader)
         store_reader_close(h->reader);
     pthread_cond_destroy(&h->resumes_done);

@@ -5,13 +5,17 @@
 #include "err.h"
 #include "parse_int.h"
 
+#include "clocks.h"
+
 #include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 /* An admin reply larger than this is refused rather than buffered. */
@@ -35,8 +39,36 @@ void http_fetch_pct_encode(const char *s, char *out, size_t cap)
     out[j] = 0;
 }
 
-/* Connects to hp; the socket, or -1 with *err set. */
-static int connect_to(const char *hp, bool loopback_only, int timeout_ms, const char **err)
+/* Waits until fd is ready for events (POLLIN or POLLOUT) within the
+ * deadline. 0, or -1 with *err set (timed out, cancelled, poll failed). */
+static int wait_ready(int fd, short events, const struct http_fetch_limits *lim, const char **err)
+{
+    for (;;) {
+        int64_t left = lim->deadline_ms - rmq_mono_ms();
+        if (left <= 0) {
+            *err = "timed out";
+            return -1;
+        }
+        struct pollfd pf[2] = {{.fd = fd, .events = events}, {.fd = lim->cancel_fd, .events = POLLIN}};
+        int n = poll(pf, lim->cancel_fd >= 0 ? 2 : 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            *err = "poll failed";
+            return -1;
+        }
+        if (lim->cancel_fd >= 0 && pf[1].revents) {
+            *err = "cancelled";
+            return -1;
+        }
+        if (n > 0 && pf[0].revents)
+            return 0;
+    }
+}
+
+/* Connects to hp (non-blocking, within the deadline); the socket, or -1
+ * with *err set. */
+static int connect_to(const char *hp, const struct http_fetch_limits *lim, const char **err)
 {
     char host[256];
     const char *colon = strrchr(hp, ':');
@@ -53,26 +85,98 @@ static int connect_to(const char *hp, bool loopback_only, int timeout_ms, const 
         return -1;
     }
     const struct sockaddr_in *sa = (const struct sockaddr_in *)res->ai_addr;
-    if (loopback_only && (ntohl(sa->sin_addr.s_addr) >> 24) != 127) {
+    if (lim->loopback_only && (ntohl(sa->sin_addr.s_addr) >> 24) != 127) {
         freeaddrinfo(res);
         *err = "not a loopback address";
         return -1;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
-                    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-                    connect(fd, res->ai_addr, res->ai_addrlen) != 0)) {
+    const char *cannot = "cannot connect (is the daemon's HTTP admin listening there?)";
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int rc = fd < 0 ? -1 : connect(fd, res->ai_addr, res->ai_addrlen);
+    bool in_progress = rc != 0 && errno == EINPROGRESS; /* before freeaddrinfo may touch errno */
+    freeaddrinfo(res);
+    *err = cannot;
+    if (fd >= 0 && in_progress) {
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        rc = wait_ready(fd, POLLOUT, lim, err);
+        if (rc == 0 && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0)) {
+            *err = cannot;
+            rc = -1;
+        }
+    }
+    if (fd >= 0 && rc != 0) {
         close(fd);
         fd = -1;
     }
-    freeaddrinfo(res);
-    if (fd < 0)
-        *err = "cannot connect (is the daemon's HTTP admin listening there?)";
     return fd;
 }
 
-json_t *http_fetch_json(const char *hp, const char *path, int timeout_ms, bool loopback_only, int *status,
+/* Sends all n bytes within the deadline; 0 or -1 with *err set. */
+static int send_all(int fd, const char *p, size_t n, const struct http_fetch_limits *lim, const char **err)
+{
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (wait_ready(fd, POLLOUT, lim, err) != 0)
+                return -1;
+        } else {
+            *err = "send failed";
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads until the peer closes, into b, within the deadline. 0, or -1 with
+ * *err set (timed out, cancelled, too large, reset). */
+static int recv_all(int fd, struct buf *b, const struct http_fetch_limits *lim, const char **err)
+{
+    char chunk[4096];
+    for (;;) {
+        ssize_t k = recv(fd, chunk, sizeof chunk, 0);
+        if (k == 0)
+            return 0;
+        if (k > 0) {
+            if (buf_append(b, chunk, (size_t)k) != 0) {
+                *err = "the reply is too large";
+                return -1;
+            }
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            if (wait_ready(fd, POLLIN, lim, err) != 0)
+                return -1;
+        } else {
+            *err = "the connection failed";
+            return -1;
+        }
+    }
+}
+
+/* The JSON body of a complete "HTTP/1.x NNN" reply text[0..n), with
+ * *status set; NULL with *err set. */
+static json_t *parse_reply(const char *text, size_t n, int *status, const char **err)
+{
+    const char *sep = NULL;
+    for (size_t at = 0; !sep && n >= 4 && at <= n - 4; at++)
+        if (!memcmp(text + at, "\r\n\r\n", 4))
+            sep = text + at;
+    int64_t code = 0;
+    if (!sep || n <= 12 || memcmp(text, "HTTP/1.", 7) || rmq_parse_i64_n(text + 9, 3, 100, 599, &code) != 0) {
+        *err = "bad HTTP reply";
+        return NULL;
+    }
+    json_error_t je;
+    json_t *out = json_loadb(sep + 4, n - (size_t)(sep + 4 - text), 0, &je);
+    *status = (int)code;
+    if (!out)
+        *err = "the reply is not JSON";
+    return out;
+}
+
+json_t *http_fetch_json(const char *hp, const char *path, const struct http_fetch_limits *lim, int *status,
                         const char **err)
 {
     char req[2048];
@@ -81,37 +185,14 @@ json_t *http_fetch_json(const char *hp, const char *path, int timeout_ms, bool l
         *err = "path too long";
         return NULL;
     }
-    int fd = connect_to(hp, loopback_only, timeout_ms, err);
+    int fd = connect_to(hp, lim, err);
     if (fd < 0)
         return NULL;
     struct buf b;
     buf_init(&b, FETCH_MAX_BYTES);
     json_t *out = NULL;
-    *err = "send failed";
-    if (send(fd, req, (size_t)rn, MSG_NOSIGNAL) == rn) {
-        char chunk[4096];
-        ssize_t k;
-        while ((k = recv(fd, chunk, sizeof chunk, 0)) > 0)
-            if (buf_append(&b, chunk, (size_t)k) != 0)
-                break;
-        *err = k < 0 ? "timed out" : "bad HTTP reply";
-        const char *text = (const char *)buf_head(&b);
-        size_t n = buf_live(&b);
-        const char *sep = NULL;
-        for (size_t at = 0; !sep && n >= 4 && at <= n - 4; at++)
-            if (!memcmp(text + at, "\r\n\r\n", 4))
-                sep = text + at;
-        int64_t code = 0;
-        /* "HTTP/1.x NNN ..." */
-        if (sep && k == 0 && n > 12 && !memcmp(text, "HTTP/1.", 7) &&
-            rmq_parse_i64_n(text + 9, 3, 100, 599, &code) == 0) {
-            json_error_t je;
-            out = json_loadb(sep + 4, n - (size_t)(sep + 4 - text), 0, &je);
-            *status = (int)code;
-            if (!out)
-                *err = "the reply is not JSON";
-        }
-    }
+    if (send_all(fd, req, (size_t)rn, lim, err) == 0 && recv_all(fd, &b, lim, err) == 0)
+        out = parse_reply((const char *)buf_head(&b), buf_live(&b), status, err);
     close(fd);
     buf_free(&b);
     return out;
