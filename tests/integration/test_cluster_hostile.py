@@ -199,8 +199,12 @@ class LimitsTest(Base):
         # refused before parsing: 10 topics * 512 + 64 KiB
         f = register(c, "b3", "10.0.0.3:1", body=b"{" + b" " * (10 * 512 + 65536) + b"}")
         self.assertEqual(f.code, SYSTEM_ERROR)
-        self.assertIn("bytes (--ns-max-topics-per-broker)", f.remark)
-        self.assertEqual(limit_hits(self.ns) - before, 3)
+        self.assertIn("RegisterBrokerBody bytes over --ns-max-topics-per-broker", f.remark)
+        # and before parsing, by its count of objects: more than 3 per allowed topic (+64)
+        f = register(c, "b3", "10.0.0.3:1", body=b'{"x":[' + b"{}," * 100 + b"{}]}")
+        self.assertEqual(f.code, SYSTEM_ERROR)
+        self.assertIn("topic entries (JSON objects / 3) over --ns-max-topics-per-broker (10)", f.remark)
+        self.assertEqual(limit_hits(self.ns) - before, 4)
         c.close()
 
     def test_admin_view_pages_and_lists_topics_on_request(self):
