@@ -32,6 +32,7 @@
 #define NS_BODY_BYTES_PER_TOPIC 512      /* a Java 5.x TopicConfig entry with a long name, generously */
 #define NS_BODY_BYTES_BASE 65536         /* the wrapper, data version, filter servers, static mappings */
 #define NS_ADMIN_PAGE_DEFAULT 100
+#define NS_ADMIN_TOPICS_PREVIEW 16 /* topics listed per broker unless topicsOf names it */
 
 struct ns_topic {
     char *name; /* owned */
@@ -534,10 +535,10 @@ void namesrv_forget_conn(struct broker *s, uint64_t conn_id)
             remove_at(s->ns, i, "its connection closed");
 }
 
-static json_t *topics_json(const struct ns_broker *b)
+static json_t *topics_json(const struct ns_broker *b, size_t max)
 {
     json_t *topics = json_array();
-    for (size_t k = 0; topics && k < b->ntopics; k++)
+    for (size_t k = 0; topics && k < b->ntopics && k < max; k++)
         if (json_array_append_new(topics, json_pack("{s:s,s:i,s:i,s:i}", "topic", b->topics[k].name,
                                                     "readQueueNums", b->topics[k].read_queue_nums,
                                                     "writeQueueNums", b->topics[k].write_queue_nums, "perm",
@@ -548,7 +549,9 @@ static json_t *topics_json(const struct ns_broker *b)
     return topics;
 }
 
-static json_t *broker_json(const struct ns_broker *b, int64_t now, bool with_topics)
+/* One broker of the admin page: its first NS_ADMIN_TOPICS_PREVIEW topics
+ * (the dashboard's column), all of them when all_topics. */
+static json_t *broker_json(const struct ns_broker *b, int64_t now, bool all_topics)
 {
     json_t *o = json_pack(
         "{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:I,s:b}", "brokerName", b->broker_name, "brokerAddr",
@@ -557,12 +560,14 @@ static json_t *broker_json(const struct ns_broker *b, int64_t now, bool with_top
         (json_int_t)(b->timeout_ms - (now - b->last_ms)), "registrations", (json_int_t)b->registrations,
         "dataVersion", "counter", (json_int_t)b->dv_counter, "timestamp", (json_int_t)b->dv_timestamp,
         "topicCount", (json_int_t)b->ntopics, "signed", b->signed_by_account);
+    size_t shown = all_topics || b->ntopics < NS_ADMIN_TOPICS_PREVIEW ? b->ntopics : NS_ADMIN_TOPICS_PREVIEW;
     if (o && b->http_addr && json_object_set_new(o, "httpAddr", json_string(b->http_addr)) != 0) {
         json_decref(o);
         return NULL;
     }
-    json_t *topics = o && with_topics ? topics_json(b) : NULL;
-    if (o && with_topics && (!topics || json_object_set_new(o, "topics", topics) != 0)) {
+    json_t *topics = o ? topics_json(b, shown) : NULL;
+    if (o && (!topics || json_object_set_new(o, "topics", topics) != 0 ||
+              json_object_set_new(o, "topicsTruncated", json_boolean(shown < b->ntopics)) != 0)) {
         json_decref(o);
         return NULL;
     }

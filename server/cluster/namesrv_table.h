@@ -26,8 +26,8 @@ void namesrv_expire(struct broker *s);
 void namesrv_forget_conn(struct broker *s, uint64_t conn_id);
 /* The live brokers for GET /api/cluster, a page at a time: query (borrowed,
  * may be NULL) may hold brokersAfter (a broker name: start after it),
- * limit (1..256, default 100) and topicsOf (a broker name: only that
- * broker's entry lists its topics; the others give topicCount). New
+ * limit (1..256, default 100) and topicsOf (a broker name: that broker's
+ * entry lists all its topics; the others their first 16, and topicCount). New
  * reference {brokers, brokerCount, topicCount[, nextBrokersAfter]} with
  * *status 200, an error object with *status 400, or NULL (out of memory). */
 json_t *namesrv_admin_json(struct broker *s, const json_t *query, int *status);

@@ -215,15 +215,24 @@ class LimitsTest(Base):
         self.assertEqual(st, 200)
         self.assertEqual([b["brokerName"] for b in body["brokers"]], ["b0", "b1"])
         self.assertEqual((body["brokerCount"], body["topicCount"], body["nextBrokersAfter"]), (5, 10, "b1"))
-        self.assertTrue(all("topics" not in b and b["topicCount"] == 2 for b in body["brokers"]))
+        self.assertTrue(all(b["topicCount"] == 2 and not b["topicsTruncated"] for b in body["brokers"]))
         st, body = self.ns.http("GET", "/api/cluster?limit=2&brokersAfter=b3&topicsOf=b4")
         self.assertEqual([b["brokerName"] for b in body["brokers"]], ["b4"])
         self.assertNotIn("nextBrokersAfter", body)
         self.assertEqual([t["topic"] for t in body["brokers"][0]["topics"]], ["T4", "X"])
+        # a broker's topic list is cut to 16 unless topicsOf names it
+        ns = self.start("--role", "namesrv")
+        c2 = Conn(ns.port)
+        self.assertEqual(register(c2, "b4", "10.0.0.5:1", ["Z%02d" % i for i in range(20)]).code, 0)
+        for q, n in (("", 16), ("&topicsOf=b4", 20)):
+            st, body = ns.http("GET", "/api/cluster?brokersAfter=b3" + q)
+            b = body["brokers"][0]
+            self.assertEqual((len(b["topics"]), b["topicCount"], b["topicsTruncated"]), (n, 20, n < 20))
         for bad in ("0", "257", "x", ""):
             st, body = self.ns.http("GET", "/api/cluster?limit=" + bad)
             self.assertEqual(st, 400, bad)
         c.close()
+        c2.close()
 
 
 if __name__ == "__main__":
