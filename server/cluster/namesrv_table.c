@@ -676,6 +676,7 @@ void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
         rmq_free(tp->name);
         memmove(&b->topics[at], &b->topics[at + 1], (b->ntopics - at - 1) * sizeof *tp);
         b->ntopics--;
+        s->ns->ntopics--;
         removed++;
     }
     assert(table_sanity(s->ns));

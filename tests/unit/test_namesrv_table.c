@@ -370,6 +370,16 @@ static void test_caps_and_admin_page(void **state)
     assert_int_equal(json_integer_value(json_object_get(b, "topicCount")), 1);
     assert_null(json_object_get(page, "nextBrokersAfter"));
     json_decref(page);
+    /* DELETE_TOPIC_IN_NAMESRV gives its room back to --ns-max-topics. */
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_DELETE_TOPIC_IN_NAMESRV, 900, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T1"), 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, c), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, c, 900, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    register_ok(fx, c, "b3", "10.0.0.3:1", "T3");
     json_object_set_new(q, "limit", json_string("0"));
     page = namesrv_admin_json(&fx->b, q, &st);
     assert_int_equal(st, 400);
