@@ -11,6 +11,7 @@
  */
 #include "broker_registration.h"
 
+#include "acl_sig.h"
 #include "broker.h"
 #include "buf.h"
 #include "clocks.h"
@@ -135,6 +136,22 @@ static int set_common_ext(struct broker *s, struct rmq_cmd *req)
     return rc;
 }
 
+/* With --namesrv-access-key: AccessKey and the RocketMQ ACL Signature
+ * (AclClientRPCHook's: every other extField and the body), added last so
+ * they cover the whole request. 0 or RMQ_ENOMEM. */
+static int sign(const struct broker *s, struct rmq_cmd *req)
+{
+    if (!s->cfg->namesrv_access_key[0])
+        return RMQ_OK;
+    char sig[ACL_SIG_LEN];
+    int rc = rmq_cmd_ext_set(req, "AccessKey", s->cfg->namesrv_access_key);
+    if (rc == 0)
+        rc = acl_signature(req, s->cfg->namesrv_secret_key, sig);
+    if (rc == 0)
+        rc = rmq_cmd_ext_set(req, "Signature", sig);
+    return rc;
+}
+
 static int build_register(struct broker_reg *r, struct rmq_cmd *req)
 {
     struct broker *s = r->s;
@@ -156,6 +173,8 @@ static int build_register(struct broker_reg *r, struct rmq_cmd *req)
         rc = rmq_cmd_ext_set(req, CLUSTER_EXT_HTTP, r->http_addr);
     if (rc == 0)
         rc = rmq_cmd_set_body_copy(req, buf_head(&body), buf_live(&body));
+    if (rc == 0)
+        rc = sign(s, req);
     buf_free(&body);
     return rc;
 }
@@ -361,6 +380,8 @@ static int unregister_one(struct broker *s, const struct config_addr *a, char *w
     buf_init(&frame, 0);
     int rc = set_common_ext(s, &req);
     if (rc == 0)
+        rc = sign(s, &req);
+    if (rc == 0)
         rc = rmq_frame_encode(&req, &frame);
     rmq_cmd_clear(&req);
     if (rc != 0) {
@@ -393,8 +414,18 @@ void broker_reg_stop(struct broker *s)
     struct broker_reg *r = s->breg;
     if (!r)
         return;
-    /* Unregister before the registration connections close: a name server
-     * also drops a broker whose channel closes, and should hear why. */
+    /* A signed broker unregisters before its registration connections close
+     * (a name server also drops a broker whose channel closes, and should
+     * hear why). An unsigned one closes them first: an rmqcoord name server
+     * takes an unsigned UNREGISTER_BROKER only over the connection that
+     * registered (docs/cluster.md), and dropping that connection removes the
+     * broker; the fresh connection's UNREGISTER_BROKER then tells a Java
+     * name server, which accepts it from anyone. */
+    bool signs = s->cfg->namesrv_access_key[0] != 0;
+    if (!signs) {
+        rclient_free(r->net);
+        r->net = NULL;
+    }
     for (size_t i = 0; i < r->n; i++) {
         char why[256];
         int rc = unregister_one(s, &s->cfg->namesrv[i], why, sizeof why);
@@ -403,7 +434,7 @@ void broker_reg_stop(struct broker *s)
         else
             log_warn("broker: UNREGISTER_BROKER to %s failed: %s", r->ns[i].addr, why);
     }
-    rclient_free(r->net); /* fails in-flight registrations: their callbacks only touch r */
+    rclient_free(r->net); /* fails in-flight registrations: their callbacks only touch r; accepts NULL */
     rmq_free(r);
     s->breg = NULL;
 }

@@ -121,18 +121,26 @@ void cluster_before_sleep(struct broker *s)
     broker_reg_before_sleep(s);
 }
 
-json_t *cluster_admin_json(struct broker *s, const char *group, int *status)
+json_t *cluster_admin_json(struct broker *s, const json_t *query, int *status)
 {
+    const char *group = json_string_value(json_object_get(query, "group"));
     json_t *o = json_pack("{s:s,s:s,s:s}", "role", role_name(s->cfg->role), "cluster", s->cfg->cluster_name,
                           "advertise", s->advertise);
     if (!o)
         return NULL;
+    *status = 200;
     if (s->ns) {
-        json_t *b = namesrv_admin_json(s);
-        if (!b || json_object_set_new(o, "brokers", b) != 0) {
+        json_t *b = namesrv_admin_json(s, query, status);
+        if (b && *status != 200) {
+            json_decref(o);
+            return b;
+        }
+        if (!b || json_object_update(o, b) != 0) {
+            json_decref(b);
             json_decref(o);
             return NULL;
         }
+        json_decref(b);
     } else if (s->cfg->role == CONFIG_ROLE_BROKER) {
         json_t *r = broker_reg_admin_json(s);
         if (!r || json_object_update(o, r) != 0) {
@@ -147,6 +155,5 @@ json_t *cluster_admin_json(struct broker *s, const char *group, int *status)
     }
     if (group && *group)
         json_object_set_new(o, "group", json_string(group));
-    *status = 200;
     return o;
 }

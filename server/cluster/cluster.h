@@ -43,9 +43,10 @@ void cluster_conn_closed(struct broker *s, const struct conn *c);
 void cluster_before_sleep(struct broker *s);
 
 /* GET /api/cluster, loop side: the role, and the name server's live brokers
- * or the broker's registration status per name server. group (borrowed, may
- * be NULL) is echoed for the HTTP side, which fetches each broker's view.
- * New reference or NULL. */
-json_t *cluster_admin_json(struct broker *s, const char *group, int *status);
+ * (a page: namesrv_table.h) or the broker's registration status per name
+ * server. query (borrowed, the request's decoded query parameters, may be
+ * NULL): its group is echoed for the HTTP side, which fetches each broker's
+ * view. New reference (an error object when *status is not 200) or NULL. */
+json_t *cluster_admin_json(struct broker *s, const json_t *query, int *status);
 
 #endif

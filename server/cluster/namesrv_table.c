@@ -14,6 +14,7 @@
 #include "config.h"
 #include "conn.h"
 #include "crc32.h"
+#include "error_json.h"
 #include "err.h"
 #include "log.h"
 #include "mem.h"
@@ -27,7 +28,11 @@
 #include <string.h>
 
 #define NS_MAX_BROKERS 256
-#define NS_MAX_TOPICS_PER_BROKER 65536
+#define NS_MAX_TOPICS_PER_BROKER 1000000 /* the flag's upper bound */
+#define NS_BODY_BYTES_PER_TOPIC 512      /* a Java 5.x TopicConfig entry with a long name, generously */
+#define NS_BODY_BYTES_BASE 65536         /* the wrapper, data version, filter servers, static mappings */
+#define NS_ADMIN_PAGE_DEFAULT 100
+#define NS_ADMIN_TOPICS_PREVIEW 16 /* topics listed per broker unless topicsOf names it */
 
 struct ns_topic {
     char *name; /* owned */
@@ -37,6 +42,7 @@ struct ns_topic {
 struct ns_broker {
     char *broker_name, *cluster, *addr, *ha_addr, *http_addr; /* owned; http_addr may be NULL */
     uint64_t conn_id;                                         /* the connection it registered over */
+    bool signed_by_account; /* the latest registration passed the --acl signature check */
     int64_t first_ms, last_ms; /* broker_now_ms of the first and the latest registration */
     int64_t timeout_ms;        /* heartbeatTimeoutMillis if sent, else --broker-expiry-ms */
     int64_t dv_counter, dv_timestamp;
@@ -48,6 +54,7 @@ struct ns_broker {
 struct namesrv_table {
     struct ns_broker *b; /* owned, sorted by broker_name */
     size_t n;
+    size_t ntopics; /* sum of every entry's ntopics (--ns-max-topics) */
 };
 
 #ifndef NDEBUG
@@ -58,8 +65,10 @@ struct namesrv_table {
 static int table_sanity(const struct namesrv_table *t)
 {
     assert(t->n <= NS_MAX_BROKERS);
+    size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct ns_broker *b = &t->b[i];
+        total += b->ntopics;
         assert(b->broker_name && b->cluster && b->addr);
         assert(i == 0 || strcmp(t->b[i - 1].broker_name, b->broker_name) < 0);
         assert(b->ntopics <= NS_MAX_TOPICS_PER_BROKER && (b->topics || b->ntopics == 0));
@@ -67,6 +76,7 @@ static int table_sanity(const struct namesrv_table *t)
             assert(b->topics[k].name && (k == 0 || strcmp(b->topics[k - 1].name, b->topics[k].name) <= 0));
         assert(b->registrations >= 1);
     }
+    assert(total == t->ntopics);
     for (size_t i = t->n; i < NS_MAX_BROKERS; i++)
         assert(!t->b[i].broker_name && !t->b[i].topics);
     return 1;
@@ -119,6 +129,7 @@ static void remove_at(struct namesrv_table *t, size_t i, const char *why)
 {
     assert(i < t->n);
     log_info("namesrv: broker %s at %s removed (%s)", t->b[i].broker_name, t->b[i].addr, why);
+    t->ntopics -= t->b[i].ntopics;
     broker_clear(&t->b[i]);
     memmove(&t->b[i], &t->b[i + 1], (t->n - i - 1) * sizeof *t->b);
     t->n--;
@@ -150,7 +161,7 @@ static int json_int_field(const json_t *o, const char *key, int def)
 /* Parses topicConfigSerializeWrapper.topicConfigTable into a new sorted
  * array (*out, owned by the caller). 0, RMQ_EINVAL (bad shape, with why) or
  * RMQ_ENOMEM. An absent table is an empty one. */
-static int parse_topics(const json_t *wrapper, struct ns_topic **out, size_t *nout, int64_t *dvc,
+static int parse_topics(const json_t *wrapper, size_t max, struct ns_topic **out, size_t *nout, int64_t *dvc,
                         int64_t *dvt, const char **why)
 {
     const json_t *table = json_object_get(wrapper, "topicConfigTable");
@@ -161,10 +172,12 @@ static int parse_topics(const json_t *wrapper, struct ns_topic **out, size_t *no
     *nout = 0;
     if (!table)
         return 0;
-    if (!json_is_object(table) || json_object_size(table) > NS_MAX_TOPICS_PER_BROKER) {
-        *why = "topicConfigTable must be an object (at most 65536 topics)";
+    if (!json_is_object(table)) {
+        *why = "topicConfigTable must be an object";
         return RMQ_EINVAL;
     }
+    if (json_object_size(table) > max)
+        return RMQ_E2BIG;
     size_t cap = json_object_size(table), n = 0;
     struct ns_topic *tp = rmq_calloc(cap ? cap : 1, sizeof *tp);
     if (!tp)
@@ -246,11 +259,83 @@ static int install(struct broker *s, const struct rmq_cmd *req, const char *name
     } else {
         if (strcmp(b->addr, addr))
             log_info("namesrv: broker %s moved from %s to %s", name, b->addr, addr);
+        t->ntopics -= b->ntopics;
         broker_clear(b);
     }
     t->b[at] = nb;
+    t->ntopics += ntopics;
     assert(table_sanity(t) && find(t, name, &at) == &t->b[at]);
     return 0;
+}
+
+/* Whether s is "HOST:PORT" as a broker advertises itself: a port 1..65535
+ * and a host of letters, digits, '.', '-' and '_' (a name or IPv4), or
+ * "[v6]" of hex digits, ':' and '.'; 1..255 bytes of host. Clients connect
+ * to whatever the route names, so nothing else may enter it. */
+static bool broker_addr_ok(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || colon - s > 255)
+        return false;
+    size_t hl = (size_t)(colon - s);
+    if (s[0] == '[') {
+        if (hl < 3 || s[hl - 1] != ']')
+            return false;
+        for (size_t i = 1; i + 1 < hl; i++)
+            if (!strchr("0123456789abcdefABCDEF:.", s[i]))
+                return false;
+    } else {
+        for (size_t i = 0; i < hl; i++)
+            if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
+                !(s[i] >= '0' && s[i] <= '9') && !strchr(".-_", s[i]))
+                return false;
+    }
+    const char *p = colon + 1;
+    long port = 0;
+    for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
+        port = port * 10 + (*p - '0');
+    return *p == 0 && p > colon + 1 && p - colon <= 6 && port >= 1 && port <= 65535;
+}
+
+/* Whether req carries a verified account signature: with --acl the gate
+ * (requests/turn.c) answered NO_PERMISSION to anything not signed by a
+ * known account before it got here. --admin-token alone does not check
+ * these codes, so it signs nothing. */
+static bool signed_by_account(const struct broker *s, const struct rmq_cmd *req)
+{
+    return s->cfg->acl_path[0] && rmq_cmd_ext_get(req, "AccessKey") && rmq_cmd_ext_get(req, "Signature");
+}
+
+/* The ownership rule (docs/cluster.md "Who may change a registration"):
+ * an existing entry may be replaced or removed only over the connection
+ * that registered it, or by a request signed by an account. false after
+ * answering SYSTEM_ERROR. */
+static bool may_change(struct broker *s, struct conn *c, struct rmq_cmd *req, const struct ns_broker *b,
+                       const char *what)
+{
+    if (!b || b->conn_id == c->id || signed_by_account(s, req))
+        return true;
+    char remark[512];
+    snprintf(remark, sizeof remark,
+             "broker name %s is registered at %s by another connection; an unsigned %s may only come from "
+             "that connection (sign it with an --acl account, or wait until that broker leaves)",
+             b->broker_name, b->addr, what);
+    log_warn("namesrv: %s of %s from %s refused: the name is held by another connection", what,
+             b->broker_name, c->peer);
+    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
+    return false;
+}
+
+/* Refuses a registration at a configured limit: SYSTEM_ERROR naming flag
+ * and its value max, what says what crossed it. A limit hit in /metrics. */
+static void refuse_limit(struct broker *s, struct conn *c, struct rmq_cmd *req, const char *name,
+                         const char *what, const char *flag, int64_t max)
+{
+    char remark[400];
+    s->stats.limit_hits++;
+    snprintf(remark, sizeof remark, "broker %s: %s over %s (%lld)", name, what, flag, (long long)max);
+    log_warn("namesrv: registration from %s refused: %s", c->peer, remark);
+    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
 }
 
 void namesrv_register(struct broker *s, struct conn *c, struct rmq_cmd *req)
@@ -260,6 +345,16 @@ void namesrv_register(struct broker *s, struct conn *c, struct rmq_cmd *req)
         reply_require_str(s, c, req, "brokerAddr", &addr) != 0 ||
         reply_require_str(s, c, req, "clusterName", &cluster) != 0)
         return;
+    if (!broker_addr_ok(addr)) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR,
+                   "brokerAddr must be HOST:PORT (a port 1..65535; a host of letters, digits, '.', '-', '_' "
+                   "or a [v6] address)");
+        return;
+    }
+    if (!*name || strlen(name) > 127 || !*cluster || strlen(cluster) > 127) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "brokerName and clusterName must be 1..127 bytes");
+        return;
+    }
     int64_t id = 0;
     if (rmq_cmd_ext_get(req, "brokerId") && reply_require_i64(s, c, req, "brokerId", &id) != 0)
         return;
@@ -284,6 +379,30 @@ void namesrv_register(struct broker *s, struct conn *c, struct rmq_cmd *req)
         reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
         return;
     }
+    size_t at;
+    struct ns_broker *old = find(s->ns, name, &at);
+    if (!may_change(s, c, req, old, "REGISTER_BROKER"))
+        return;
+    /* Bounded before parsing: jansson's tree of a body is several times its size. */
+    int64_t per_broker = s->cfg->ns_max_topics_per_broker;
+    int64_t max_body = per_broker * NS_BODY_BYTES_PER_TOPIC + NS_BODY_BYTES_BASE;
+    if ((int64_t)req->body_len > max_body) {
+        refuse_limit(s, c, req, name, "RegisterBrokerBody bytes", "--ns-max-topics-per-broker x 512 + 64 KiB",
+                     max_body);
+        return;
+    }
+    /* Every topic entry is an object, so the count of '{' bounds the topics
+     * from above; a 5.x entry has two (its attributes), the wrapper a few.
+     * Counting is a memchr pass; parsing 65536 topics stalled the loop ~0.3 s. */
+    size_t braces = 0;
+    for (const uint8_t *p = req->body, *end = p + req->body_len; p && (p = memchr(p, '{', (size_t)(end - p)));
+         p++)
+        braces++;
+    if ((int64_t)braces > 3 * per_broker + 64) {
+        refuse_limit(s, c, req, name, "topic entries (JSON objects / 3)", "--ns-max-topics-per-broker",
+                     per_broker);
+        return;
+    }
     struct ns_topic *topics = NULL;
     size_t ntopics = 0;
     int64_t dvc = 0, dvt = 0;
@@ -293,25 +412,43 @@ void namesrv_register(struct broker *s, struct conn *c, struct rmq_cmd *req)
         json_t *body = NULL;
         char err[160];
         rc = rmq_json_load_object(req->body, req->body_len, "RegisterBrokerBody", &body, err, sizeof err);
+        const json_t *wrapper = json_object_get(body, "topicConfigSerializeWrapper");
         if (rc == 0)
-            rc = parse_topics(json_object_get(body, "topicConfigSerializeWrapper"), &topics, &ntopics, &dvc,
-                              &dvt, &why);
+            rc = parse_topics(wrapper, (size_t)per_broker, &topics, &ntopics, &dvc, &dvt, &why);
+        if (rc == RMQ_E2BIG) {
+            char what[64];
+            snprintf(what, sizeof what, "%zu topics",
+                     json_object_size(json_object_get(wrapper, "topicConfigTable")));
+            refuse_limit(s, c, req, name, what, "--ns-max-topics-per-broker", per_broker);
+            json_decref(body);
+            return;
+        }
         json_decref(body);
+    }
+    size_t others = s->ns->ntopics - (old ? old->ntopics : 0);
+    if (rc == 0 && (int64_t)(others + ntopics) > s->cfg->ns_max_topics) {
+        topics_clear(topics, ntopics);
+        char what[96];
+        snprintf(what, sizeof what, "%zu topics of all brokers with this registration", others + ntopics);
+        refuse_limit(s, c, req, name, what, "--ns-max-topics", s->cfg->ns_max_topics);
+        return;
     }
     if (rc == 0)
         rc = install(s, req, name, addr, cluster, topics, ntopics, c->id);
     if (rc != 0) {
+        if (rc == RMQ_E2BIG)
+            s->stats.limit_hits++;
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR,
                    rc == RMQ_ENOMEM  ? "out of memory"
-                   : rc == RMQ_E2BIG ? "too many brokers"
+                   : rc == RMQ_E2BIG ? "too many brokers (at most 256 per name server)"
                                      : why);
         return;
     }
-    size_t at;
     struct ns_broker *b = find(s->ns, name, &at);
     assert(b); /* install just put it there */
     b->dv_counter = dvc;
     b->dv_timestamp = dvt;
+    b->signed_by_account = signed_by_account(s, req);
     /* Reply: RegisterBrokerResponseHeader (haServerAddr, masterAddr: unset for a master) and the
      * ORDER_TOPIC_CONFIG KV table as body (none here). */
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
@@ -325,8 +462,11 @@ void namesrv_unregister(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return;
     size_t at;
     struct ns_broker *b = find(s->ns, name, &at);
-    if (b && !strcmp(b->addr, addr))
+    if (b && !strcmp(b->addr, addr)) {
+        if (!may_change(s, c, req, b, "UNREGISTER_BROKER"))
+            return;
         remove_at(s->ns, at, "UNREGISTER_BROKER");
+    }
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }
 
@@ -395,33 +535,84 @@ void namesrv_forget_conn(struct broker *s, uint64_t conn_id)
             remove_at(s->ns, i, "its connection closed");
 }
 
-json_t *namesrv_admin_json(struct broker *s)
+static json_t *topics_json(const struct ns_broker *b, size_t max)
 {
+    json_t *topics = json_array();
+    for (size_t k = 0; topics && k < b->ntopics && k < max; k++)
+        if (json_array_append_new(topics, json_pack("{s:s,s:i,s:i,s:i}", "topic", b->topics[k].name,
+                                                    "readQueueNums", b->topics[k].read_queue_nums,
+                                                    "writeQueueNums", b->topics[k].write_queue_nums, "perm",
+                                                    b->topics[k].perm)) != 0) {
+            json_decref(topics);
+            return NULL;
+        }
+    return topics;
+}
+
+/* One broker of the admin page: its first NS_ADMIN_TOPICS_PREVIEW topics
+ * (the dashboard's column), all of them when all_topics. */
+static json_t *broker_json(const struct ns_broker *b, int64_t now, bool all_topics)
+{
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:I,s:b}", "brokerName", b->broker_name, "brokerAddr",
+        b->addr, "cluster", b->cluster, "firstRegisteredMs", (json_int_t)b->first_ms, "lastRegisteredMs",
+        (json_int_t)b->last_ms, "ageMs", (json_int_t)(now - b->last_ms), "expiresInMs",
+        (json_int_t)(b->timeout_ms - (now - b->last_ms)), "registrations", (json_int_t)b->registrations,
+        "dataVersion", "counter", (json_int_t)b->dv_counter, "timestamp", (json_int_t)b->dv_timestamp,
+        "topicCount", (json_int_t)b->ntopics, "signed", b->signed_by_account);
+    size_t shown = all_topics || b->ntopics < NS_ADMIN_TOPICS_PREVIEW ? b->ntopics : NS_ADMIN_TOPICS_PREVIEW;
+    if (o && b->http_addr && json_object_set_new(o, "httpAddr", json_string(b->http_addr)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    json_t *topics = o ? topics_json(b, shown) : NULL;
+    if (o && (!topics || json_object_set_new(o, "topics", topics) != 0 ||
+              json_object_set_new(o, "topicsTruncated", json_boolean(shown < b->ntopics)) != 0)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *namesrv_admin_json(struct broker *s, const json_t *query, int *status)
+{
+    const char *after = json_string_value(json_object_get(query, "brokersAfter"));
+    const char *lim = json_string_value(json_object_get(query, "limit"));
+    const char *topics_of = json_string_value(json_object_get(query, "topicsOf"));
+    long limit = NS_ADMIN_PAGE_DEFAULT;
+    if (lim) {
+        char *end;
+        limit = strtol(lim, &end, 10);
+        if (!*lim || *end || limit < 1 || limit > NS_MAX_BROKERS) {
+            *status = 400;
+            return rmq_error_json("bad parameter", "limit must be an integer 1..256");
+        }
+    }
+    struct namesrv_table *t = s->ns;
+    size_t i = 0;
+    while (after && i < t->n && strcmp(t->b[i].broker_name, after) <= 0)
+        i++;
     json_t *arr = json_array();
     int64_t now = broker_now_ms(s);
-    for (size_t i = 0; arr && i < s->ns->n; i++) {
-        const struct ns_broker *b = &s->ns->b[i];
-        json_t *topics = json_array();
-        for (size_t k = 0; topics && k < b->ntopics; k++)
-            json_array_append_new(topics,
-                                  json_pack("{s:s,s:i,s:i,s:i}", "topic", b->topics[k].name, "readQueueNums",
-                                            b->topics[k].read_queue_nums, "writeQueueNums",
-                                            b->topics[k].write_queue_nums, "perm", b->topics[k].perm));
-        json_t *o = json_pack(
-            "{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:o}", "brokerName", b->broker_name, "brokerAddr",
-            b->addr, "cluster", b->cluster, "firstRegisteredMs", (json_int_t)b->first_ms, "lastRegisteredMs",
-            (json_int_t)b->last_ms, "ageMs", (json_int_t)(now - b->last_ms), "expiresInMs",
-            (json_int_t)(b->timeout_ms - (now - b->last_ms)), "registrations", (json_int_t)b->registrations,
-            "dataVersion", "counter", (json_int_t)b->dv_counter, "timestamp", (json_int_t)b->dv_timestamp,
-            "topics", topics ? topics : json_array());
-        if (o && b->http_addr)
-            json_object_set_new(o, "httpAddr", json_string(b->http_addr));
+    size_t first = i;
+    for (; arr && i < t->n && i - first < (size_t)limit; i++) {
+        const struct ns_broker *b = &t->b[i];
+        json_t *o = broker_json(b, now, topics_of && !strcmp(topics_of, b->broker_name));
         if (!o || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
             return NULL;
         }
     }
-    return arr;
+    json_t *out = arr ? json_pack("{s:o,s:I,s:I}", "brokers", arr, "brokerCount", (json_int_t)t->n,
+                                  "topicCount", (json_int_t)t->ntopics)
+                      : NULL;
+    if (out && i < t->n && i > 0 &&
+        json_object_set_new(out, "nextBrokersAfter", json_string(t->b[i - 1].broker_name)) != 0) {
+        json_decref(out);
+        return NULL;
+    }
+    *status = 200;
+    return out;
 }
 
 void namesrv_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req)
@@ -485,6 +676,7 @@ void namesrv_delete_topic(struct broker *s, struct conn *c, struct rmq_cmd *req)
         rmq_free(tp->name);
         memmove(&b->topics[at], &b->topics[at + 1], (b->ntopics - at - 1) * sizeof *tp);
         b->ntopics--;
+        s->ns->ntopics--;
         removed++;
     }
     assert(table_sanity(s->ns));

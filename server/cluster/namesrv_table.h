@@ -24,8 +24,13 @@ void namesrv_get_route(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void namesrv_expire(struct broker *s);
 /* The registering connection closed: its brokers are dropped at once. */
 void namesrv_forget_conn(struct broker *s, uint64_t conn_id);
-/* The live brokers for GET /api/cluster; new reference or NULL. */
-json_t *namesrv_admin_json(struct broker *s);
+/* The live brokers for GET /api/cluster, a page at a time: query (borrowed,
+ * may be NULL) may hold brokersAfter (a broker name: start after it),
+ * limit (1..256, default 100) and topicsOf (a broker name: that broker's
+ * entry lists all its topics; the others their first 16, and topicCount). New
+ * reference {brokers, brokerCount, topicCount[, nextBrokersAfter]} with
+ * *status 200, an error object with *status 400, or NULL (out of memory). */
+json_t *namesrv_admin_json(struct broker *s, const json_t *query, int *status);
 /* GET_BROKER_CLUSTER_INFO (106) on a name server: its live brokers. */
 void namesrv_cluster_info(struct broker *s, struct conn *c, struct rmq_cmd *req);
 /* GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic a live broker registered. */

@@ -34,6 +34,8 @@
     OPT(OPT_CLOCK, "clock", required_argument)                                                               \
     OPT(OPT_ROLE, "role", required_argument)                                                                 \
     OPT(OPT_NAMESRV, "namesrv", required_argument)                                                           \
+    OPT(OPT_NS_ACCESS_KEY, "namesrv-access-key", required_argument)                                          \
+    OPT(OPT_NS_SECRET_KEY, "namesrv-secret-key", required_argument)                                          \
     OPT(OPT_COMPAT, "compat", required_argument)                                                             \
     OPT(OPT_NOOP_UNREGISTER, "notify-on-noop-unregister", required_argument)                                 \
     OPT(OPT_SQL92, "sql92", required_argument)                                                               \
@@ -67,7 +69,9 @@
     NUM(OPT_RECORD_HOLDINGS, "record-holdings-ms", 10, 3600000, record_holdings_ms)                          \
     NUM(OPT_RECORD_MAX, "record-max-bytes", 4096, INT64_C(1) << 50, record_max_bytes)                        \
     NUM(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms)                    \
-    NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)
+    NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)                      \
+    NUM(OPT_NS_MAX_TOPICS_PER_BROKER, "ns-max-topics-per-broker", 1, 1000000, ns_max_topics_per_broker)      \
+    NUM(OPT_NS_MAX_TOPICS, "ns-max-topics", 1, 100000000, ns_max_topics)
 
 CLI_OPTS_NUM(SERVE_OPTIONS, long_options);
 
@@ -178,7 +182,13 @@ void config_print_help(void)
           "  --register-interval-ms N   broker: REGISTER_BROKER period "
           "(default 30000)\n"
           "  --broker-expiry-ms N       namesrv: drop a broker not "
-          "registered for N ms (default 120000)\n",
+          "registered for N ms (default 120000)\n"
+          "  --namesrv-access-key K     broker: sign registrations with "
+          "this account (with --namesrv-secret-key S)\n"
+          "  --ns-max-topics-per-broker N namesrv: topics one broker may "
+          "register (default 20000)\n"
+          "  --ns-max-topics N          namesrv: topics of all brokers "
+          "together (default 200000)\n",
           stdout);
     fputs("\nBroker-exact answers (README \"Where rmqcoord differs\"; --compat sets every one, a flag given\n"
           "with it overrides):\n"
@@ -297,6 +307,8 @@ void config_defaults(struct config *cfg)
     cfg->log_level = LOG_INFO;
     cfg->register_interval_ms = 30000;
     cfg->broker_expiry_ms = 120000;
+    cfg->ns_max_topics_per_broker = 20000;
+    cfg->ns_max_topics = 200000;
     cfg->release_pulls_on_change = true;
     const char *token = getenv("RMQCOORD_ADMIN_TOKEN");
     if (token && strlen(token) < sizeof cfg->admin_token)
@@ -447,6 +459,10 @@ static int apply_option(struct config *cfg, int opt, const char *arg)
     case OPT_TOPIC: return parse_topic(cfg, arg);
     case OPT_RECORD: return copy_name("record", arg, cfg->record_path, sizeof cfg->record_path);
     case OPT_ACL: return copy_name("acl", arg, cfg->acl_path, sizeof cfg->acl_path);
+    case OPT_NS_ACCESS_KEY:
+        return copy_name("namesrv-access-key", arg, cfg->namesrv_access_key, sizeof cfg->namesrv_access_key);
+    case OPT_NS_SECRET_KEY:
+        return copy_name("namesrv-secret-key", arg, cfg->namesrv_secret_key, sizeof cfg->namesrv_secret_key);
     case OPT_ADMIN_TOKEN: return copy_name("admin-token", arg, cfg->admin_token, sizeof cfg->admin_token);
     case OPT_ROLE:
         if (!strcmp(arg, "both"))
@@ -567,6 +583,12 @@ int config_parse(struct config *cfg, int argc, char **argv)
     }
     if (cfg->nnamesrv > 0 && cfg->role != CONFIG_ROLE_BROKER) {
         fputs("rmqcoord serve: --namesrv is only meaningful with --role broker\n", stderr);
+        return RMQ_EINVAL;
+    }
+    if (!cfg->namesrv_access_key[0] != !cfg->namesrv_secret_key[0] ||
+        (cfg->namesrv_access_key[0] && cfg->role != CONFIG_ROLE_BROKER)) {
+        fputs("rmqcoord serve: --namesrv-access-key and --namesrv-secret-key go together, with --role broker\n",
+              stderr);
         return RMQ_EINVAL;
     }
     if (cfg->record_holdings_ms && !cfg->record_path[0]) {

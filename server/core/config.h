@@ -75,6 +75,10 @@ struct config {
     size_t nnamesrv;
     int64_t register_interval_ms; /* broker: REGISTER_BROKER period */
     int64_t broker_expiry_ms;     /* namesrv: a broker silent this long leaves the routes */
+    int64_t ns_max_topics_per_broker; /* namesrv: topics one REGISTER_BROKER may carry */
+    int64_t ns_max_topics;            /* namesrv: topics of all registered brokers together */
+    char namesrv_access_key[256];     /* broker: signs REGISTER/UNREGISTER_BROKER (ACL), empty = unsigned */
+    char namesrv_secret_key[256];
     char acl_path[4096];
     /* Broker-exact behaviours (docs/protocol.md §12); --compat sets them all, a flag of its own overrides. */
     struct broker_dialect dialect; /* --compat MODE's answers, with --notify-on-expiry and

@@ -157,12 +157,14 @@ static void test_register_and_route(void **state)
     assert_int_equal(route(fx, client, "TopicB", names, sizeof names, &r), RMQ_RESP_SUCCESS);
     rmq_cmd_clear(&r);
     assert_string_equal(names, "broker-a@10.0.0.9:10911");
-    json_t *admin = namesrv_admin_json(&fx->b);
+    int st = 0;
+    json_t *page = namesrv_admin_json(&fx->b, NULL, &st);
+    json_t *admin = json_object_get(page, "brokers");
     assert_int_equal(json_array_size(admin), 2);
     json_t *a0 = json_array_get(admin, 0);
     assert_int_equal(json_integer_value(json_object_get(a0, "registrations")), 2);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(a0, "dataVersion"), "counter")), 3);
-    json_decref(admin);
+    json_decref(page);
 }
 
 /* Refused registrations: bad CRC, compressed body, missing field; a slave
@@ -257,9 +259,11 @@ static void test_unregister_and_forget_on_close(void **state)
     struct rmq_cmd r;
     assert_int_equal(route(fx, client, "T", names, sizeof names, &r), RMQ_RESP_TOPIC_NOT_EXIST);
     rmq_cmd_clear(&r);
-    json_t *admin = namesrv_admin_json(&fx->b);
+    int st = 0;
+    json_t *page = namesrv_admin_json(&fx->b, NULL, &st);
+    json_t *admin = json_object_get(page, "brokers");
     assert_int_equal(json_array_size(admin), 0);
-    json_decref(admin);
+    json_decref(page);
 }
 
 /* A pure name server refuses broker codes with a remark saying so, and
@@ -284,7 +288,107 @@ static void test_broker_codes_refused(void **state)
     assert_int_equal(fx_drain(fx, a), 0);
 }
 
+/* An existing broker name is replaced or removed only over the connection
+ * that registered it; a close of another connection removes nothing. */
+static void test_ownership(void **state)
+{
+    struct fx *fx = *state;
+    size_t own = fx_connect(fx), evil = fx_connect(fx), client = fx_connect(fx);
+    register_ok(fx, own, "broker-a", "10.0.0.1:1", "T");
+    struct reg hijack = {"broker-a", "10.6.6.6:1", "T", "0", NULL, false, NULL};
+    struct rmq_cmd r;
+    assert_int_equal(do_register(fx, evil, &hijack, &r), RMQ_RESP_SYSTEM_ERROR);
+    assert_non_null(strstr(r.remark, "broker name broker-a is registered at 10.0.0.1:1 by another connection"));
+    rmq_cmd_clear(&r);
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_UNREGISTER_BROKER, 800, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "brokerName", "broker-a"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "brokerAddr", "10.0.0.1:1"), 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, evil), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, evil, 800, &r), RMQ_RESP_SYSTEM_ERROR);
+    rmq_cmd_clear(&r);
+    conn_close_async(fx_conn(fx, evil), "attacker left");
+    fx_iterate(fx);
+    char names[128];
+    assert_int_equal(route(fx, client, "T", names, sizeof names, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    assert_string_equal(names, "broker-a@10.0.0.1:1");
+}
+
+/* brokerAddr must be HOST:PORT with a port 1..65535 and a sane host. */
+static void test_broker_addr_checked(void **state)
+{
+    struct fx *fx = *state;
+    size_t c = fx_connect(fx);
+    const char *bad[] = {"nohost", "h:0", "h:65536", "h:", ":1", "a b:1", "h:1x", "[zz]:1", "h:0000001"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct reg g = {"broker-x", bad[i], "T", "0", NULL, false, NULL};
+        struct rmq_cmd r;
+        assert_int_equal(do_register(fx, c, &g, &r), RMQ_RESP_SYSTEM_ERROR);
+        assert_non_null(strstr(r.remark, "brokerAddr must be HOST:PORT"));
+        rmq_cmd_clear(&r);
+    }
+    register_ok(fx, c, "broker-x", "[::1]:65535", "T");
+    register_ok(fx, c, "broker-y", "host_1.example-2:1", "T");
+}
+
+/* Topic caps per registration and in total, each a limit hit; the admin
+ * view pages by broker name and lists topics only for topicsOf. */
+static void test_caps_and_admin_page(void **state)
+{
+    struct fx *fx = *state;
+    size_t c = fx_connect(fx);
+    fx->cfg.ns_max_topics_per_broker = 1;
+    fx->cfg.ns_max_topics = 2;
+    register_ok(fx, c, "b1", "10.0.0.1:1", "T1");
+    register_ok(fx, c, "b2", "10.0.0.2:1", "T2");
+    struct reg g = {"b3", "10.0.0.3:1", "T3", "0", NULL, false, NULL};
+    struct rmq_cmd r;
+    uint64_t hits = fx->b.stats.limit_hits;
+    assert_int_equal(do_register(fx, c, &g, &r), RMQ_RESP_SYSTEM_ERROR);
+    assert_non_null(strstr(r.remark, "--ns-max-topics (2)"));
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx->b.stats.limit_hits, hits + 1);
+    json_t *q = json_pack("{s:s,s:s,s:s}", "limit", "1", "brokersAfter", "a", "topicsOf", "b1");
+    int st = 0;
+    json_t *page = namesrv_admin_json(&fx->b, q, &st);
+    assert_int_equal(st, 200);
+    json_t *b = json_array_get(json_object_get(page, "brokers"), 0);
+    assert_string_equal(json_string_value(json_object_get(b, "brokerName")), "b1");
+    assert_int_equal(json_array_size(json_object_get(b, "topics")), 1);
+    assert_string_equal(json_string_value(json_object_get(page, "nextBrokersAfter")), "b1");
+    assert_int_equal(json_integer_value(json_object_get(page, "topicCount")), 2);
+    json_decref(page);
+    json_object_set_new(q, "brokersAfter", json_string("b1"));
+    page = namesrv_admin_json(&fx->b, q, &st);
+    b = json_array_get(json_object_get(page, "brokers"), 0);
+    assert_string_equal(json_string_value(json_object_get(b, "brokerName")), "b2");
+    assert_int_equal(json_array_size(json_object_get(b, "topics")), 1); /* under the 16-topic preview */
+    assert_false(json_is_true(json_object_get(b, "topicsTruncated")));
+    assert_int_equal(json_integer_value(json_object_get(b, "topicCount")), 1);
+    assert_null(json_object_get(page, "nextBrokersAfter"));
+    json_decref(page);
+    /* DELETE_TOPIC_IN_NAMESRV gives its room back to --ns-max-topics. */
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_DELETE_TOPIC_IN_NAMESRV, 900, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T1"), 0);
+    assert_true(cluster_dispatch(&fx->b, fx_conn(fx, c), &req));
+    rmq_cmd_clear(&req);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, c, 900, &r), RMQ_RESP_SUCCESS);
+    rmq_cmd_clear(&r);
+    register_ok(fx, c, "b3", "10.0.0.3:1", "T3");
+    json_object_set_new(q, "limit", json_string("0"));
+    page = namesrv_admin_json(&fx->b, q, &st);
+    assert_int_equal(st, 400);
+    json_decref(page);
+    json_decref(q);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 TEST_MAIN(T(test_register_and_route), T(test_registration_checks), T(test_expiry),
-          T(test_unregister_and_forget_on_close), T(test_broker_codes_refused))
+          T(test_unregister_and_forget_on_close), T(test_broker_codes_refused), T(test_ownership),
+          T(test_broker_addr_checked), T(test_caps_and_admin_page))
