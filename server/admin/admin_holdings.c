@@ -47,6 +47,12 @@
 #define CONVERGE_POLL_MS 100
 #define CONVERGE_MAX_MS 60000
 #define RECORD_ASK_MAX_MS 3000 /* recording: one ask waits half the period, at most this */
+/* HTTP checks in flight at once (running-info, consistency, converged,
+ * allocation): each asks every member and parses every answer on the loop,
+ * so unauthenticated callers must not multiply that work without bound. */
+#define MAX_CHECKS 8
+#define CODE_UNREADABLE (-1) /* h->code: the body did not parse */
+#define CODE_TOO_BIG (-2)    /* h->code: the body is over a running-info bound */
 
 enum holding_state { HOLDING_PENDING, HOLDING_ANSWERED, HOLDING_SILENT };
 
@@ -142,6 +148,8 @@ static json_t *holding_json(const struct holding *h, const char *topic)
         json_object_set_new(o, "code", json_integer(h->code));
         if (h->remark)
             json_object_set_new(o, "remark", json_string(h->remark));
+        if (h->code == CODE_TOO_BIG || h->code == CODE_UNREADABLE)
+            json_object_set_new(o, "error", json_string(h->code == CODE_TOO_BIG ? "too big" : "unreadable"));
         if (h->ri.strategy)
             json_object_set_new(o, "strategy", json_string(h->ri.strategy));
         if (h->ri.client_version)
@@ -468,8 +476,10 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
         reason = "no answer";
         s->stats.holdings_unanswered++;
     } else if (h->code != 0) {
-        if (h->code == -1)
+        if (h->code == CODE_UNREADABLE)
             reason = "unreadable";
+        else if (h->code == CODE_TOO_BIG)
+            reason = "too big";
         else
             snprintf(why, sizeof why, "code %d", (int)h->code), reason = why;
         s->stats.holdings_unanswered++;
@@ -479,6 +489,10 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
     trace_record_holdings(s->trace, broker_now_ms(s), h->channel_id, h->peer, r->group, h->client_id,
                           r->asked_ms, h->ri.mqs, h->ri.nmqs, reason);
 }
+
+/* Loop thread only, like the rest of this file: one line a second at most,
+ * as a hostile member can answer every ask with an oversized body. */
+static struct log_limit too_big_log;
 
 static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
 {
@@ -492,10 +506,22 @@ static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
         h->code = resp->code;
         h->remark = resp->remark ? rmq_strdup(resp->remark) : NULL;
         char err[160];
-        if (resp->code == 0 &&
-            rmq_running_info_parse(resp->body, resp->body_len, &h->ri, err, sizeof err) != 0) {
-            log_warn("running info from %s (%s) not understood: %s", h->client_id, h->peer, err);
-            h->code = -1;
+        /* The byte bound is checked here, before any scan, so a huge body
+         * costs the loop nothing but its read. */
+        int rc = resp->code != 0                                ? 0
+                 : resp->body_len > RMQ_RUNNING_INFO_MAX_BYTES ? RMQ_E2BIG
+                                                               : rmq_running_info_parse(resp->body, resp->body_len,
+                                                                                        &h->ri, err, sizeof err);
+        if (rc == RMQ_E2BIG) {
+            log_limited(&too_big_log, loop_now_ms(s->loop), LOG_WARN,
+                        "running info from %s (%s) refused: %zu bytes, over %d bytes or %d queues", h->client_id,
+                        h->peer, resp->body_len, RMQ_RUNNING_INFO_MAX_BYTES, RMQ_RUNNING_INFO_MAX_QUEUES);
+            s->stats.holdings_too_big++;
+            h->code = CODE_TOO_BIG;
+        } else if (rc != 0) {
+            log_limited(&too_big_log, loop_now_ms(s->loop), LOG_WARN, "running info from %s (%s) not understood: %s",
+                        h->client_id, h->peer, err);
+            h->code = CODE_UNREADABLE;
         }
     } else {
         h->state = HOLDING_SILENT;
@@ -600,6 +626,14 @@ static int64_t parse_timeout(const json_t *query, int64_t dflt, int *bad)
     return v;
 }
 
+static size_t checks_in_flight(const struct broker *s)
+{
+    size_t n = 0;
+    for (const struct holdings_round *r = s->rounds; r; r = r->next)
+        n += r->msg != NULL;
+    return n;
+}
+
 bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
 {
     const char *group = msg->arg ? msg->arg : "";
@@ -616,6 +650,13 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     }
     if (!g) {
         msg->reply = admin_error_json(&msg->status, 404, "group not found", "the group has no live member");
+        return false;
+    }
+    if (checks_in_flight(s) >= MAX_CHECKS) {
+        s->stats.holdings_checks_refused++;
+        msg->reply = admin_error_json(&msg->status, 429, "too many checks",
+                                      "8 running-info, consistency, converged or allocation checks are already "
+                                      "waiting for clients; retry when one has answered");
         return false;
     }
     if (msg->op == ADMIN_OP_CLIENT_RUNNING_INFO && (!client || mship_find_client(&g->g, client) < 0)) {
