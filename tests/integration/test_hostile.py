@@ -152,6 +152,47 @@ class OutOfDescriptors(unittest.TestCase):
             self.assertTrue(d.alive())
             self.assertEqual(d.stop(), 0)
 
+    def test_http_accept_pauses_at_the_fd_limit(self):
+        """One HTTP connect while out of descriptors: the HTTP server must not
+        busy-wait on accept (libmicrohttpd retries at once when it has no
+        connection of its own to close), must not flood the log, and
+        /healthz answers again once descriptors free."""
+        d = FdLimitedDaemon()
+        socks = []
+        try:
+            for _ in range(d.nofile + 40):  # bounded: 40 past the limit
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", d.port), timeout=2))
+                except OSError:
+                    break
+            time.sleep(0.5)  # the remoting side has seen EMFILE
+            log0 = len(d.logtext())
+            web = [socket.create_connection(("127.0.0.1", d.http_port), timeout=2) for _ in range(3)]
+            socks.extend(web)
+            for w in web:
+                w.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            time.sleep(0.5)
+            cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
+            time.sleep(3.0)
+            cpu = (cpu_seconds(d.proc.pid) - cpu0) / (time.monotonic() - t0)
+            grown = len(d.logtext()) - log0
+            self.assertLess(cpu, 0.05 * TIME_SCALE,
+                            "the daemon used %.0f%% of a core while an HTTP connect waited for a descriptor" % (cpu * 100))
+            self.assertLess(grown, 4000, "the log grew by %d bytes in 3.5 s" % grown)
+            for sk in socks[:-len(web)]:
+                sk.close()
+            del socks[:-len(web)]
+            for w in web:  # the waiting requests are served once descriptors free
+                w.settimeout(5)
+                self.assertIn(b"200", w.recv(4096).split(b"\r\n", 1)[0])
+            with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % d.http_port, timeout=5) as r:
+                self.assertEqual(r.status, 200)
+        finally:
+            for sk in socks:
+                sk.close()
+            self.assertTrue(d.alive())
+            self.assertEqual(d.stop(), 0)
+
 
 HEART_BEAT = 34
 
