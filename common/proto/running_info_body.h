@@ -31,7 +31,7 @@ struct rmq_running_info {
  * about 380 KB (a ProcessQueueInfo is ~330 bytes); the bounds leave room
  * for far larger consumers while keeping one parse short (docs/reliability.md). */
 #define RMQ_RUNNING_INFO_MAX_BYTES (4 * 1024 * 1024)
-#define RMQ_RUNNING_INFO_MAX_QUEUES 65536
+#define RMQ_RUNNING_INFO_MAX_QUEUES 16384
 
 /* Parses body into *out (zero-initialise first). 0, RMQ_EPROTO (err says
  * where), RMQ_E2BIG (over a bound above: the body is not scanned past it)

@@ -126,7 +126,7 @@ static int holdings_series(struct buf *b, const struct server_stats *st)
                     st->holdings_rounds_skipped);
     if (rc == 0)
         rc = simple(b, "rmqcoord_holdings_too_big_total", "counter",
-                    "GET_CONSUMER_RUNNING_INFO answers refused unread: over 4 MiB or 65536 queues",
+                    "GET_CONSUMER_RUNNING_INFO answers refused unread: over 4 MiB or 16384 queues",
                     st->holdings_too_big);
     if (rc == 0)
         rc = simple(b, "rmqcoord_holdings_checks_refused_total", "counter",
