@@ -491,8 +491,8 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
 }
 
 /* Loop thread only, like the rest of this file: one line a second at most,
- * as a hostile member can answer every ask with an oversized body. */
-static struct log_limit too_big_log;
+ * as a hostile member can answer every ask with an oversized or broken body. */
+static struct log_limit answer_log;
 
 static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
 {
@@ -513,13 +513,13 @@ static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
                                                                : rmq_running_info_parse(resp->body, resp->body_len,
                                                                                         &h->ri, err, sizeof err);
         if (rc == RMQ_E2BIG) {
-            log_limited(&too_big_log, loop_now_ms(s->loop), LOG_WARN,
+            log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN,
                         "running info from %s (%s) refused: %zu bytes, over %d bytes or %d queues", h->client_id,
                         h->peer, resp->body_len, RMQ_RUNNING_INFO_MAX_BYTES, RMQ_RUNNING_INFO_MAX_QUEUES);
             s->stats.holdings_too_big++;
             h->code = CODE_TOO_BIG;
         } else if (rc != 0) {
-            log_limited(&too_big_log, loop_now_ms(s->loop), LOG_WARN, "running info from %s (%s) not understood: %s",
+            log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN, "running info from %s (%s) not understood: %s",
                         h->client_id, h->peer, err);
             h->code = CODE_UNREADABLE;
         }
