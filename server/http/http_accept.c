@@ -7,10 +7,10 @@
 #include "log.h"
 #include "mem.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -41,11 +41,16 @@ int http_accept_bind(const struct sockaddr_storage *ss, struct http_accept **out
     socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     a->fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
+    /* As libmicrohttpd binds without MHD_USE_DUAL_STACK: IPv6 only. */
+    int v6only = ss->ss_family == AF_INET6 && a->fd >= 0
+                     ? setsockopt(a->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one)
+                     : 0;
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
-    if (a->fd < 0 || setsockopt(a->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+    if (a->fd < 0 || v6only != 0 || setsockopt(a->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
         bind(a->fd, (const struct sockaddr *)ss, len) != 0 || listen(a->fd, SOMAXCONN) != 0 ||
-        getsockname(a->fd, (struct sockaddr *)&bound, &blen) != 0 || pipe2(a->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        getsockname(a->fd, (struct sockaddr *)&bound, &blen) != 0 ||
+        pipe2(a->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
         snprintf(err, errlen, "cannot listen for HTTP: %s", strerror(errno));
         http_accept_stop(a);
         return RMQ_EIO;
