@@ -18,6 +18,26 @@
 
 static int skip_value(struct json_scan *s, int depth);
 
+/* Whether c ends a bare value (number, true, ...): a switch, not strchr,
+ * as this runs for every byte of them. */
+static inline bool ends_bare(char c)
+{
+    switch (c) {
+    case ',':
+    case ':':
+    case '}':
+    case ']':
+    case ' ':
+    case '\t':
+    case '\r':
+    case '\n':
+    case 0: /* strchr counted the terminator as a delimiter too */
+        return true;
+    default:
+        return false;
+    }
+}
+
 static int skip_string(struct json_scan *s)
 {
     if (s->p >= s->end || *s->p != '"')
@@ -69,7 +89,7 @@ static int skip_value(struct json_scan *s, int depth)
     if (*s->p == '{' || *s->p == '[')
         return skip_container(s, depth);
     const char *start = s->p;
-    while (s->p < s->end && !strchr(",:}] \t\r\n", *s->p))
+    while (s->p < s->end && !ends_bare(*s->p))
         s->p++;
     assert(s->p <= s->end);
     return s->p > start ? RMQ_OK : RMQ_EPROTO;
@@ -88,20 +108,16 @@ static json_t *load_span(const char *a, const char *b)
     return v;
 }
 
-static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
+/* Takes ownership of nothing: copies topic and broker into a new entry. */
+static int push_mq(struct rmq_running_info *ri, size_t *cap, const char *topic, size_t tlen, const char *broker,
+                   size_t blen, int64_t qid)
 {
-    const char *topic = json_string_value(json_object_get(key, "topic"));
-    const char *broker = json_string_value(json_object_get(key, "brokerName"));
-    json_t *qid = json_object_get(key, "queueId");
-    if (!topic || !broker || !json_is_integer(qid) || json_integer_value(qid) < 0 ||
-        json_integer_value(qid) > INT32_MAX)
-        return RMQ_EPROTO;
     if (RMQ_GROW(ri->mqs, *cap, ri->nmqs + 1, 8) != 0)
         return RMQ_ENOMEM;
     struct rmq_mq *m = &ri->mqs[ri->nmqs];
-    m->topic = rmq_strdup(topic);
-    m->broker_name = rmq_strdup(broker);
-    m->queue_id = (int32_t)json_integer_value(qid);
+    m->topic = rmq_strndup(topic, tlen);
+    m->broker_name = rmq_strndup(broker, blen);
+    m->queue_id = (int32_t)qid;
     if (!m->topic || !m->broker_name) {
         rmq_free(m->topic);
         rmq_free(m->broker_name);
@@ -110,6 +126,119 @@ static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
     ri->nmqs++;
     assert(ri->nmqs <= *cap && ri->mqs[ri->nmqs - 1].queue_id >= 0);
     return RMQ_OK;
+}
+
+static int add_mq(struct rmq_running_info *ri, size_t *cap, const json_t *key)
+{
+    const char *topic = json_string_value(json_object_get(key, "topic"));
+    const char *broker = json_string_value(json_object_get(key, "brokerName"));
+    json_t *qid = json_object_get(key, "queueId");
+    if (!topic || !broker || !json_is_integer(qid) || json_integer_value(qid) < 0 ||
+        json_integer_value(qid) > INT32_MAX)
+        return RMQ_EPROTO;
+    return push_mq(ri, cap, topic, strlen(topic), broker, strlen(broker), json_integer_value(qid));
+}
+
+/* The span [a, b) is exactly the JSON text `"name"`. */
+static bool key_is(const char *a, const char *b, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)(b - a) == n + 2 && !memcmp(a + 1, name, n);
+}
+
+/* An unsigned decimal in [a, b) no larger than INT32_MAX, else -1. */
+static int64_t small_uint(const char *a, const char *b)
+{
+    int64_t v = 0;
+    if (a == b || b - a > 10)
+        return -1;
+    for (; a < b; a++) {
+        if (*a < '0' || *a > '9')
+            return -1;
+        v = v * 10 + (*a - '0');
+    }
+    return v <= INT32_MAX ? v : -1;
+}
+
+/* The common case without jansson: a MessageQueue key written inline as an
+ * object whose strings have no escapes. A dropped queue's key is only
+ * checked for that shape. RMQ_OK (added unless dropped), RMQ_EAGAIN (not
+ * that shape: the caller loads it with jansson), RMQ_EPROTO or RMQ_ENOMEM. */
+static int add_inline_mq(struct rmq_running_info *ri, size_t *cap, const char *a, const char *b, bool dropped)
+{
+    struct json_scan s = {a, b};
+    const char *topic = NULL, *broker = NULL;
+    size_t tlen = 0, blen = 0;
+    int64_t qid = -1;
+    if (!json_scan_take(&s, '{'))
+        return RMQ_EAGAIN;
+    bool first = true;
+    while (!json_scan_take(&s, '}')) {
+        if (!first && !json_scan_take(&s, ','))
+            return RMQ_EAGAIN;
+        first = false;
+        json_scan_ws(&s);
+        const char *ka = s.p;
+        if (skip_string(&s) != 0)
+            return RMQ_EAGAIN;
+        const char *kb = s.p;
+        if (!json_scan_take(&s, ':'))
+            return RMQ_EAGAIN;
+        json_scan_ws(&s);
+        const char *va = s.p;
+        if (skip_value(&s, 2) != 0)
+            return RMQ_EAGAIN;
+        const char *vb = s.p;
+        bool str = vb - va >= 2 && *va == '"';
+        if (str && memchr(va, '\\', (size_t)(vb - va)))
+            return RMQ_EAGAIN; /* escapes: jansson unescapes them */
+        if (key_is(ka, kb, "topic") && str)
+            topic = va + 1, tlen = (size_t)(vb - va - 2);
+        else if (key_is(ka, kb, "brokerName") && str)
+            broker = va + 1, blen = (size_t)(vb - va - 2);
+        else if (key_is(ka, kb, "queueId"))
+            qid = small_uint(va, vb);
+    }
+    json_scan_ws(&s);
+    if (s.p != s.end)
+        return RMQ_EAGAIN;
+    if (dropped)
+        return RMQ_OK;
+    if (!topic || !broker || qid < 0)
+        return RMQ_EPROTO;
+    return push_mq(ri, cap, topic, tlen, broker, blen, qid);
+}
+
+/* Skips the ProcessQueueInfo value at s->p in one pass and says in
+ * *dropped whether it is an object with "droped":true among its top-level
+ * members; any other value is skipped as it is. 0 or RMQ_EPROTO. */
+static int skip_pq(struct json_scan *s, bool *dropped)
+{
+    *dropped = false;
+    json_scan_ws(s);
+    if (s->p >= s->end || *s->p != '{')
+        return skip_value(s, 1);
+    s->p++;
+    if (json_scan_take(s, '}'))
+        return RMQ_OK;
+    for (;;) {
+        json_scan_ws(s);
+        const char *ka = s->p;
+        if (skip_value(s, 2) != 0)
+            return RMQ_EPROTO;
+        const char *kb = s->p;
+        if (!json_scan_take(s, ':'))
+            return RMQ_EPROTO;
+        json_scan_ws(s);
+        const char *va = s->p;
+        if (skip_value(s, 2) != 0)
+            return RMQ_EPROTO;
+        if (key_is(ka, kb, "droped") && s->p - va == 4 && !memcmp(va, "true", 4))
+            *dropped = true;
+        if (json_scan_take(s, ','))
+            continue;
+        return json_scan_take(s, '}') ? RMQ_OK : RMQ_EPROTO;
+    }
 }
 
 /* After an object's member: true when another follows (its ',' taken);
@@ -132,7 +261,7 @@ static int parse_mq_table(struct json_scan *s, struct rmq_running_info *ri, char
 {
     if (!json_scan_take(s, '{'))
         return snprintf(err, errlen, "mqTable: expected an object"), RMQ_EPROTO;
-    size_t cap = 0;
+    size_t cap = 0, entries = 0;
     for (;;) {
         if (json_scan_take(s, '}'))
             return RMQ_OK;
@@ -142,22 +271,26 @@ static int parse_mq_table(struct json_scan *s, struct rmq_running_info *ri, char
         const char *kb = s->p;
         if (!json_scan_take(s, ':'))
             return snprintf(err, errlen, "mqTable: expected ':'"), RMQ_EPROTO;
-        json_scan_ws(s);
-        const char *va = s->p;
-        if (skip_value(s, 1) != 0)
+        bool dropped;
+        if (skip_pq(s, &dropped) != 0)
             return snprintf(err, errlen, "mqTable: malformed value"), RMQ_EPROTO;
-        json_t *key = load_span(ka, kb), *val = load_span(va, s->p);
         int rc = RMQ_OK;
-        if (!json_is_object(key)) {
+        if (++entries > RMQ_RUNNING_INFO_MAX_QUEUES) {
+            snprintf(err, errlen, "mqTable: more than %d queues", RMQ_RUNNING_INFO_MAX_QUEUES);
+            return RMQ_E2BIG;
+        }
+        rc = add_inline_mq(ri, &cap, ka, kb, dropped);
+        if (rc == RMQ_EAGAIN) {
+            json_t *key = load_span(ka, kb);
+            rc = !json_is_object(key) ? RMQ_EINVAL : dropped ? RMQ_OK : add_mq(ri, &cap, key);
+            json_decref(key);
+        }
+        if (rc == RMQ_EINVAL) {
             snprintf(err, errlen, "mqTable: a key is not a MessageQueue");
             rc = RMQ_EPROTO;
-        } else if (!json_is_true(json_object_get(val, "droped"))) {
-            rc = add_mq(ri, &cap, key);
-            if (rc == RMQ_EPROTO)
-                snprintf(err, errlen, "mqTable: a MessageQueue lacks topic, brokerName or queueId");
+        } else if (rc == RMQ_EPROTO) {
+            snprintf(err, errlen, "mqTable: a MessageQueue lacks topic, brokerName or queueId");
         }
-        json_decref(key);
-        json_decref(val);
         if (rc != 0 || !more_members(s, "mqTable: ", &rc, err, errlen))
             return rc;
     }
@@ -222,6 +355,10 @@ int rmq_running_info_parse(const uint8_t *body, size_t len, struct rmq_running_i
         errlen = sizeof dummy;
     }
     err[0] = 0;
+    if (len > RMQ_RUNNING_INFO_MAX_BYTES) {
+        snprintf(err, errlen, "body of %zu bytes, more than %d", len, RMQ_RUNNING_INFO_MAX_BYTES);
+        return RMQ_E2BIG;
+    }
     int rc = body ? parse_top(&s, out, err, errlen) : RMQ_EPROTO;
     if (rc != 0) {
         if (!body)

@@ -27,8 +27,15 @@ struct rmq_running_info {
     char *client_version; /* owned: properties.PROP_CLIENT_VERSION, or NULL */
 };
 
+/* What one reply may carry. A Java consumer holding 1,000 queues writes
+ * about 380 KB (a ProcessQueueInfo is ~330 bytes); the bounds leave room
+ * for far larger consumers while keeping one parse short (docs/reliability.md). */
+#define RMQ_RUNNING_INFO_MAX_BYTES (4 * 1024 * 1024)
+#define RMQ_RUNNING_INFO_MAX_QUEUES 16384
+
 /* Parses body into *out (zero-initialise first). 0, RMQ_EPROTO (err says
- * where) or RMQ_ENOMEM; on error *out is cleared. */
+ * where), RMQ_E2BIG (over a bound above: the body is not scanned past it)
+ * or RMQ_ENOMEM; on error *out is cleared. */
 int rmq_running_info_parse(const uint8_t *body, size_t len, struct rmq_running_info *out, char *err,
                            size_t errlen);
 void rmq_running_info_clear(struct rmq_running_info *ri);

@@ -198,9 +198,11 @@ static int read_options(struct alloc_args *a, const json_t *query, const char *t
     return RMQ_OK;
 }
 
-static bool has_queue(const struct alloc_args *a, const struct allocate_queue *q)
+/* Whether q is among the first n (the route's) queues. */
+static bool has_queue(const struct alloc_args *a, size_t n, const struct allocate_queue *q)
 {
-    for (size_t i = 0; i < a->n_queues; i++)
+    assert(n <= a->n_queues);
+    for (size_t i = 0; i < n; i++)
         if (a->queues[i].queue_id == q->queue_id && !strcmp(a->queues[i].broker_name, q->broker_name) &&
             !strcmp(a->queues[i].topic, q->topic))
             return true;
@@ -225,8 +227,12 @@ static int collect_queues(struct alloc_args *a, const struct topic *tp, const st
         for (int q = 0; q < tp->brokers[b].read_queue_nums; q++)
             a->queues[a->n_queues++] = (struct allocate_queue){tp->name, tp->brokers[b].broker_name, q};
     }
+    /* Extras have no duplicates, so only the route is searched: a client
+     * can report thousands of queues, and searching the extras too made
+     * this quadratic in them. */
+    size_t n_route = a->n_queues;
     for (size_t i = 0; i < n_extra; i++)
-        if (!strcmp(extra[i].topic, tp->name) && !has_queue(a, &extra[i]))
+        if (!strcmp(extra[i].topic, tp->name) && !has_queue(a, n_route, &extra[i]))
             a->queues[a->n_queues++] =
                 (struct allocate_queue){tp->name, extra[i].broker_name, extra[i].queue_id};
     assert(a->n_queues <= n); /* sized for the route and every extra */

@@ -27,7 +27,8 @@ int admin_alloc_view_new(struct broker *s, const char *group, const json_t *quer
                          int *status, json_t **error);
 /* The same, with the queue set widened by extra (borrowed until the view is
  * freed; queues of another broker the clients reported, see
- * admin_holdings.c): a queue already in the route is not added twice. */
+ * admin_holdings.c; without duplicates, the caller's promise): a queue
+ * already in the route is not added twice. */
 int admin_alloc_view_new_ex(struct broker *s, const char *group, const json_t *query,
                             const struct allocate_queue *extra, size_t n_extra, struct alloc_view **out,
                             int *status, json_t **error);

@@ -47,6 +47,11 @@
 #define CONVERGE_POLL_MS 100
 #define CONVERGE_MAX_MS 60000
 #define RECORD_ASK_MAX_MS 3000 /* recording: one ask waits half the period, at most this */
+/* HTTP checks in flight at once (running-info, consistency, converged, allocation): each asks
+ * every member and parses every answer on the loop; unauthenticated callers must not multiply it. */
+#define MAX_CHECKS 8
+#define CODE_UNREADABLE (-1) /* h->code: the body did not parse */
+#define CODE_TOO_BIG (-2)    /* h->code: the body is over a running-info bound */
 
 enum holding_state { HOLDING_PENDING, HOLDING_ANSWERED, HOLDING_SILENT };
 
@@ -59,6 +64,9 @@ struct holding {
     int32_t code;
     char *remark; /* owned */
     struct rmq_running_info ri;
+    /* Owned, or NULL (then holds() scans): ri.mqs sorted, so holds() is a binary
+     * search; under --role broker each claimed queue is also judged, a scan made it quadratic. */
+    const struct rmq_mq **index;
 };
 
 struct holdings_round {
@@ -82,6 +90,7 @@ static void clear_holdings(struct holdings_round *r)
         rmq_free(r->h[i].client_id);
         rmq_free(r->h[i].remark);
         rmq_running_info_clear(&r->h[i].ri);
+        rmq_free(r->h[i].index);
     }
     rmq_free(r->h);
     r->h = NULL;
@@ -142,6 +151,8 @@ static json_t *holding_json(const struct holding *h, const char *topic)
         json_object_set_new(o, "code", json_integer(h->code));
         if (h->remark)
             json_object_set_new(o, "remark", json_string(h->remark));
+        if (h->code == CODE_TOO_BIG || h->code == CODE_UNREADABLE)
+            json_object_set_new(o, "error", json_string(h->code == CODE_TOO_BIG ? "too big" : "unreadable"));
         if (h->ri.strategy)
             json_object_set_new(o, "strategy", json_string(h->ri.strategy));
         if (h->ri.client_version)
@@ -150,11 +161,42 @@ static json_t *holding_json(const struct holding *h, const char *topic)
     return o;
 }
 
+static int mq_order(const char *topic, const char *broker, int32_t qid, const struct rmq_mq *m)
+{
+    int c = strcmp(topic, m->topic);
+    if (c == 0)
+        c = strcmp(broker, m->broker_name);
+    return c ? c : (qid > m->queue_id) - (qid < m->queue_id);
+}
+
+static int index_cmp(const void *a, const void *b)
+{
+    const struct rmq_mq *x = *(const struct rmq_mq *const *)a;
+    return mq_order(x->topic, x->broker_name, x->queue_id, *(const struct rmq_mq *const *)b);
+}
+
+static int holds_cmp(const void *key, const void *elem)
+{
+    const struct allocate_queue *q = key;
+    return mq_order(q->topic, q->broker_name, q->queue_id, *(const struct rmq_mq *const *)elem);
+}
+
+/* Sorts h's queues into h->index; without memory h->index stays NULL. */
+static void build_index(struct holding *h)
+{
+    if (h->ri.nmqs < 2 || !(h->index = rmq_malloc(h->ri.nmqs * sizeof *h->index)))
+        return;
+    for (size_t i = 0; i < h->ri.nmqs; i++)
+        h->index[i] = &h->ri.mqs[i];
+    qsort(h->index, h->ri.nmqs, sizeof *h->index, index_cmp);
+}
+
 static bool holds(const struct holding *h, const struct allocate_queue *q)
 {
+    if (h->index)
+        return bsearch(q, h->index, h->ri.nmqs, sizeof *h->index, holds_cmp) != NULL;
     for (size_t i = 0; i < h->ri.nmqs; i++)
-        if (h->ri.mqs[i].queue_id == q->queue_id && !strcmp(h->ri.mqs[i].topic, q->topic) &&
-            !strcmp(h->ri.mqs[i].broker_name, q->broker_name))
+        if (mq_order(q->topic, q->broker_name, q->queue_id, &h->ri.mqs[i]) == 0)
             return true;
     return false;
 }
@@ -329,6 +371,13 @@ static enum allocate_strategy pick_strategy(const struct holdings_round *r, cons
     return st;
 }
 
+static int queue_cmp(const void *a, const void *b)
+{
+    const struct allocate_queue *x = a, *y = b;
+    int c = strcmp(x->broker_name, y->broker_name);
+    return c ? c : (x->queue_id > y->queue_id) - (x->queue_id < y->queue_id);
+}
+
 /* Queues of other brokers the answering clients hold (--role broker only).
  * A broker's topic table knows only its own queues, but clients allocate
  * over every queue of the route (all brokers). Two ways to learn the rest:
@@ -355,6 +404,14 @@ static struct allocate_queue *foreign_queues(const struct holdings_round *r, con
                 q[(*n)++] = (struct allocate_queue){r->h[i].ri.mqs[k].topic, r->h[i].ri.mqs[k].broker_name,
                                                     r->h[i].ri.mqs[k].queue_id};
     assert(*n <= total);
+    /* Several clients report the same queue: once each, as the view wants. */
+    if (*n > 1)
+        qsort(q, *n, sizeof *q, queue_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (u == 0 || queue_cmp(&q[u - 1], &q[i]) != 0)
+            q[u++] = q[i];
+    *n = u;
     return q;
 }
 
@@ -468,8 +525,10 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
         reason = "no answer";
         s->stats.holdings_unanswered++;
     } else if (h->code != 0) {
-        if (h->code == -1)
+        if (h->code == CODE_UNREADABLE)
             reason = "unreadable";
+        else if (h->code == CODE_TOO_BIG)
+            reason = "too big";
         else
             snprintf(why, sizeof why, "code %d", (int)h->code), reason = why;
         s->stats.holdings_unanswered++;
@@ -479,6 +538,10 @@ static void record_answer(struct broker *s, struct holdings_round *r, const stru
     trace_record_holdings(s->trace, broker_now_ms(s), h->channel_id, h->peer, r->group, h->client_id,
                           r->asked_ms, h->ri.mqs, h->ri.nmqs, reason);
 }
+
+/* Loop thread only, like the rest of this file: one line a second at most,
+ * as a hostile member can answer every ask with an oversized or broken body. */
+static struct log_limit answer_log;
 
 static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
 {
@@ -492,10 +555,25 @@ static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
         h->code = resp->code;
         h->remark = resp->remark ? rmq_strdup(resp->remark) : NULL;
         char err[160];
-        if (resp->code == 0 &&
-            rmq_running_info_parse(resp->body, resp->body_len, &h->ri, err, sizeof err) != 0) {
-            log_warn("running info from %s (%s) not understood: %s", h->client_id, h->peer, err);
-            h->code = -1;
+        /* The byte bound is checked here, before any scan, so a huge body
+         * costs the loop nothing but its read. */
+        int rc = resp->code != 0                                ? 0
+                 : resp->body_len > RMQ_RUNNING_INFO_MAX_BYTES ? RMQ_E2BIG
+                                                               : rmq_running_info_parse(resp->body, resp->body_len,
+                                                                                        &h->ri, err, sizeof err);
+        if (rc == RMQ_E2BIG) {
+            log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN,
+                        "running info from %s (%s) refused: %zu bytes, over %d bytes or %d queues", h->client_id,
+                        h->peer, resp->body_len, RMQ_RUNNING_INFO_MAX_BYTES, RMQ_RUNNING_INFO_MAX_QUEUES);
+            s->stats.holdings_too_big++;
+            h->code = CODE_TOO_BIG;
+        } else if (rc == 0) {
+            if (r->msg) /* a recording round only writes the queues out */
+                build_index(h);
+        } else {
+            log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN, "running info from %s (%s) not understood: %s",
+                        h->client_id, h->peer, err);
+            h->code = CODE_UNREADABLE;
         }
     } else {
         h->state = HOLDING_SILENT;
@@ -600,6 +678,14 @@ static int64_t parse_timeout(const json_t *query, int64_t dflt, int *bad)
     return v;
 }
 
+static size_t checks_in_flight(const struct broker *s)
+{
+    size_t n = 0;
+    for (const struct holdings_round *r = s->rounds; r; r = r->next)
+        n += r->msg != NULL;
+    return n;
+}
+
 bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
 {
     const char *group = msg->arg ? msg->arg : "";
@@ -616,6 +702,13 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     }
     if (!g) {
         msg->reply = admin_error_json(&msg->status, 404, "group not found", "the group has no live member");
+        return false;
+    }
+    if (checks_in_flight(s) >= MAX_CHECKS) {
+        s->stats.holdings_checks_refused++;
+        msg->reply = admin_error_json(&msg->status, 429, "too many checks",
+                                      "8 running-info, consistency, converged or allocation checks are already "
+                                      "waiting for clients; retry when one has answered");
         return false;
     }
     if (msg->op == ADMIN_OP_CLIENT_RUNNING_INFO && (!client || mship_find_client(&g->g, client) < 0)) {

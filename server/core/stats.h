@@ -51,6 +51,9 @@ struct server_stats {
      * queues, unanswered (timeout, closed, error, unreadable), group rounds
      * skipped because the group's previous round was still waiting. */
     uint64_t holdings_asks, holdings_answers, holdings_unanswered, holdings_rounds_skipped;
+    /* Any holdings ask (HTTP check or recording) answered over the running
+     * info bounds; HTTP checks refused because too many were waiting. */
+    uint64_t holdings_too_big, holdings_checks_refused;
     struct stats_histogram commit; /* store batch commit latency */
     /* Loop iterations that sent NOTIFYs: from queueing the first to having
      * written the last (or found its socket full), the commit included. */

@@ -33,6 +33,7 @@
 #include "api_dispatch.h"
 #include "api_params.h"
 #include "api_routes.h"
+#include "http_accept.h"
 #include "http_counts.h"
 #include "http_reply.h"
 
@@ -65,6 +66,7 @@
 
 struct http_admin {
     struct MHD_Daemon *daemon;
+    struct http_accept *acceptor; /* owned: the listening socket and its thread */
     struct mailbox *mailbox;     /* borrowed */
     char *store_path;            /* owned; NULL = no events route */
     char *token;                 /* owned; NULL = mutating routes open */
@@ -666,31 +668,39 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
     }
 
     json_object_seed(0); /* before a second thread can create objects */
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | poll_flag();
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    /* We accept (http_accept.c) so that running out of descriptors pauses
+     * accept instead of spinning MHD's thread. */
+    uint16_t port = 0;
+    rc = http_accept_bind(&ss, &h->acceptor, &port, err, errlen);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the HTTP server on %s:%u (address in use or not local?)",
+                 opt->host ? opt->host : "127.0.0.1", (unsigned)opt->port);
+        rc = rc == RMQ_ENOMEM ? rc : RMQ_EIO;
+        goto fail_cond;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | poll_flag();
     h->daemon = MHD_start_daemon(
-        flags, opt->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, http_accept_mhd_log, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_ADMIN_CONN_TIMEOUT_S,
         MHD_OPTION_CONNECTION_LIMIT, HTTP_ADMIN_CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         HTTP_ADMIN_PER_IP_LIMIT, MHD_OPTION_END);
     rc = RMQ_EIO;
     if (!h->daemon) {
-        snprintf(err, errlen, "cannot start the HTTP server on %s:%u (address in use or not local?)",
-                 opt->host ? opt->host : "127.0.0.1", (unsigned)opt->port);
-        goto fail_cond;
+        snprintf(err, errlen, "cannot start the HTTP server on %s:%u", opt->host ? opt->host : "127.0.0.1",
+                 (unsigned)opt->port);
+        goto fail_acceptor;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    if (!info || info->port == 0) {
-        snprintf(err, errlen, "cannot read the HTTP server's bound port");
+    h->port = port;
+    if (http_accept_run(h->acceptor, h->daemon) != 0) {
+        snprintf(err, errlen, "cannot start the HTTP accept thread");
         MHD_stop_daemon(h->daemon);
-        goto fail_cond;
+        goto fail_acceptor;
     }
-    h->port = info->port;
     if (pthread_create(&h->ticker, NULL, ticker_main, h) != 0) {
         snprintf(err, errlen, "cannot start the event-stream ticker thread");
+        http_accept_stop(h->acceptor);
         MHD_stop_daemon(h->daemon);
         goto fail_cond;
     }
@@ -698,6 +708,8 @@ int http_admin_start(const struct http_admin_options *opt, struct http_admin **o
     *out = h;
     return 0;
 
+fail_acceptor:
+    http_accept_stop(h->acceptor);
 fail_cond:
     pthread_cond_destroy(&h->resumes_done);
     pthread_cond_destroy(&h->tick_wake);
@@ -727,6 +739,7 @@ void http_admin_stop(struct http_admin *h)
 {
     if (!h)
         return;
+    http_accept_stop(h->acceptor); /* no new connection from here on */
     pthread_mutex_lock(&pending_lock);
     h->stopping = true;
     pthread_cond_broadcast(&h->tick_wake);

@@ -4,6 +4,8 @@ bound: other clients keep being answered, memory and disk stay bounded, the
 daemon stays up. Loopback only; every loop bounded in count and time."""
 import json
 import os
+import shutil
+import tempfile
 import resource
 import socket
 import sqlite3
@@ -13,6 +15,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -143,6 +146,47 @@ class OutOfDescriptors(unittest.TestCase):
                 c.close()
             with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % d.http_port, timeout=5) as r:
                 self.assertRegex(r.read().decode(), r"rmqcoord_accept_failures_total [1-9]")
+        finally:
+            for sk in socks:
+                sk.close()
+            self.assertTrue(d.alive())
+            self.assertEqual(d.stop(), 0)
+
+    def test_http_accept_pauses_at_the_fd_limit(self):
+        """One HTTP connect while out of descriptors: the HTTP server must not
+        busy-wait on accept (libmicrohttpd retries at once when it has no
+        connection of its own to close), must not flood the log, and
+        /healthz answers again once descriptors free."""
+        d = FdLimitedDaemon()
+        socks = []
+        try:
+            for _ in range(d.nofile + 40):  # bounded: 40 past the limit
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", d.port), timeout=2))
+                except OSError:
+                    break
+            time.sleep(0.5)  # the remoting side has seen EMFILE
+            log0 = len(d.logtext())
+            web = [socket.create_connection(("127.0.0.1", d.http_port), timeout=2) for _ in range(3)]
+            socks.extend(web)
+            for w in web:
+                w.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            time.sleep(0.5)
+            cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
+            time.sleep(3.0)
+            cpu = (cpu_seconds(d.proc.pid) - cpu0) / (time.monotonic() - t0)
+            grown = len(d.logtext()) - log0
+            self.assertLess(cpu, 0.05 * TIME_SCALE,
+                            "the daemon used %.0f%% of a core while an HTTP connect waited for a descriptor" % (cpu * 100))
+            self.assertLess(grown, 4000, "the log grew by %d bytes in 3.5 s" % grown)
+            for sk in socks[:-len(web)]:
+                sk.close()
+            del socks[:-len(web)]
+            for w in web:  # the waiting requests are served once descriptors free
+                w.settimeout(5)
+                self.assertIn(b"200", w.recv(4096).split(b"\r\n", 1)[0])
+            with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % d.http_port, timeout=5) as r:
+                self.assertEqual(r.status, 200)
         finally:
             for sk in socks:
                 sk.close()
@@ -498,6 +542,102 @@ class ForwardBigBody(DaemonCase):
         self.assertIsNotNone(r)
         self.assertEqual(r.code, 0)
         self.assertFalse(victim.is_closed_by_peer(timeout=0.3), "the member stays connected")
+
+
+
+class HugeRunningInfo(DaemonCase):
+    """A member answering every GET_CONSUMER_RUNNING_INFO (307) with a 13 MB
+    body of 250,000 queues, asked every 100 ms by --record-holdings-ms and
+    by concurrent HTTP checks: the answer is refused unread (over 4 MiB), the
+    views say "too big", /metrics counts it, and a good client keeps its
+    latency. Checks beyond 8 in flight are refused with 429."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rmqcoord-rinfo-")
+        self.d = Daemon("--record", os.path.join(self.tmp, "trace.jsonl"), "--record-holdings-ms", "100",
+                        "--channel-expiry-ms", "60000", "--topic", "T:8")
+        self.conns = []
+
+    def tearDown(self):
+        super().tearDown()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def answer(self, conn, body, stop):
+        while not stop.is_set():
+            f = conn.recv_frame(0.05)
+            if f is None or f.code != 307 or f.flag & 1:
+                continue
+            conn.send_raw(encode_frame({"code": 0, "flag": 1, "language": "JAVA", "opaque": f.opaque,
+                                        "serializeTypeCurrentRPC": "JSON", "version": 409}, body, 0))
+
+    def test_oversized_answers_cost_the_loop_nothing(self):
+        entries = b",".join(b'{"brokerName":"b","queueId":%d,"topic":"T"}:{}' % i
+                            for i in range(250_000))
+        body = b'{"mqTable":{' + entries + b'},"properties":{}}'
+        self.assertGreater(len(body), 11 << 20)
+        bad = self.d.connect()
+        self.conns.append(bad)
+        self.assertEqual(bad.request(HEART_BEAT, body=heartbeat_body("bad-1", {"G": ["T"]})).code, 0)
+        stop = threading.Event()
+        t = threading.Thread(target=self.answer, args=(bad, body, stop), daemon=True)
+        t.start()
+        results = []
+
+        def check(path):
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.d.http_port, path), timeout=15) as r:
+                    results.append((r.status, json.loads(r.read())))
+            except urllib.error.HTTPError as e:
+                results.append((e.code, json.loads(e.read())))
+        try:
+            with probing(self.d) as lat:
+                time.sleep(1.0)
+                hs = [threading.Thread(target=check, args=("/api/groups/G/consistency?topic=T",)) for _ in range(5)]
+                for h in hs:
+                    h.start()
+                time.sleep(2.0)
+                for h in hs:
+                    h.join(20)
+        finally:
+            stop.set()
+            t.join(5)
+        ok = sorted(x for x in lat if x is not None)
+        self.assertEqual(len(ok), len(lat), "a good client went unanswered")
+        p50 = ok[len(ok) // 2]
+        print("good client p50 %.1f ms over %d probes" % (p50 * 1e3, len(ok)), file=sys.stderr)
+        self.assertLess(p50, 0.05 * TIME_SCALE, "good client p50 %.0f ms" % (p50 * 1e3))
+        self.assertEqual(len(results), 5)
+        for st, js in results:
+            self.assertEqual(st, 200, str(js)[:300])
+            self.assertEqual(js["clients"][0].get("error"), "too big", str(js)[:300])
+        with open("/proc/%d/status" % self.d.proc.pid) as f:
+            rss_mb = int(next(ln for ln in f if ln.startswith("VmRSS:")).split()[1]) / 1024
+        self.assertLess(rss_mb, 60 * MEM_SCALE, "RSS grew to %.0f MB" % rss_mb)
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.d.http_port, timeout=5) as r:
+            self.assertRegex(r.read().decode(), r"rmqcoord_holdings_too_big_total [1-9]")
+
+    def test_checks_beyond_the_limit_are_refused(self):
+        silent = self.d.connect()  # reads, never answers: each check waits its timeout
+        self.conns.append(silent)
+        self.assertEqual(silent.request(HEART_BEAT, body=heartbeat_body("quiet-1", {"G": ["T"]})).code, 0)
+        codes = []
+
+        def check():
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/api/groups/G/consistency?topic=T&timeout_ms=2000"
+                                            % self.d.http_port, timeout=10) as r:
+                    codes.append((r.status, None))
+            except urllib.error.HTTPError as e:
+                codes.append((e.code, json.loads(e.read())))
+        hs = [threading.Thread(target=check) for _ in range(12)]
+        for h in hs:
+            h.start()
+        for h in hs:
+            h.join(15)
+        refused = [js for st, js in codes if st == 429]
+        self.assertEqual(len(codes), 12)
+        self.assertEqual(len(refused), 4, codes)
+        self.assertEqual(refused[0]["error"], "too many checks")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include "test_support.h"
 
 #include <string.h>
+#include <time.h>
 
 /* The shape a Java 4.9.8 consumer writes (fastjson, object keys inline). */
 static const char java_body[] =
@@ -129,6 +130,79 @@ static void test_out_of_memory(void **state)
         &(struct test_oom){.run = ri_oom_run, .check = ri_oom_check, .also = RMQ_EPROTO, .max = 200}, &ri);
 }
 
+/* n minimal entries "{..queueId:i..}:{}" in an mqTable. Caller frees. */
+static void minimal_table(struct buf *b, size_t n)
+{
+    buf_init(b, 0);
+    assert_int_equal(buf_append_str(b, "{\"mqTable\":{"), RMQ_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(buf_appendf(b, "%s{\"brokerName\":\"b\",\"queueId\":%zu,\"topic\":\"T\"}:{}",
+                                     i ? "," : "", i),
+                         RMQ_OK);
+    assert_int_equal(buf_append_str(b, "}}"), RMQ_OK);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Over RMQ_RUNNING_INFO_MAX_BYTES the body is refused unread; over
+ * RMQ_RUNNING_INFO_MAX_QUEUES at the first queue too many; at the byte
+ * bound a Java-shaped body parses in a few milliseconds. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    struct rmq_running_info ri;
+    memset(&ri, 0, sizeof ri);
+    char err[128];
+    size_t big = (size_t)RMQ_RUNNING_INFO_MAX_BYTES + 1;
+    uint8_t *junk = rmq_malloc(big);
+    assert_non_null(junk);
+    memset(junk, '{', big); /* would nest past any depth if it were read */
+    assert_int_equal(rmq_running_info_parse(junk, big, &ri, err, sizeof err), RMQ_E2BIG);
+    assert_non_null(strstr(err, "more than"));
+    rmq_free(junk);
+
+    struct buf b;
+    minimal_table(&b, RMQ_RUNNING_INFO_MAX_QUEUES);
+    assert_int_equal(rmq_running_info_parse(buf_head(&b), buf_live(&b), &ri, err, sizeof err), RMQ_OK);
+    assert_int_equal(ri.nmqs, RMQ_RUNNING_INFO_MAX_QUEUES);
+    assert_int_equal(ri.mqs[RMQ_RUNNING_INFO_MAX_QUEUES - 1].queue_id, RMQ_RUNNING_INFO_MAX_QUEUES - 1);
+    rmq_running_info_clear(&ri);
+    buf_free(&b);
+    minimal_table(&b, RMQ_RUNNING_INFO_MAX_QUEUES + 1);
+    assert_int_equal(rmq_running_info_parse(buf_head(&b), buf_live(&b), &ri, err, sizeof err), RMQ_E2BIG);
+    assert_int_equal(ri.nmqs, 0);
+    buf_free(&b);
+
+    /* As many Java-shaped queues as fit the byte bound. */
+    size_t n = 0, cap = 30000;
+    struct rmq_running_info_queue *q = rmq_calloc(cap, sizeof *q);
+    assert_non_null(q);
+    for (; n < cap; n++)
+        q[n] = (struct rmq_running_info_queue){"TopicTest", "broker-a", (int32_t)n, 123456, 1700000000000};
+    struct rmq_running_info_spec spec = {NULL, 0, q, n, NULL, 0};
+    buf_init(&b, 0);
+    for (;;) {
+        assert_int_equal(rmq_running_info_encode(&spec, &b), RMQ_OK);
+        if (buf_live(&b) <= RMQ_RUNNING_INFO_MAX_BYTES)
+            break;
+        spec.nqueues = spec.nqueues * RMQ_RUNNING_INFO_MAX_BYTES / buf_live(&b) - 1;
+        buf_reset(&b);
+    }
+    double t0 = now_s();
+    assert_int_equal(rmq_running_info_parse(buf_head(&b), buf_live(&b), &ri, err, sizeof err), RMQ_OK);
+    double dt = now_s() - t0;
+    assert_int_equal(ri.nmqs, spec.nqueues);
+    print_message("# %zu queues in %zu bytes parsed in %.1f ms\n", spec.nqueues, buf_live(&b), dt * 1e3);
+    rmq_running_info_clear(&ri);
+    buf_free(&b);
+    rmq_free(q);
+}
+
 static void test_encode_and_read_back(void **state)
 {
     (void)state;
@@ -189,4 +263,4 @@ static void test_encode_and_read_back(void **state)
 TEST_MAIN_GROUP(test_install_jansson, NULL, cmocka_unit_test(test_java_fastjson_body),
                 cmocka_unit_test(test_string_keys_and_empty_table), cmocka_unit_test(test_malformed_bodies),
                 cmocka_unit_test(test_every_truncation), cmocka_unit_test(test_out_of_memory),
-                cmocka_unit_test(test_encode_and_read_back))
+                cmocka_unit_test(test_encode_and_read_back), cmocka_unit_test(test_bounds))
