@@ -12,8 +12,8 @@
 #include "err.h"
 #include "mem.h"
 
-#include <stdint.h>
 #include <assert.h>
+#include <stdint.h>
 #include <string.h>
 
 /* ---- whole group ----------------------------------------------------- */

@@ -13,8 +13,8 @@
 #include "hash_ring.h"
 #include "mem.h"
 
-#include <stdlib.h>
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* An arithmetic progression of list positions: start + k * step, k < count. */

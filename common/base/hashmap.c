@@ -2,9 +2,9 @@
  * doubling when the load factor passes 1. */
 #include "hashmap.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 
 #include <assert.h>
 #include <stdlib.h>

@@ -148,7 +148,7 @@ void md5_update(struct md5_ctx *ctx, const void *data, size_t len)
 {
     const uint8_t *p = data;
     if (!len)
-        return; /* data may be NULL then; memcpy must not see it */
+        return;                  /* data may be NULL then; memcpy must not see it */
     assert(ctx->block_len < 64); /* a full block is compressed at once */
     ctx->total_len += len;
     if (ctx->block_len) {

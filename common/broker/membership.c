@@ -1,9 +1,9 @@
 /* membership.c — see membership.h. */
 #include "membership.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 
 #include <assert.h>
 #include <string.h>

@@ -183,7 +183,7 @@ int rmq_header_rmq_encode(const struct rmq_cmd *cmd, struct buf *out)
             rc = append_bytes32(out, cmd->ext[i].val);
     }
     /* The map length written up front is what the entries took. */
-    assert(rc || buf_live(out) - mark ==
-                     RMQ_HEADER_FIXED + (cmd->remark ? strlen(cmd->remark) : 0) + map_len);
+    assert(rc ||
+           buf_live(out) - mark == RMQ_HEADER_FIXED + (cmd->remark ? strlen(cmd->remark) : 0) + map_len);
     return buf_undo_on_error(out, mark, rc);
 }

@@ -170,7 +170,7 @@ static int parse_addrs(const json_t *addrs, struct rmq_route_info_broker *b, cha
             break;
         id = strtoll(key, &end, 10);
         size_t at = b->naddrs;
-        assert(at < n); /* the object has n members: ids and addrs have room */
+        assert(at < n);                      /* the object has n members: ids and addrs have room */
         while (at > 0 && ids[at - 1] > id) { /* insertion sort: a handful of ids */
             ids[at] = ids[at - 1];
             b->addrs[at] = b->addrs[at - 1];

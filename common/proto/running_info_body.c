@@ -31,10 +31,8 @@ static inline bool ends_bare(char c)
     case '\t':
     case '\r':
     case '\n':
-    case 0: /* strchr counted the terminator as a delimiter too */
-        return true;
-    default:
-        return false;
+    case 0: /* strchr counted the terminator as a delimiter too */ return true;
+    default: return false;
     }
 }
 
@@ -109,8 +107,8 @@ static json_t *load_span(const char *a, const char *b)
 }
 
 /* Takes ownership of nothing: copies topic and broker into a new entry. */
-static int push_mq(struct rmq_running_info *ri, size_t *cap, const char *topic, size_t tlen, const char *broker,
-                   size_t blen, int64_t qid)
+static int push_mq(struct rmq_running_info *ri, size_t *cap, const char *topic, size_t tlen,
+                   const char *broker, size_t blen, int64_t qid)
 {
     if (RMQ_GROW(ri->mqs, *cap, ri->nmqs + 1, 8) != 0)
         return RMQ_ENOMEM;

@@ -646,14 +646,15 @@ int trace_decode_line(struct trace_decoder *d, const char *line, size_t len, siz
     d->nkv = d->nbrokers = d->nmqs = 0;
     if (trace_line_hit(d, (const unsigned char *)line, len, ev)) {
         d->line_hits++;
-        assert(ev->kind == TRACE_REQUEST && ev->tag != 0 && decode_sanity(d, ev)); /* only requests are kept */
+        assert(ev->kind == TRACE_REQUEST && ev->tag != 0 &&
+               decode_sanity(d, ev)); /* only requests are kept */
         return RMQ_OK;
     }
     memset(ev, 0, sizeof *ev);
     struct ctx c = {d, lineno, NULL};
     if (len > TRACE_FMT_MAX_LINE) {
         bad(&c, "%s", TRACE_FMT_LINE_LIMIT_TEXT);
-    _Static_assert(TRACE_FMT_MAX_LINE == 50331648, "TRACE_FMT_LINE_LIMIT_TEXT names the limit");
+        _Static_assert(TRACE_FMT_MAX_LINE == 50331648, "TRACE_FMT_LINE_LIMIT_TEXT names the limit");
         return RMQ_E2BIG;
     }
     buf_reset(&d->line);

@@ -42,7 +42,8 @@ static int ref_sanity(const struct trace_line_ref *ref)
         return 1;
     const struct trace_line_slot *sl = ref->slot;
     assert(sl && ref->len <= TRACE_FMT_LINE_CACHE_MAX);
-    assert(sl->tail > (const unsigned char *)sl && sl->tail + ref->len <= (const unsigned char *)sl + sl->cap);
+    assert(sl->tail > (const unsigned char *)sl &&
+           sl->tail + ref->len <= (const unsigned char *)sl + sl->cap);
     assert(!sl->ev.body || (sl->ev.body >= sl->tail && sl->ev.body + sl->ev.body_len <= sl->tail + ref->len));
     assert(sl->ev.tag != 0);
     return 1;

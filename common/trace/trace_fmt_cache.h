@@ -15,8 +15,8 @@ struct trace_event;
  * trace_line_remember: keeps a request line that decoded in full, its
  * unescaped copy at p (failing to keep it costs only speed). */
 bool trace_line_hit(struct trace_decoder *d, const unsigned char *line, size_t len, struct trace_event *ev);
-void trace_line_remember(struct trace_decoder *d, const unsigned char *line, size_t len, const unsigned char *p,
-                         struct trace_event *ev);
+void trace_line_remember(struct trace_decoder *d, const unsigned char *line, size_t len,
+                         const unsigned char *p, struct trace_event *ev);
 void trace_line_cache_free(struct trace_decoder *d);
 
 #endif

@@ -4,12 +4,12 @@
  * listing each channel. Loop thread only. */
 #include "admin_clients.h"
 #include "admin_reply.h"
+#include "array.h"
 #include "broker.h"
 #include "conn.h"
 #include "log.h"
 #include "mem.h"
 #include "remoting_cmd.h"
-#include "array.h"
 
 #include <assert.h>
 #include <stdlib.h>

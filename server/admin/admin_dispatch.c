@@ -320,8 +320,9 @@ void admin_dispatch_handle(void *ctx, struct mailbox_msg *msg)
         /* The same name rule as every other door (topics_name_ok): these two
          * store rows for a group named only by the path. */
         if (!msg->arg || !topics_name_ok(msg->arg))
-            reply = admin_error_json(&status, 400, "bad group name",
-                                     "a group name is 1 to 255 printable UTF-8 bytes, no control or bidi mark");
+            reply =
+                admin_error_json(&status, 400, "bad group name",
+                                 "a group name is 1 to 255 printable UTF-8 bytes, no control or bidi mark");
         else if (msg->op == ADMIN_OP_GROUP_OFFSETS_RESET)
             reply = admin_group_offsets_reset(s, msg->arg, msg->body, &status);
         else

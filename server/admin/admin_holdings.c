@@ -7,9 +7,8 @@
  *   running-info  one client's holdings as it reports them;
  *   consistency   every client's holdings vs the expected allocation
  *                 (admin_allocation.c), with overlaps, gaps and unresponsive clients;
- *   converged     consistency, repeated every 100 ms until it holds or
- *                 timeout_ms passes — so tests wait for convergence instead
- *                 of sleeping;
+ *   converged     consistency every 100 ms until it holds or timeout_ms
+ *                 passes (tests wait for convergence instead of sleeping);
  *   allocation    (GET /allocation without strategy) the expected allocation
  *                 under the strategy the clients report;
  *   recording     (--record-holdings-ms, no HTTP request) every period, one
@@ -557,22 +556,23 @@ static void on_reply(void *owner, void *ctx, const struct rmq_cmd *resp)
         char err[160];
         /* The byte bound is checked here, before any scan, so a huge body
          * costs the loop nothing but its read. */
-        int rc = resp->code != 0                                ? 0
-                 : resp->body_len > RMQ_RUNNING_INFO_MAX_BYTES ? RMQ_E2BIG
-                                                               : rmq_running_info_parse(resp->body, resp->body_len,
-                                                                                        &h->ri, err, sizeof err);
+        int rc = resp->code != 0 ? 0
+                 : resp->body_len > RMQ_RUNNING_INFO_MAX_BYTES
+                     ? RMQ_E2BIG
+                     : rmq_running_info_parse(resp->body, resp->body_len, &h->ri, err, sizeof err);
         if (rc == RMQ_E2BIG) {
             log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN,
-                        "running info from %s (%s) refused: %zu bytes, over %d bytes or %d queues", h->client_id,
-                        h->peer, resp->body_len, RMQ_RUNNING_INFO_MAX_BYTES, RMQ_RUNNING_INFO_MAX_QUEUES);
+                        "running info from %s (%s) refused: %zu bytes, over %d bytes or %d queues",
+                        h->client_id, h->peer, resp->body_len, RMQ_RUNNING_INFO_MAX_BYTES,
+                        RMQ_RUNNING_INFO_MAX_QUEUES);
             s->stats.holdings_too_big++;
             h->code = CODE_TOO_BIG;
         } else if (rc == 0) {
             if (r->msg) /* a recording round only writes the queues out */
                 build_index(h);
         } else {
-            log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN, "running info from %s (%s) not understood: %s",
-                        h->client_id, h->peer, err);
+            log_limited(&answer_log, loop_now_ms(s->loop), LOG_WARN,
+                        "running info from %s (%s) not understood: %s", h->client_id, h->peer, err);
             h->code = CODE_UNREADABLE;
         }
     } else {
@@ -706,9 +706,10 @@ bool admin_holdings_handle(struct broker *s, struct mailbox_msg *msg)
     }
     if (checks_in_flight(s) >= MAX_CHECKS) {
         s->stats.holdings_checks_refused++;
-        msg->reply = admin_error_json(&msg->status, 429, "too many checks",
-                                      "8 running-info, consistency, converged or allocation checks are already "
-                                      "waiting for clients; retry when one has answered");
+        msg->reply =
+            admin_error_json(&msg->status, 429, "too many checks",
+                             "8 running-info, consistency, converged or allocation checks are already "
+                             "waiting for clients; retry when one has answered");
         return false;
     }
     if (msg->op == ADMIN_OP_CLIENT_RUNNING_INFO && (!client || mship_find_client(&g->g, client) < 0)) {

@@ -4,7 +4,6 @@
 #include "admin_allocation.h"
 #include "admin_offset_requests.h"
 #include "admin_reply.h"
-#include "offset_table.h"
 #include "broker.h"
 #include "conn.h"
 #include "err.h"
@@ -12,6 +11,7 @@
 #include "mem.h"
 #include "metrics_text.h"
 #include "offset_requests.h"
+#include "offset_table.h"
 #include "store.h"
 
 #include <assert.h>
@@ -337,7 +337,8 @@ static json_t *reset_bounds(struct broker *s, const struct admin_reset *r, const
         return admin_error_json(status, 400, "bad offset", why);
     }
     if (r->timestamp < -1)
-        return admin_error_json(status, 400, "bad timestamp", "timestamp is milliseconds since 1970, or -1 (now)");
+        return admin_error_json(status, 400, "bad timestamp",
+                                "timestamp is milliseconds since 1970, or -1 (now)");
     return NULL;
 }
 

@@ -306,9 +306,7 @@ void admin_ops_handle(struct broker *s, struct mailbox_msg *msg)
     case ADMIN_OP_GROUP_DIAGNOSTICS: reply = diagnostics(s, arg, &status); break;
     case ADMIN_OP_ALLOCATE_MEMBERS: reply = allocate_members(s, msg->query, msg->body, &status); break;
     case ADMIN_OP_METRICS: reply = metrics_loop_snapshot(s, &status); break;
-    case ADMIN_OP_CLUSTER:
-        reply = cluster_admin_json(s, msg->query, &status);
-        break;
+    case ADMIN_OP_CLUSTER: reply = cluster_admin_json(s, msg->query, &status); break;
     default: reply = admin_error_json(&status, 404, "unknown operation", "not served by this build"); break;
     }
     if (!reply)

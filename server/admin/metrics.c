@@ -129,9 +129,10 @@ static int holdings_series(struct buf *b, const struct server_stats *st)
                     "GET_CONSUMER_RUNNING_INFO answers refused unread: over 4 MiB or 16384 queues",
                     st->holdings_too_big);
     if (rc == 0)
-        rc = simple(b, "rmqcoord_holdings_checks_refused_total", "counter",
-                    "HTTP running-info/consistency/converged/allocation checks refused (429): too many waiting",
-                    st->holdings_checks_refused);
+        rc = simple(
+            b, "rmqcoord_holdings_checks_refused_total", "counter",
+            "HTTP running-info/consistency/converged/allocation checks refused (429): too many waiting",
+            st->holdings_checks_refused);
     return rc;
 }
 

@@ -14,8 +14,8 @@
 #include "config.h"
 #include "conn.h"
 #include "crc32.h"
-#include "error_json.h"
 #include "err.h"
+#include "error_json.h"
 #include "log.h"
 #include "mem.h"
 #include "reply.h"
@@ -42,7 +42,7 @@ struct ns_topic {
 struct ns_broker {
     char *broker_name, *cluster, *addr, *ha_addr, *http_addr; /* owned; http_addr may be NULL */
     uint64_t conn_id;                                         /* the connection it registered over */
-    bool signed_by_account; /* the latest registration passed the --acl signature check */
+    bool signed_by_account;    /* the latest registration passed the --acl signature check */
     int64_t first_ms, last_ms; /* broker_now_ms of the first and the latest registration */
     int64_t timeout_ms;        /* heartbeatTimeoutMillis if sent, else --broker-expiry-ms */
     int64_t dv_counter, dv_timestamp;
@@ -539,10 +539,10 @@ static json_t *topics_json(const struct ns_broker *b, size_t max)
 {
     json_t *topics = json_array();
     for (size_t k = 0; topics && k < b->ntopics && k < max; k++)
-        if (json_array_append_new(topics, json_pack("{s:s,s:i,s:i,s:i}", "topic", b->topics[k].name,
-                                                    "readQueueNums", b->topics[k].read_queue_nums,
-                                                    "writeQueueNums", b->topics[k].write_queue_nums, "perm",
-                                                    b->topics[k].perm)) != 0) {
+        if (json_array_append_new(topics,
+                                  json_pack("{s:s,s:i,s:i,s:i}", "topic", b->topics[k].name, "readQueueNums",
+                                            b->topics[k].read_queue_nums, "writeQueueNums",
+                                            b->topics[k].write_queue_nums, "perm", b->topics[k].perm)) != 0) {
             json_decref(topics);
             return NULL;
         }

@@ -69,7 +69,7 @@
     NUM(OPT_RECORD_HOLDINGS, "record-holdings-ms", 10, 3600000, record_holdings_ms)                          \
     NUM(OPT_RECORD_MAX, "record-max-bytes", 4096, INT64_C(1) << 50, record_max_bytes)                        \
     NUM(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms)                    \
-    NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)                      \
+    NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)                       \
     NUM(OPT_NS_MAX_TOPICS_PER_BROKER, "ns-max-topics-per-broker", 1, 1000000, ns_max_topics_per_broker)      \
     NUM(OPT_NS_MAX_TOPICS, "ns-max-topics", 1, 100000000, ns_max_topics)
 
@@ -587,8 +587,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
     }
     if (!cfg->namesrv_access_key[0] != !cfg->namesrv_secret_key[0] ||
         (cfg->namesrv_access_key[0] && cfg->role != CONFIG_ROLE_BROKER)) {
-        fputs("rmqcoord serve: --namesrv-access-key and --namesrv-secret-key go together, with --role broker\n",
-              stderr);
+        fputs(
+            "rmqcoord serve: --namesrv-access-key and --namesrv-secret-key go together, with --role broker\n",
+            stderr);
         return RMQ_EINVAL;
     }
     if (cfg->record_holdings_ms && !cfg->record_path[0]) {

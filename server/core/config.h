@@ -73,8 +73,8 @@ struct config {
     int role; /* enum config_role */
     struct config_addr namesrv[CONFIG_MAX_NAMESRV];
     size_t nnamesrv;
-    int64_t register_interval_ms; /* broker: REGISTER_BROKER period */
-    int64_t broker_expiry_ms;     /* namesrv: a broker silent this long leaves the routes */
+    int64_t register_interval_ms;     /* broker: REGISTER_BROKER period */
+    int64_t broker_expiry_ms;         /* namesrv: a broker silent this long leaves the routes */
     int64_t ns_max_topics_per_broker; /* namesrv: topics one REGISTER_BROKER may carry */
     int64_t ns_max_topics;            /* namesrv: topics of all registered brokers together */
     char namesrv_access_key[256];     /* broker: signs REGISTER/UNREGISTER_BROKER (ACL), empty = unsigned */
@@ -83,9 +83,9 @@ struct config {
     /* Broker-exact behaviours (docs/protocol.md §12); --compat sets them all, a flag of its own overrides. */
     struct broker_dialect dialect; /* --compat MODE's answers, with --notify-on-expiry and
                                       --notify-on-noop-unregister in it (dialect.h) */
-    bool refuse_sql92;           /* --sql92 refuse: CHECK_CLIENT_CONFIG refuses SQL92 */
-    bool queue_end_zero;         /* --queue-end zero: max offset 0 (an empty queue), not the highest commit */
-    bool pull_checks;            /* --pull-checks on: OFFSET_MOVED, queueId, SUBSCRIPTION_NOT_EXIST/_LATEST */
+    bool refuse_sql92;             /* --sql92 refuse: CHECK_CLIENT_CONFIG refuses SQL92 */
+    bool queue_end_zero; /* --queue-end zero: max offset 0 (an empty queue), not the highest commit */
+    bool pull_checks;    /* --pull-checks on: OFFSET_MOVED, queueId, SUBSCRIPTION_NOT_EXIST/_LATEST */
     bool release_pulls_on_change; /* --release-pulls-on-change: held pulls answered when the group changes */
     bool refuse_send_back;        /* --send-back refuse: CONSUMER_SEND_MSG_BACK fails (no message stored) */
     /* --acl: accounts file; empty = no authentication */ /* --clock virtual: time moves only by POST

@@ -185,12 +185,17 @@ int pending_add(struct pending_table *t, const void *conn, int32_t opaque, int64
         return RMQ_ENOMEM;
     bool new_list = !pc;
     uintptr_t p = (uintptr_t)conn;
-    if (new_list && (!(pc = rmq_calloc(1, sizeof *pc)) || hashmap_put(&t->by_conn, &p, sizeof p, pc, NULL) != 0))
+    if (new_list &&
+        (!(pc = rmq_calloc(1, sizeof *pc)) || hashmap_put(&t->by_conn, &p, sizeof p, pc, NULL) != 0))
         goto fail_list;
     if (hashmap_put(&t->by_key, key, sizeof key, r, NULL) != 0)
         goto fail_key;
-    *r = (struct pending_req){
-        .conn = conn, .opaque = opaque, .deadline_ms = deadline_ms, .seq = t->next_seq++, .cb = cb, .ctx = ctx};
+    *r = (struct pending_req){.conn = conn,
+                              .opaque = opaque,
+                              .deadline_ms = deadline_ms,
+                              .seq = t->next_seq++,
+                              .cb = cb,
+                              .ctx = ctx};
     r->conn_prev = pc->last;
     if (pc->last)
         pc->last->conn_next = r;

@@ -284,8 +284,8 @@ static int setup_trace(struct broker *s)
     if (!s->cfg->record_path[0])
         return RMQ_OK;
     char err[256];
-    int rc = trace_recorder_open(s->cfg->record_path, broker_now_ms(s), s->cfg->record_max_bytes, &s->trace, err,
-                                 sizeof err);
+    int rc = trace_recorder_open(s->cfg->record_path, broker_now_ms(s), s->cfg->record_max_bytes, &s->trace,
+                                 err, sizeof err);
     if (rc != 0) {
         log_error("cannot record to %s: %s", s->cfg->record_path, err);
         return rc;

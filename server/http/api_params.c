@@ -13,8 +13,8 @@
 #include "err.h"
 #include "mem.h"
 
-#include <assert.h>
 #include <arpa/inet.h>
+#include <assert.h>
 #include <string.h>
 #include <strings.h>
 

@@ -67,16 +67,16 @@
 struct http_admin {
     struct MHD_Daemon *daemon;
     struct http_accept *acceptor; /* owned: the listening socket and its thread */
-    struct mailbox *mailbox;     /* borrowed */
-    char *store_path;            /* owned; NULL = no events route */
-    char *token;                 /* owned; NULL = mutating routes open */
-    char *host;                  /* owned: the --http host, also accepted in Host headers */
-    struct store_reader *reader; /* HTTP thread only; opened on first use */
-    uint16_t port;               /* actually bound */
-    struct pending *inflight;    /* suspended requests; pending_lock */
-    bool stopping;               /* pending_lock: refuse new suspends */
-    unsigned resumes_running;    /* pending_lock: loop-side resumes in progress */
-    pthread_cond_t resumes_done; /* signalled when resumes_running drops to 0 */
+    struct mailbox *mailbox;      /* borrowed */
+    char *store_path;             /* owned; NULL = no events route */
+    char *token;                  /* owned; NULL = mutating routes open */
+    char *host;                   /* owned: the --http host, also accepted in Host headers */
+    struct store_reader *reader;  /* HTTP thread only; opened on first use */
+    uint16_t port;                /* actually bound */
+    struct pending *inflight;     /* suspended requests; pending_lock */
+    bool stopping;                /* pending_lock: refuse new suspends */
+    unsigned resumes_running;     /* pending_lock: loop-side resumes in progress */
+    pthread_cond_t resumes_done;  /* signalled when resumes_running drops to 0 */
     /* Event streams (pending_lock): how many are open, and the connections
      * parked until the ticker's next poll tick resumes them. */
     unsigned streams;
@@ -85,8 +85,8 @@ struct http_admin {
     pthread_cond_t tick_wake; /* a stream was parked, or stopping */
     pthread_t ticker;
     bool ticker_started;
-    struct http_counts counts; /* requests answered (pending_lock) */
-    const struct api_host *ops; /* what the route files may call of us */
+    struct http_counts counts;             /* requests answered (pending_lock) */
+    const struct api_host *ops;            /* what the route files may call of us */
     struct api_cluster_pool *cluster_pool; /* owned; NULL: every cluster view answers 503 */
 };
 
@@ -220,9 +220,10 @@ static void pending_done(struct mailbox_msg *msg)
         if (start_cluster_worker(p))
             return;
         char detail[160];
-        snprintf(detail, sizeof detail,
-                 "%u cluster views are being gathered from the brokers already (the limit); try again shortly",
-                 (unsigned)API_CLUSTER_WORKERS);
+        snprintf(
+            detail, sizeof detail,
+            "%u cluster views are being gathered from the brokers already (the limit); try again shortly",
+            (unsigned)API_CLUSTER_WORKERS);
         json_decref(msg->reply);
         msg->status = 503;
         msg->reply = rmq_error_json("busy", detail);
@@ -234,7 +235,7 @@ static void pending_done(struct mailbox_msg *msg)
 /* api_host.post. The response is built in finish_pending once the
  * connection resumes. */
 static int post_to_loop(struct http_admin *h, struct MHD_Connection *conn, void *req_cls, int op, char *arg,
-                    json_t *query, json_t *body, struct api_post *post)
+                        json_t *query, json_t *body, struct api_post *post)
 {
     struct request *req = req_cls;
     assert(!req->pending); /* one message in flight per request */

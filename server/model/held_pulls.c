@@ -1,9 +1,9 @@
 /* held_pulls.c — the table of held pulls (see held_pulls.h). Loop thread only. */
 #include "held_pulls.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "array.h"
 
 #include <assert.h>
 

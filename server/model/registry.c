@@ -114,7 +114,8 @@ bool registry_sanity(const struct registry *r)
 {
     assert(hashmap_sanity(&r->groups) && hashmap_sanity(&r->channels) && hashmap_sanity(&r->known));
     size_t memberships = 0, members = 0, flagged = 0, pending = 0, b;
-    for (struct hashmap_entry *e = hashmap_first(&r->channels, &b); e; e = hashmap_next(&r->channels, e, &b)) {
+    for (struct hashmap_entry *e = hashmap_first(&r->channels, &b); e;
+         e = hashmap_next(&r->channels, e, &b)) {
         assert(channel_sanity(r, e->val));
         memberships += ((const struct reg_channel *)e->val)->ngroups;
     }
@@ -202,7 +203,7 @@ int registry_channel_open(struct registry *r, uint64_t id, struct conn *conn, co
     struct reg_channel *ch = rmq_calloc(1, sizeof *ch);
     if (!ch)
         return RMQ_ENOMEM;
-    assert(!conn || conn->id == id); /* the channel id is its connection's */
+    assert(!conn || conn->id == id);                    /* the channel id is its connection's */
     assert(!hashmap_get(&r->channels, &id, sizeof id)); /* ids are never reused */
     ch->id = id;
     ch->conn = conn;

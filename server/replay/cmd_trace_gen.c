@@ -9,9 +9,9 @@
  * topic route appears after its first heartbeat, as the daemon creates it.
  * Used for replay benchmarks (--events 1000000) and as test input.
  */
+#include "cmd_trace_gen.h"
 #include "array.h"
 #include "client_defaults.h"
-#include "cmd_trace_gen.h"
 #include "err.h"
 #include "mem.h"
 #include "request_codes.h"

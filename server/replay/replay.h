@@ -23,7 +23,6 @@ struct replay;
 /* Sets the defaults listed above (AVG). */
 void replay_options_init(struct replay_options *opt);
 
-
 /* New engine (replay_free). 0, RMQ_EINVAL (bad option, err says which) or
  * RMQ_ENOMEM. */
 int replay_new(const struct replay_options *opt, struct replay **out, char *err, size_t errlen);

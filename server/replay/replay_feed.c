@@ -4,10 +4,10 @@
  * middle of an appended trace), and the virtual clock that runs client
  * actions and expiry scans between them. One thread; no I/O.
  */
+#include "replay_feed.h"
 #include "err.h"
 #include "mem.h"
 #include "notify_policy.h"
-#include "replay_feed.h"
 #include "replay_infer.h"
 #include "replay_out.h"
 #include "replay_own.h"

@@ -12,10 +12,10 @@
  * the result, below the per-client --client override and the global flags.
  * One thread; no I/O.
  */
+#include "replay_infer.h"
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_infer.h"
 #include "replay_state.h"
 
 #include <assert.h>

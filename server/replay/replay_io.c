@@ -1,10 +1,10 @@
 /* replay_io.c — see replay_io.h. */
 #include "replay_io.h"
 
+#include "array.h"
 #include "err.h"
 #include "mem.h"
 #include "trace_fmt.h"
-#include "array.h"
 
 #include <errno.h>
 #include <string.h>

@@ -156,17 +156,18 @@ void rp_out_header(struct replay *rp)
         buf_free(&b);
     }
     buf_appendf(&rp->out,
-                rp_out_json(rp) ? "{\"type\":\"meta\",\"start\":%" PRId64
-                           "%s,\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
-                           ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64
-                           ",\"expiryScanMs\":%" PRId64 ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
-                         : "# rmqcoord replay, start %" PRId64 " (%s)\n# strategy=%s virtual-nodes=%ld "
-                           "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64
-                           " channel-expiry-ms=%" PRId64 " expiry-scan-ms=%" PRId64
-                           " notify-on-expiry=%s notify-source=%s\n== timeline\n",
+                rp_out_json(rp)
+                    ? "{\"type\":\"meta\",\"start\":%" PRId64
+                      "%s,\"strategy\":\"%s\",\"virtualNodes\":%ld,\"clientRebalanceMs\":%" PRId64
+                      ",\"notifyDelayMs\":%" PRId64 ",\"channelExpiryMs\":%" PRId64
+                      ",\"expiryScanMs\":%" PRId64 ",\"notifyOnExpiry\":%s,\"notifySource\":\"%s\"}\n"
+                    : "# rmqcoord replay, start %" PRId64 " (%s)\n# strategy=%s virtual-nodes=%ld "
+                      "client-rebalance-ms=%" PRId64 " notify-delay-ms=%" PRId64 " channel-expiry-ms=%" PRId64
+                      " expiry-scan-ms=%" PRId64 " notify-on-expiry=%s notify-source=%s\n== timeline\n",
                 rp->start_ms, rp_out_json(rp) ? "" : start_iso, allocate_strategy_name(o->alloc.strategy),
                 o->alloc.virtual_nodes, o->rebalance_ms, o->notify_delay_ms, o->expiry_ms, o->scan_ms,
-                o->dialect.notify_on_expiry ? (rp_out_json(rp) ? "true" : "on") : (rp_out_json(rp) ? "false" : "off"),
+                o->dialect.notify_on_expiry ? (rp_out_json(rp) ? "true" : "on")
+                                            : (rp_out_json(rp) ? "false" : "off"),
                 src[o->notify_source]);
 }
 

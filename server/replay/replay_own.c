@@ -11,10 +11,10 @@
  * two clients hold it and stalled when the group subscribes it and nobody
  * does; each such interval of non-zero length is kept for the report.
  */
+#include "replay_own.h"
 #include "array.h"
 #include "err.h"
 #include "mem.h"
-#include "replay_own.h"
 #include "replay_out.h"
 #include "topics.h"
 

@@ -193,7 +193,8 @@ static void report_interval(struct replay *rp, const struct ivref *r)
     rp_out_iso(rp, o, r->s);
     buf_append_str(o, "..");
     rp_out_iso(rp, o, r->e);
-    buf_appendf(o, " (+%lld..+%lld) %lldms", rp_out_rel(rp, r->s), rp_out_rel(rp, r->e), (long long)(r->e - r->s));
+    buf_appendf(o, " (+%lld..+%lld) %lldms", rp_out_rel(rp, r->s), rp_out_rel(rp, r->e),
+                (long long)(r->e - r->s));
     if (r->iv->owners)
         buf_appendf(o, " owners=%s", r->iv->owners);
     if (r->iv->deaf)

@@ -148,8 +148,8 @@ struct rp_queue {
     uint32_t t_n;
     char t_who[120];
     struct rp_client *t_cl[8]; /* the first holders that are modeled clients */
-    char *t_model;     /* owned: model owners when the round began */
-    bool t_subscribed; /* in the route with a subscriber when the round began */
+    char *t_model;             /* owned: model owners when the round began */
+    bool t_subscribed;         /* in the route with a subscriber when the round began */
     struct rp_tivs real, dis;
 };
 
@@ -199,10 +199,10 @@ struct replay {
     struct rp_view **views;
     size_t nviews, views_cap;
     struct hashmap conns, clients, gviews, gts, routes, caches, notified;
-    struct hashmap obs; /* (conn, group) -> struct rp_obs: recorded NOTIFYs and queries (replay_infer.c) */
+    struct hashmap obs;   /* (conn, group) -> struct rp_obs: recorded NOTIFYs and queries (replay_infer.c) */
     struct hashmap truth; /* group -> struct rp_tround: the holdings round in progress (replay_truth.c) */
     uint64_t truth_seq;   /* holdings rounds seen */
-    int64_t obs_end;    /* the latest ts noted */
+    int64_t obs_end;      /* the latest ts noted */
     /* In front of conns (whose entries live until replay_free): the last
      * connection seen in each slot, by id, so most events skip the hash. */
     struct rp_conn *conn_front[1024];

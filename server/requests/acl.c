@@ -2,10 +2,10 @@
 #include "acl.h"
 
 #include "acl_sig.h"
+#include "array.h"
 #include "err.h"
 #include "mem.h"
 #include "request_codes.h"
-#include "array.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -206,9 +206,10 @@ int acl_check(const struct acl *a, const struct rmq_cmd *cmd, const char **why)
         return RMQ_OK;
     const char *ak = rmq_cmd_ext_get(cmd, "AccessKey"), *sig = rmq_cmd_ext_get(cmd, "Signature");
     if (!ak || !sig) {
-        *why = a->admin_codes_only ? "admin request: sign it (AccessKey, Signature) with the --admin-token as "
-                                     "secretKey"
-                                   : "ACL: AccessKey and Signature are required";
+        *why = a->admin_codes_only
+                   ? "admin request: sign it (AccessKey, Signature) with the --admin-token as "
+                     "secretKey"
+                   : "ACL: AccessKey and Signature are required";
         return RMQ_EINVAL;
     }
     for (size_t i = 0; i < a->n; i++) {

@@ -297,7 +297,8 @@ void admin_group_req_forward_running_info(struct broker *s, struct conn *c, stru
     rmq_cmd_clear(&out);
     if (rc == RMQ_E2BIG) {
         rmq_free(f);
-        snprintf(remark, sizeof remark, "[OVERLOAD] %d requests to consumer %s %s already wait for its answer",
+        snprintf(remark, sizeof remark,
+                 "[OVERLOAD] %d requests to consumer %s %s already wait for its answer",
                  OUTBOUND_MAX_PER_CONN, group, client_id);
         reply_code(s, c, req, RMQ_RESP_SYSTEM_BUSY, remark);
     } else if (rc != 0) {

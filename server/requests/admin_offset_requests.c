@@ -278,7 +278,8 @@ int admin_offset_reset(struct broker *s, const struct admin_reset *r, struct adm
             if (r->queue_id >= 0 && q != r->queue_id)
                 continue;
             /* No message is stored: the search by time and "now" (-1) both give the queue's end. */
-            int64_t target = r->offset >= 0 ? r->offset : offset_table_queue_end(s, r->topic, q), committed = 0;
+            int64_t target = r->offset >= 0 ? r->offset : offset_table_queue_end(s, r->topic, q),
+                    committed = 0;
             if (target < 0)
                 target = 0;
             bool has = offsets_get(&s->offsets, r->group, r->topic, q, &committed) == 0;

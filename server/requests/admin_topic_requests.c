@@ -73,8 +73,9 @@ void admin_topic_req_stats(struct broker *s, struct conn *c, struct rmq_cmd *req
         int nq = tb->read_queue_nums > tb->write_queue_nums ? tb->read_queue_nums : tb->write_queue_nums;
         for (int q = 0; table && q < nq; q++) {
             char *key = admin_body_mq_key(tb->broker_name, tp->name, q);
-            json_t *v = json_pack("{s:I,s:I,s:I}", "lastUpdateTimestamp", (json_int_t)0, "maxOffset",
-                                  (json_int_t)offset_table_queue_end(s, tp->name, q), "minOffset", (json_int_t)0);
+            json_t *v =
+                json_pack("{s:I,s:I,s:I}", "lastUpdateTimestamp", (json_int_t)0, "maxOffset",
+                          (json_int_t)offset_table_queue_end(s, tp->name, q), "minOffset", (json_int_t)0);
             if (!key || !v || json_object_set_new(table, key, v) != 0) {
                 json_decref(table);
                 table = NULL;

@@ -71,9 +71,9 @@ struct broker {
     struct offsets offsets;
     struct queue_locks locks;
     struct held_pulls pulls;
-    struct held_ack *acks;     /* owned */
-    uint64_t writes_at_commit; /* store_write_count at the last commit */
-    int64_t last_commit_ms;    /* loop clock of the last commit */
+    struct held_ack *acks;      /* owned */
+    uint64_t writes_at_commit;  /* store_write_count at the last commit */
+    int64_t last_commit_ms;     /* loop clock of the last commit */
     uint64_t offsets_at_commit; /* offsets.changes at the last good commit: what a lost batch undoes */
     struct log_limit store_log; /* storage failures, once a second (a full disk fails every turn) */
     size_t nacks, acks_cap;

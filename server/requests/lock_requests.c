@@ -20,8 +20,8 @@
 #ifndef NDEBUG
 /* For asserts: whether client holds (held) or holds none of (!held) the
  * locks of mqs in group. */
-static bool locks_held(const struct broker *s, const char *group, const char *client, const struct rmq_mq *mqs,
-                       size_t n, bool held)
+static bool locks_held(const struct broker *s, const char *group, const char *client,
+                       const struct rmq_mq *mqs, size_t n, bool held)
 {
     for (size_t i = 0; i < n; i++) {
         const char *holder = queue_locks_holder(&s->locks, group, &mqs[i]);

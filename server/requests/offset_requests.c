@@ -6,12 +6,12 @@
 #include "offset_requests.h"
 
 #include "admin_offset_requests.h"
-#include "offset_table.h"
 #include "conn.h"
 #include "err.h"
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
+#include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "store.h"
@@ -100,8 +100,8 @@ void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
         return;
     }
     if (offset_table_commit(s, group, topic, qid, off) != 0) {
-        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "offset %s/%s/%d not stored: %s", group, topic,
-                    (int)qid, store_errmsg(s->store));
+        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "offset %s/%s/%d not stored: %s", group,
+                    topic, (int)qid, store_errmsg(s->store));
         reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "offset not stored: storage error");
         return;
     }

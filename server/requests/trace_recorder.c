@@ -136,8 +136,8 @@ static void record(struct trace_recorder *rec, const struct trace_event *ev)
         /* The bound: this line does not go in, nor any after it. What is
          * pending is whole lines and is written. */
         (void)buf_undo_on_error(&rec->pending, before, RMQ_E2BIG);
-        log_error("trace %s: --record-max-bytes %lld reached; recording stopped after %llu line(s)", rec->path,
-                  (long long)rec->max_size, (unsigned long long)rec->lines);
+        log_error("trace %s: --record-max-bytes %lld reached; recording stopped after %llu line(s)",
+                  rec->path, (long long)rec->max_size, (unsigned long long)rec->lines);
         write_pending(rec);
         rec->failed = true;
         rec->dropped++;

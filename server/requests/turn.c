@@ -198,8 +198,8 @@ static int settle_round(struct broker *s, bool commit)
             s->stats.commit_failures++;
             /* The live view must not run ahead of what was acknowledged. */
             if (offset_table_reload(s) != 0)
-                log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "store: reloading offsets failed: %s",
-                            store_errmsg(s->store));
+                log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR,
+                            "store: reloading offsets failed: %s", store_errmsg(s->store));
         } else {
             s->offsets_at_commit = s->offsets.changes;
         }

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sim_rebalance_mq_all(const struct rmq_route_info *r, const char *topic, struct allocate_queue **out, size_t *n)
+int sim_rebalance_mq_all(const struct rmq_route_info *r, const char *topic, struct allocate_queue **out,
+                         size_t *n)
 {
     size_t total = 0;
     for (size_t i = 0; i < r->nqueues; i++) {

@@ -216,10 +216,9 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
         return e;
     }
     store_note_file(s, path);
-    int rc = sqlite3_open_v2(path, &s->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
-                                 SQLITE_OPEN_NOFOLLOW,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &s->db,
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_NOFOLLOW, NULL);
     if (rc != SQLITE_OK) {
         e = s->db ? store_fail(s, rc, path) : RMQ_ENOMEM;
         if (!s->db)

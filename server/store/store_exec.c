@@ -161,39 +161,46 @@ static const struct {
         {"resync groups", "UPDATE members SET left_ms = ?2, leave_reason = 'resync' WHERE left_ms IS NULL "
                           "AND group_name NOT IN (SELECT value FROM json_each(?1))"},
     /* store_messages.c (schema/0005_messages.sql) */
-    [ST_MSG_PUT] = {"put message",
-                    "INSERT INTO messages (physical_id, topic, queue_id, queue_offset, size, born_ms, store_ms, "
-                    "flag, sys_flag, tags_code, reconsume_times, body_crc, deliver_ms, uniq_key, born_host, "
-                    "store_host, properties, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                    "?13, ?14, ?15, ?16, ?17, ?18)"},
+    [ST_MSG_PUT] =
+        {"put message",
+         "INSERT INTO messages (physical_id, topic, queue_id, queue_offset, size, born_ms, store_ms, "
+         "flag, sys_flag, tags_code, reconsume_times, body_crc, deliver_ms, uniq_key, born_host, "
+         "store_host, properties, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+         "?13, ?14, ?15, ?16, ?17, ?18)"},
     [ST_MSG_KEY_PUT] = {"put message key",
                         "INSERT INTO message_keys (key, physical_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING"},
-    [ST_MSG_RANGES] = {"load queue ranges",
-                       "SELECT q.topic, q.queue_id, (SELECT min(m.queue_offset) FROM messages m WHERE m.topic = "
-                       "q.topic AND m.queue_id = q.queue_id), (SELECT max(m.queue_offset) FROM messages m WHERE "
-                       "m.topic = q.topic AND m.queue_id = q.queue_id), q.messages, q.bytes FROM message_queues q "
-                       "WHERE q.messages > 0 ORDER BY q.topic, q.queue_id"},
+    [ST_MSG_RANGES] =
+        {"load queue ranges",
+         "SELECT q.topic, q.queue_id, (SELECT min(m.queue_offset) FROM messages m WHERE m.topic = "
+         "q.topic AND m.queue_id = q.queue_id), (SELECT max(m.queue_offset) FROM messages m WHERE "
+         "m.topic = q.topic AND m.queue_id = q.queue_id), q.messages, q.bytes FROM message_queues q "
+         "WHERE q.messages > 0 ORDER BY q.topic, q.queue_id"},
     [ST_MSG_MAX_ID] = {"max physical id",
                        "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0)"},
-    [ST_MSG_READ] = {"read messages", "SELECT " STORE_MSG_COLS " FROM messages WHERE topic = ?1 AND queue_id = ?2 "
-                                      "AND queue_offset >= ?3 ORDER BY queue_offset LIMIT ?4"},
+    [ST_MSG_READ] = {"read messages",
+                     "SELECT " STORE_MSG_COLS " FROM messages WHERE topic = ?1 AND queue_id = ?2 "
+                     "AND queue_offset >= ?3 ORDER BY queue_offset LIMIT ?4"},
     [ST_MSG_BY_ID] = {"message by id", "SELECT " STORE_MSG_COLS " FROM messages WHERE physical_id = ?1"},
-    [ST_MSG_BY_UNIQ] = {"messages by unique key", "SELECT " STORE_MSG_COLS " FROM messages WHERE uniq_key = ?1 "
-                                                  "ORDER BY physical_id LIMIT ?2"},
+    [ST_MSG_BY_UNIQ] = {"messages by unique key",
+                        "SELECT " STORE_MSG_COLS " FROM messages WHERE uniq_key = ?1 "
+                        "ORDER BY physical_id LIMIT ?2"},
     [ST_MSG_BY_KEY] = {"messages by key",
-                       "SELECT " STORE_MSG_COLS " FROM messages WHERE physical_id IN (SELECT physical_id FROM "
+                       "SELECT " STORE_MSG_COLS
+                       " FROM messages WHERE physical_id IN (SELECT physical_id FROM "
                        "message_keys WHERE key = ?1 ORDER BY physical_id LIMIT ?2) ORDER BY physical_id"},
     /* Never the queue's newest message: it keeps the queue's next offset. */
-    [ST_MSG_DELETE_BELOW] = {"delete messages below",
-                             "DELETE FROM messages WHERE topic = ?1 AND queue_id = ?2 AND queue_offset < min(?3, "
-                             "(SELECT max(queue_offset) FROM messages WHERE topic = ?1 AND queue_id = ?2))"},
+    [ST_MSG_DELETE_BELOW] =
+        {"delete messages below",
+         "DELETE FROM messages WHERE topic = ?1 AND queue_id = ?2 AND queue_offset < min(?3, "
+         "(SELECT max(queue_offset) FROM messages WHERE topic = ?1 AND queue_id = ?2))"},
     [ST_MSG_OLDEST_IN_QUEUE] = {"oldest messages of a queue",
                                 "SELECT queue_offset, size FROM messages WHERE topic = ?1 AND queue_id = ?2 "
                                 "ORDER BY queue_offset LIMIT ?3"},
-    [ST_MSG_OLDEST] = {"oldest messages",
-                       "SELECT m.physical_id, m.topic, m.queue_id, m.queue_offset, m.size FROM messages m WHERE "
-                       "m.queue_offset < (SELECT max(x.queue_offset) FROM messages x WHERE x.topic = m.topic AND "
-                       "x.queue_id = m.queue_id) ORDER BY m.physical_id LIMIT ?1"},
+    [ST_MSG_OLDEST] =
+        {"oldest messages",
+         "SELECT m.physical_id, m.topic, m.queue_id, m.queue_offset, m.size FROM messages m WHERE "
+         "m.queue_offset < (SELECT max(x.queue_offset) FROM messages x WHERE x.topic = m.topic AND "
+         "x.queue_id = m.queue_id) ORDER BY m.physical_id LIMIT ?1"},
     [ST_MSG_DELETE_ID] = {"delete message", "DELETE FROM messages WHERE physical_id = ?1"},
 };
 
@@ -317,13 +324,15 @@ static int bind_va(sqlite3_stmt *st, const char *fmt, va_list ap)
         case 'b': {
             const void *v = va_arg(ap, const void *);
             size_t n = va_arg(ap, size_t);
-            rc = n > INT_MAX ? SQLITE_TOOBIG : sqlite3_bind_blob(st, i + 1, v ? v : "", (int)n, SQLITE_STATIC);
+            rc =
+                n > INT_MAX ? SQLITE_TOOBIG : sqlite3_bind_blob(st, i + 1, v ? v : "", (int)n, SQLITE_STATIC);
             break;
         }
         case 't': {
             const char *v = va_arg(ap, const char *);
             size_t n = va_arg(ap, size_t);
-            rc = n > INT_MAX ? SQLITE_TOOBIG : sqlite3_bind_text(st, i + 1, v ? v : "", (int)n, SQLITE_STATIC);
+            rc =
+                n > INT_MAX ? SQLITE_TOOBIG : sqlite3_bind_text(st, i + 1, v ? v : "", (int)n, SQLITE_STATIC);
             break;
         }
         default: rc = SQLITE_MISUSE; break;

@@ -51,8 +51,8 @@ static int refuse_symlinks(const char *path, char *err, size_t errlen)
         }
         struct stat st;
         if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
-            (void)rmq_fail(err, errlen, RMQ_OK, "%s is a symbolic link: not followed; give the store's real path",
-                           p);
+            (void)rmq_fail(err, errlen, RMQ_OK,
+                           "%s is a symbolic link: not followed; give the store's real path", p);
             return -ELOOP;
         }
     }

@@ -18,12 +18,12 @@
  * Prints "READY remoting=127.0.0.1:PORT http=off" once bound; exits on
  * SIGTERM/SIGINT or after --max-seconds (default 900).
  */
+#include "array.h"
 #include "buf.h"
 #include "err.h"
 #include "mem.h"
 #include "remoting_cmd.h"
 #include "remoting_frame.h"
-#include "array.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

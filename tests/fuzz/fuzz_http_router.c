@@ -8,10 +8,10 @@
  * Each function is checked against a plain reference written from its
  * contract in api_routes.h, and the decoder against re-encoding.
  */
-#include "err.h"
-#include "fuzz_common.h"
 #include "api_params.h"
 #include "api_routes.h"
+#include "err.h"
+#include "fuzz_common.h"
 
 #define REF_MAX_SEGS 16
 

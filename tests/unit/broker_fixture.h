@@ -9,8 +9,8 @@
  * Tests call handlers directly (consumer_req_heartbeat(&fx->b, fx_conn(fx, i),
  * &req)), then fx_iterate runs the daemon's own turn (broker_before_sleep,
  * committing every open batch), then fx_recv reads what the peer got. What
- * cluster/ adds to a turn a test installs in fx->b.hooks, as the daemon does. The clock is virtual (fx_advance) so expiry and
- * deadlines are deterministic.
+ * cluster/ adds to a turn a test installs in fx->b.hooks, as the daemon does. The clock is virtual
+ * (fx_advance) so expiry and deadlines are deterministic.
  */
 #ifndef RMQ_BROKER_FIXTURE_H
 #define RMQ_BROKER_FIXTURE_H

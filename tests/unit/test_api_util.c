@@ -8,11 +8,11 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "mailbox.h"
 #include "api_openapi.h"
 #include "api_params.h"
 #include "api_routes.h"
+#include "err.h"
+#include "mailbox.h"
 #include "mem.h"
 #include "test_support.h"
 

@@ -298,7 +298,8 @@ static void test_ownership(void **state)
     struct reg hijack = {"broker-a", "10.6.6.6:1", "T", "0", NULL, false, NULL};
     struct rmq_cmd r;
     assert_int_equal(do_register(fx, evil, &hijack, &r), RMQ_RESP_SYSTEM_ERROR);
-    assert_non_null(strstr(r.remark, "broker name broker-a is registered at 10.0.0.1:1 by another connection"));
+    assert_non_null(
+        strstr(r.remark, "broker name broker-a is registered at 10.0.0.1:1 by another connection"));
     rmq_cmd_clear(&r);
     struct rmq_cmd req;
     fx_request(&req, RMQ_REQ_UNREGISTER_BROKER, 800, 0);

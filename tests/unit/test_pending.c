@@ -19,7 +19,7 @@
 #define NCTX 512
 
 struct rec {
-    int calls[NCTX];   /* per ctx index: how many times its callback ran */
+    int calls[NCTX];    /* per ctx index: how many times its callback ran */
     int answered[NCTX]; /* ...with a response */
     int order[NCTX * 2];
     int norder;
@@ -142,7 +142,7 @@ static void test_callbacks_that_add(void **state)
     assert_int_equal(pending_count(&t), 1);
     assert_int_equal(pending_drop_conn(&t, &conn_a), 1);
     assert_int_equal(pending_count(&t), 1); /* added by the dropped one's callback */
-    pending_free(&t);                        /* runs the rest, with what they add */
+    pending_free(&t);                       /* runs the rest, with what they add */
     assert_int_equal(pending_count(&t), 0);
     assert_int_equal(r.calls[1], 1);
     for (int i = 10; i < 13; i++)

@@ -275,6 +275,6 @@ static void test_failed_body_closes_connection(void **state)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 TEST_MAIN(T(test_held_until_commit), T(test_failed_commit_turns_held_reply_into_system_error),
-          T(test_batch_rolled_back_by_sqlite_fails_held_replies),
-          T(test_oneway_never_answered), T(test_held_reply_of_closed_connection_dropped), T(test_reply_shape),
+          T(test_batch_rolled_back_by_sqlite_fails_held_replies), T(test_oneway_never_answered),
+          T(test_held_reply_of_closed_connection_dropped), T(test_reply_shape),
           T(test_required_field_remarks), T(test_failed_body_closes_connection))

@@ -136,9 +136,9 @@ static void minimal_table(struct buf *b, size_t n)
     buf_init(b, 0);
     assert_int_equal(buf_append_str(b, "{\"mqTable\":{"), RMQ_OK);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(buf_appendf(b, "%s{\"brokerName\":\"b\",\"queueId\":%zu,\"topic\":\"T\"}:{}",
-                                     i ? "," : "", i),
-                         RMQ_OK);
+        assert_int_equal(
+            buf_appendf(b, "%s{\"brokerName\":\"b\",\"queueId\":%zu,\"topic\":\"T\"}:{}", i ? "," : "", i),
+            RMQ_OK);
     assert_int_equal(buf_append_str(b, "}}"), RMQ_OK);
 }
 

@@ -76,7 +76,8 @@ static void test_channel_row_at_first_request(void **state)
     conn_close_async(fx_conn(fx, a), "closed by the test");
     fx_iterate(fx);
     assert_null(registry_channel(&fx->b.reg, id));
-    assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM channels WHERE close_reason = 'closed by the test'"), 1);
+    assert_int_equal(
+        fx_sql_int(fx, "SELECT count(*) FROM channels WHERE close_reason = 'closed by the test'"), 1);
 }
 
 /* A request that wrote to the store holds the connection's output and its
