@@ -183,6 +183,7 @@ bool api_cluster_pool_run(struct api_cluster_pool *pool, api_cluster_job *job, v
     for (size_t i = 0; !pool->cancelled && !s && i < API_CLUSTER_WORKERS; i++)
         if (pool->slot[i].state != SLOT_BUSY)
             s = &pool->slot[i];
+    assert(!s || s->state != SLOT_BUSY);
     if (s) {
         /* A done thread has left its job and the lock: the join is at once. */
         if (s->state == SLOT_DONE)
@@ -194,6 +195,7 @@ bool api_cluster_pool_run(struct api_cluster_pool *pool, api_cluster_job *job, v
         if (!started)
             s->state = SLOT_FREE;
     }
+    assert(!started || (s && s->state != SLOT_FREE));
     pthread_mutex_unlock(&pool->lock);
     return started;
 }
@@ -225,6 +227,7 @@ void api_cluster_pool_free(struct api_cluster_pool *pool)
         pthread_mutex_unlock(&pool->lock);
         if (joinable)
             pthread_join(pool->slot[i].thread, NULL);
+        assert(pool->slot[i].state != SLOT_BUSY); /* a joined worker has finished its job */
     }
     close(pool->cancel[0]);
     close(pool->cancel[1]);

@@ -18,6 +18,7 @@
 #include "mem.h"
 #include "store_read.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +77,7 @@ static int event_position(struct MHD_Connection *conn, const json_t *query, int6
                                     "since must be a non-negative integer event id");
         return -1;
     }
+    assert(*after >= 0 && *limit > 0); /* the page parameters were validated */
     return 0;
 }
 
@@ -84,6 +86,7 @@ static int event_position(struct MHD_Connection *conn, const json_t *query, int6
 static int set_event_next(json_t *page, const char *key, int64_t limit)
 {
     json_t *events = json_object_get(page, key);
+    assert(limit > 0 && (!events || json_is_array(events)));
     json_t *next = json_null();
     if ((int64_t)json_array_size(events) >= limit) {
         char id[24];

@@ -8,6 +8,7 @@
 #include "clocks.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -24,6 +25,7 @@
 void http_fetch_pct_encode(const char *s, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
+    assert(cap >= 1);
     size_t j = 0;
     for (; *s && j + 4 < cap; s++) {
         unsigned char c = (unsigned char)*s;
@@ -36,6 +38,7 @@ void http_fetch_pct_encode(const char *s, char *out, size_t cap)
             out[j++] = hex[c & 15];
         }
     }
+    assert(j < cap); /* room for the NUL was kept by the loop's bound */
     out[j] = 0;
 }
 
@@ -43,6 +46,7 @@ void http_fetch_pct_encode(const char *s, char *out, size_t cap)
  * deadline. 0, or -1 with *err set (timed out, cancelled, poll failed). */
 static int wait_ready(int fd, short events, const struct http_fetch_limits *lim, const char **err)
 {
+    assert(fd >= 0 && (events == POLLIN || events == POLLOUT));
     for (;;) {
         int64_t left = lim->deadline_ms - rmq_mono_ms();
         if (left <= 0) {
@@ -117,6 +121,7 @@ static int send_all(int fd, const char *p, size_t n, const struct http_fetch_lim
 {
     while (n) {
         ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        assert(k <= (ssize_t)n);
         if (k > 0) {
             p += k;
             n -= (size_t)k;
@@ -145,6 +150,7 @@ static int recv_all(int fd, struct buf *b, const struct http_fetch_limits *lim, 
                 *err = "the reply is too large";
                 return -1;
             }
+            assert(buf_live(b) <= FETCH_MAX_BYTES); /* the buffer's cap bounds the reply */
         } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
             if (wait_ready(fd, POLLIN, lim, err) != 0)
                 return -1;
