@@ -1,9 +1,8 @@
 /* admin_holdings.c — what clients really hold, checked against what they
- * should hold. The loop asks each member with GET_CONSUMER_RUNNING_INFO
- * (307) over its own channel (outbound.c: matched by opaque, with a timeout,
- * never blocking), parses the queues from each reply (running_info_body.c), and
- * answers the deferred HTTP request once every member has answered or timed
- * out:
+ * should hold. The loop asks each member with GET_CONSUMER_RUNNING_INFO (307)
+ * on its own channel (outbound.c: by opaque, with a timeout, never blocking),
+ * parses each reply's queues (running_info_body.c), and answers the deferred
+ * HTTP request once every member has answered or timed out:
  *   running-info  one client's holdings as it reports them;
  *   consistency   every client's holdings vs the expected allocation
  *                 (admin_allocation.c), with overlaps, gaps and unresponsive clients;
@@ -16,9 +15,9 @@
  *                 holdings line of the trace as it arrives, the ground truth
  *                 replay compares its model with.
  * Without a strategy parameter the expected allocation uses the strategy the
- * clients report in their running info (properties.allocateMessageQueueStrategy),
- * AVG when none reports one we know. timeout_ms bounds each ask (and, for
- * converged, the whole wait). Loop thread only. */
+ * clients report (properties.allocateMessageQueueStrategy), AVG when none
+ * reports one we know. timeout_ms bounds each ask (and, for converged, the
+ * whole wait). Loop thread only. */
 #include "admin_holdings.h"
 #include "admin_allocation.h"
 #include "admin_reply.h"
@@ -46,11 +45,9 @@
 #define CONVERGE_POLL_MS 100
 #define CONVERGE_MAX_MS 60000
 #define RECORD_ASK_MAX_MS 3000 /* recording: one ask waits half the period, at most this */
-/* HTTP checks in flight at once (running-info, consistency, converged, allocation): each asks
- * every member and parses every answer on the loop; unauthenticated callers must not multiply it. */
-#define MAX_CHECKS 8
-#define CODE_UNREADABLE (-1) /* h->code: the body did not parse */
-#define CODE_TOO_BIG (-2)    /* h->code: the body is over a running-info bound */
+#define MAX_CHECKS 8           /* HTTP checks at once: each asks every member and parses on the loop */
+#define CODE_UNREADABLE (-1)   /* h->code: the body did not parse */
+#define CODE_TOO_BIG (-2)      /* h->code: the body is over a running-info bound */
 
 enum holding_state { HOLDING_PENDING, HOLDING_ANSWERED, HOLDING_SILENT };
 
@@ -514,22 +511,22 @@ static void finish(struct holdings_round *r)
     complete(s, r, status, out);
 }
 
-/* Recording: h's answer (or its absence) as a holdings line, now. */
+/* Recording: h's answer (or its absence) as a holdings line, now; none for a
+ * client that left (its close line says so, "no answer" would not). */
 static void record_answer(struct broker *s, struct holdings_round *r, const struct holding *h)
 {
     char why[48];
     const char *reason = NULL;
     assert(!r->msg && h->round == r); /* recording rounds only */
     if (h->state != HOLDING_ANSWERED) {
+        const struct reg_channel *ch = registry_channel(&s->reg, h->channel_id);
+        if (!ch || !ch->conn || ch->conn->closing)
+            return;
         reason = "no answer";
         s->stats.holdings_unanswered++;
     } else if (h->code != 0) {
-        if (h->code == CODE_UNREADABLE)
-            reason = "unreadable";
-        else if (h->code == CODE_TOO_BIG)
-            reason = "too big";
-        else
-            snprintf(why, sizeof why, "code %d", (int)h->code), reason = why;
+        snprintf(why, sizeof why, "code %d", (int)h->code);
+        reason = h->code == CODE_UNREADABLE ? "unreadable" : h->code == CODE_TOO_BIG ? "too big" : why;
         s->stats.holdings_unanswered++;
     } else {
         s->stats.holdings_answers++;
