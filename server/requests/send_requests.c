@@ -165,6 +165,7 @@ static int prepare(struct broker *s, const struct send_ctx *x, const char *props
                    struct send_msg *m, char *err, size_t errlen)
 {
     struct rmq_msg_props p = {0};
+    buf_init(&m->props, 0);
     int rc = rmq_msg_props_parse(props ? props : "", props_len, &p, err, errlen);
     if (rc != 0)
         return rc;
@@ -251,7 +252,8 @@ static int put_all(struct broker *s, const struct send_ctx *x, struct send_msg *
 static void answer(struct broker *s, struct conn *c, const struct rmq_cmd *req, const struct send_ctx *x,
                    size_t n, int64_t first_offset, int64_t first_id, const char *uniq)
 {
-    struct buf ids = {0};
+    struct buf ids;
+    buf_init(&ids, 0);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char id[RMQ_MSG_ID_V6_LEN + 1];
