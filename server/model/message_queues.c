@@ -3,9 +3,11 @@
 #include "message_queues.h"
 
 #include "err.h"
+#include "array.h"
 #include "mem.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Topic names are at most 255 bytes (topics_name_ok). */
@@ -19,19 +21,27 @@ static size_t make_key(char *out, size_t cap, const char *topic, int32_t qid)
 
 static void free_range(void *p)
 {
-    rmq_free(p);
+    struct mq_range *r = p;
+    rmq_free(r->topic);
+    rmq_free(r);
 }
 
 void message_queues_init(struct message_queues *q)
 {
     hashmap_init(&q->map);
     q->next_physical_id = 1;
+    q->committed_physical_id = 1;
+    q->dirty = NULL;
+    q->ndirty = q->dirty_cap = 0;
 }
 
 void message_queues_free(struct message_queues *q)
 {
     hashmap_free(&q->map, free_range);
-    q->next_physical_id = 1;
+    rmq_free(q->dirty);
+    q->dirty = NULL;
+    q->ndirty = q->dirty_cap = 0;
+    q->next_physical_id = q->committed_physical_id = 1;
 }
 
 const struct mq_range *message_queues_get(const struct message_queues *q, const char *topic, int32_t qid)
@@ -49,8 +59,14 @@ static struct mq_range *range_for(struct message_queues *q, const char *topic, i
     if (r)
         return r;
     r = rmq_calloc(1, sizeof *r);
-    if (r && hashmap_put(&q->map, key, n, r, NULL) != 0) {
+    if (r && !(r->topic = rmq_strdup(topic))) {
         rmq_free(r);
+        return NULL;
+    }
+    if (r)
+        r->queue_id = qid;
+    if (r && hashmap_put(&q->map, key, n, r, NULL) != 0) {
+        free_range(r);
         return NULL;
     }
     return r;
@@ -64,7 +80,7 @@ int message_queues_load(struct message_queues *q, const char *topic, int32_t qid
     if (!r)
         return RMQ_ENOMEM;
     r->min_offset = min_offset;
-    r->next_offset = max_offset + 1;
+    r->end_offset = r->next_offset = max_offset + 1;
     return RMQ_OK;
 }
 
@@ -73,8 +89,12 @@ int message_queues_reserve(struct message_queues *q, const char *topic, int32_t 
 {
     assert(n > 0);
     struct mq_range *r = range_for(q, topic, qid);
-    if (!r)
+    if (!r || (!r->dirty && RMQ_GROW(q->dirty, q->dirty_cap, q->ndirty + 1, 16) != 0))
         return RMQ_ENOMEM;
+    if (!r->dirty) {
+        r->dirty = true;
+        q->dirty[q->ndirty++] = r;
+    }
     *offset = r->next_offset;
     *physical_id = q->next_physical_id;
     r->next_offset += n;
@@ -91,4 +111,25 @@ void message_queues_unreserve(struct message_queues *q, const char *topic, int32
     if (r)
         r->next_offset -= n;
     q->next_physical_id -= n;
+}
+
+void message_queues_commit(struct message_queues *q, bool stored, mq_committed_cb cb, void *ctx)
+{
+    if (stored)
+        q->committed_physical_id = q->next_physical_id;
+    else
+        q->next_physical_id = q->committed_physical_id;
+    for (size_t i = 0; i < q->ndirty; i++) {
+        struct mq_range *r = q->dirty[i];
+        r->dirty = false;
+        if (!stored) {
+            r->next_offset = r->end_offset;
+            continue;
+        }
+        bool grew = r->next_offset > r->end_offset;
+        r->end_offset = r->next_offset;
+        if (grew && cb)
+            cb(ctx, r);
+    }
+    q->ndirty = 0;
 }

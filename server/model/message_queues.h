@@ -12,16 +12,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct message_queues {
-    struct hashmap map;       /* "topic\0qid" -> struct mq_range* (owned) */
-    int64_t next_physical_id; /* > 0 */
+/* One queue: offsets in [min_offset, end_offset) are stored and committed
+ * (what a pull may see), [end_offset, next_offset) are in the open batch. */
+struct mq_range {
+    char *topic; /* owned */
+    int32_t queue_id;
+    int64_t min_offset;
+    int64_t end_offset;
+    int64_t next_offset;
+    bool dirty; /* in the dirty list: reserved since the last commit */
 };
 
-/* One queue: offsets in [min_offset, next_offset) are stored (retention
- * may raise min_offset); an empty queue has min == next. */
-struct mq_range {
-    int64_t min_offset;
-    int64_t next_offset;
+struct message_queues {
+    struct hashmap map;            /* "topic\0qid" -> struct mq_range* (owned) */
+    int64_t next_physical_id;      /* > 0 */
+    int64_t committed_physical_id; /* next_physical_id at the last good commit */
+    struct mq_range **dirty;       /* owned array of borrowed ranges */
+    size_t ndirty, dirty_cap;
 };
 
 void message_queues_init(struct message_queues *q);
@@ -39,5 +46,12 @@ int message_queues_reserve(struct message_queues *q, const char *topic, int32_t 
 /* Gives back the last reservation of n (a put failed before anything was
  * stored). */
 void message_queues_unreserve(struct message_queues *q, const char *topic, int32_t qid, int n);
+
+/* Called per queue whose reserved offsets just became visible. */
+typedef void (*mq_committed_cb)(void *ctx, const struct mq_range *r);
+/* The open batch's fate: stored makes every reservation since the last
+ * call visible (cb, may be NULL, hears of each queue); not stored gives
+ * them back (the rows went with the batch). */
+void message_queues_commit(struct message_queues *q, bool stored, mq_committed_cb cb, void *ctx);
 
 #endif
