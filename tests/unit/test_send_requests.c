@@ -15,11 +15,15 @@
 #include "message_batch.h"
 #include "message_id.h"
 #include "message_props.h"
+#include "message_record.h"
+#include "offset_requests.h"
+#include "pull_requests.h"
 #include "request_codes.h"
 #include "send_requests.h"
 #include "store_messages.h"
 #include "test_support.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +281,183 @@ static void test_unknown_topic_no_auto(void **state)
     assert_int_equal(fx_sql_int(fx, "SELECT count(*) FROM messages"), 0);
 }
 
+/* A pull of T/qid at offset with the request's own subscription expr. */
+static void pull(struct fx *fx, size_t i, int32_t opaque, int qid, int64_t offset, const char *expr, bool suspend)
+{
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_PULL_MESSAGE, opaque, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "G"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueId", qid), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueOffset", offset), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "sysFlag", 0x4 | (suspend ? 0x2 : 0)), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "maxMsgNums", "32"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "suspendTimeoutMillis", "15000"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "subscription", expr), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "expressionType", "TAG"), 0);
+    pull_req_message(&fx->b, fx_conn(fx, i), &req);
+    rmq_cmd_clear(&req);
+}
+
+static int64_t ext_i64(const struct rmq_cmd *r, const char *k)
+{
+    int64_t v = -99;
+    assert_int_equal(rmq_cmd_ext_get_i64(r, k, &v), 0);
+    return v;
+}
+
+/* Sends body with tags on T/qid and commits; the reply's physical id. */
+static int64_t send_tagged(struct fx *fx, size_t a, int32_t opaque, int qid, const char *tags, const char *body)
+{
+    char props[128];
+    snprintf(props, sizeof props, "TAGS\001%s\002UNIQ_KEY\001U%d", tags, (int)opaque);
+    send_msg(fx, a, RMQ_REQ_SEND_MESSAGE, opaque, "T", qid, props, body, strlen(body));
+    fx_iterate(fx);
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, a, opaque, &r), RMQ_RESP_SUCCESS);
+    struct rmq_msg_host h;
+    int64_t phys;
+    const char *id = rmq_cmd_ext_get(&r, "msgId");
+    assert_int_equal(rmq_msg_offset_id_parse(id, strlen(id), &h, &phys), 0);
+    rmq_cmd_clear(&r);
+    return phys;
+}
+
+/* FOUND: the records the tag filter takes, in offset order, every field as
+ * sent; nextBeginOffset past the filtered ones too; at the end
+ * PULL_NOT_FOUND; past it PULL_OFFSET_MOVED; only tags not taken: retry. */
+static void test_pull_found(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    int64_t p0 = send_tagged(fx, a, 1, 1, "a", "m0");
+    (void)send_tagged(fx, a, 2, 1, "b", "m1");
+    int64_t p2 = send_tagged(fx, a, 3, 1, "a", "m2");
+    pull(fx, a, 10, 1, 0, "a || c", false);
+    fx_iterate(fx);
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, a, 10, &r), RMQ_RESP_SUCCESS);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 3);
+    assert_int_equal(ext_i64(&r, "minOffset"), 0);
+    assert_int_equal(ext_i64(&r, "maxOffset"), 3);
+    assert_int_equal(ext_i64(&r, "suggestWhichBrokerId"), 0);
+    struct rmq_msg_record m;
+    size_t used, at = 0;
+    char err[128];
+    const char *bodies[] = {"m0", "m2"};
+    int64_t offs[] = {0, 2}, phys[] = {p0, p2};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(rmq_msg_record_decode(r.body + at, r.body_len - at, &m, &used, err, sizeof err), 0);
+        at += used;
+        assert_int_equal(m.queue_offset, offs[k]);
+        assert_int_equal(m.physical_offset, phys[k]);
+        assert_int_equal(m.queue_id, 1);
+        assert_int_equal(m.flag, 7);
+        assert_int_equal(m.born_ms, 1700000000000);
+        assert_int_equal(m.body_len, 2);
+        assert_memory_equal(m.body, bodies[k], 2);
+        assert_int_equal(m.body_crc, rmq_msg_body_crc(m.body, 2));
+        assert_int_equal(m.topic_len, 1);
+        assert_memory_equal(m.topic, "T", 1);
+        const char *v;
+        size_t vn;
+        assert_true(rmq_msg_props_find(m.props, m.props_len, "TAGS", &v, &vn));
+        assert_int_equal(vn, 1);
+        assert_memory_equal(v, "a", 1);
+    }
+    assert_int_equal(at, r.body_len);
+    rmq_cmd_clear(&r);
+
+    pull(fx, a, 11, 1, 1, "b", false);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 11, &r), RMQ_RESP_SUCCESS);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 3); /* offset 2 was scanned, not taken */
+    rmq_cmd_clear(&r);
+    pull(fx, a, 12, 1, 2, "zzz", false);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 12, &r), RMQ_RESP_PULL_RETRY_IMMEDIATELY);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 3);
+    rmq_cmd_clear(&r);
+    pull(fx, a, 13, 1, 3, "*", false);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 13, &r), RMQ_RESP_PULL_NOT_FOUND);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 3);
+    assert_int_equal(ext_i64(&r, "maxOffset"), 3);
+    rmq_cmd_clear(&r);
+    pull(fx, a, 14, 1, 9, "*", false);
+    fx_iterate(fx);
+    assert_int_equal(fx_reply(fx, a, 14, &r), RMQ_RESP_PULL_OFFSET_MOVED);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 0);
+    rmq_cmd_clear(&r);
+}
+
+/* A held pull at the end is answered FOUND by the commit of a send to its
+ * queue, after the send's own reply; never before the commit. */
+static void test_held_pull_answered_by_send(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx), b = fx_connect(fx);
+    (void)send_tagged(fx, a, 1, 2, "x", "first");
+    pull(fx, b, 20, 2, 1, "*", true);
+    fx_iterate(fx);
+    assert_int_equal(fx->b.pulls.n, 1);
+    struct rmq_cmd r;
+    assert_int_equal(fx_recv(fx, b, &r), RMQ_EAGAIN);
+    send_msg(fx, a, RMQ_REQ_SEND_MESSAGE, 2, "T", 2, "TAGS\001x", "second", 6);
+    /* A pull in the same turn as the send does not see it: it is not committed. */
+    pull(fx, b, 21, 2, 1, "*", false);
+    fx_iterate(fx);
+    fx_expect_reply(fx, a, 2, RMQ_RESP_SUCCESS, NULL);
+    assert_int_equal(fx_reply(fx, b, 21, &r), RMQ_RESP_PULL_NOT_FOUND);
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx_reply(fx, b, 20, &r), RMQ_RESP_SUCCESS);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 2);
+    struct rmq_msg_record m;
+    size_t used;
+    char err[128];
+    assert_int_equal(rmq_msg_record_decode(r.body, r.body_len, &m, &used, err, sizeof err), 0);
+    assert_int_equal(m.queue_offset, 1);
+    assert_memory_equal(m.body, "second", 6);
+    assert_int_equal(used, r.body_len);
+    rmq_cmd_clear(&r);
+    assert_int_equal(fx->b.pulls.n, 0);
+}
+
+static int64_t offset_query(struct fx *fx, size_t a, fx_handler h, int32_t opaque, int qid, int64_t ts,
+                            const char *key)
+{
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_GET_MAX_OFFSET, opaque, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "queueId", qid), 0);
+    assert_int_equal(rmq_cmd_ext_set_i64(&req, "timestamp", ts), 0);
+    fx_handle(fx, a, h, &req);
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, a, opaque, &r), RMQ_RESP_SUCCESS);
+    int64_t v = ext_i64(&r, key);
+    rmq_cmd_clear(&r);
+    return v;
+}
+
+/* GET_MAX/MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP and
+ * GET_EARLIEST_MSG_STORETIME from the stored messages. */
+static void test_offset_queries(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    assert_int_equal(offset_query(fx, a, offset_req_earliest_msg_storetime, 1, 3, 0, "timestamp"), -1);
+    int64_t t0 = broker_now_ms(&fx->b);
+    (void)send_tagged(fx, a, 2, 3, "x", "a");
+    fx_advance(fx, 1000);
+    (void)send_tagged(fx, a, 3, 3, "x", "b");
+    assert_int_equal(offset_query(fx, a, offset_req_get_max, 4, 3, 0, "offset"), 2);
+    assert_int_equal(offset_query(fx, a, offset_req_get_min, 5, 3, 0, "offset"), 0);
+    assert_int_equal(offset_query(fx, a, offset_req_earliest_msg_storetime, 6, 3, 0, "timestamp"), t0);
+    assert_int_equal(offset_query(fx, a, offset_req_search, 7, 3, t0, "offset"), 0);
+    assert_int_equal(offset_query(fx, a, offset_req_search, 8, 3, t0 + 1, "offset"), 1);
+    assert_int_equal(offset_query(fx, a, offset_req_search, 9, 3, t0 + 5000, "offset"), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +466,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_topic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_topic_no_auto, setup_no_auto, teardown),
+        cmocka_unit_test_setup_teardown(test_pull_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_pull_answered_by_send, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offset_queries, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
