@@ -128,8 +128,7 @@ void offset_req_get_max(struct broker *s, struct conn *c, struct rmq_cmd *req)
     int32_t qid;
     if (topic_queue(s, c, req, &topic, &qid) != 0)
         return;
-    const struct mq_range *r = stored(s, topic, qid);
-    reply_value(s, c, req, "offset", r ? r->end_offset : offset_table_queue_end(s, topic, qid), false);
+    reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
 }
 
 void offset_req_get_min(struct broker *s, struct conn *c, struct rmq_cmd *req)

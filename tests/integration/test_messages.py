@@ -9,9 +9,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from rmqclient import DaemonCase, run_tests  # noqa: E402
+from rmqclient import DaemonCase, heartbeat_body, run_tests  # noqa: E402
 
-SEND, PULL, SEND_V2, SEND_BATCH = 10, 11, 310, 320
+SEND, PULL, SEND_V2, SEND_BATCH, HB = 10, 11, 310, 320, 34
 MAX_OFF, MIN_OFF = 30, 31
 SUSPEND, SUBSCRIPTION = 0x2, 0x4
 V2_KEYS = dict(producerGroup="a", topic="b", defaultTopic="c", defaultTopicQueueNums="d", queueId="e",
@@ -164,6 +164,8 @@ class Messages(DaemonCase):
 
     def test_held_pull_answered_by_send(self):
         a, b = self.conn(), self.conn()
+        r = a.request(HB, body=heartbeat_body("producer-1", {}, producers=("PG", "CLIENT_INNER_PRODUCER")))
+        self.assertEqual(r.code, 0, "a producer's heartbeat is accepted: %r" % r)
         r = self.send(a, "HT", 1, b"first", props_str({"UNIQ_KEY": "H0"}))
         self.assertEqual(r.code, 0, r)
         opaque = b.send(PULL, dict(consumerGroup="CG", topic="HT", queueId="1", queueOffset="1", maxMsgNums="32",
