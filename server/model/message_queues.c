@@ -107,7 +107,7 @@ void message_queues_unreserve(struct message_queues *q, const char *topic, int32
     char key[MQ_KEY_MAX];
     size_t kn = make_key(key, sizeof key, topic, qid);
     struct mq_range *r = hashmap_get(&q->map, key, kn);
-    assert(r && r->next_offset - n >= r->min_offset);
+    assert(n >= 0 && r && r->next_offset - n >= r->end_offset);
     if (r)
         r->next_offset -= n;
     q->next_physical_id -= n;

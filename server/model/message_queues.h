@@ -43,8 +43,8 @@ int message_queues_load(struct message_queues *q, const char *topic, int32_t qid
  * reserved). The caller stores them or calls message_queues_unreserve. */
 int message_queues_reserve(struct message_queues *q, const char *topic, int32_t qid, int n, int64_t *offset,
                            int64_t *physical_id);
-/* Gives back the last reservation of n (a put failed before anything was
- * stored). */
+/* Gives back the last n reserved offsets and ids of the queue (the puts
+ * that failed; n may be 0). */
 void message_queues_unreserve(struct message_queues *q, const char *topic, int32_t qid, int n);
 
 /* Called per queue whose reserved offsets just became visible. */

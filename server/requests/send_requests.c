@@ -241,9 +241,9 @@ static int put_all(struct broker *s, const struct send_ctx *x, struct send_msg *
         if (rc == 0)
             put++;
     }
-    /* Offsets of rows already in the batch stay taken (a gap is harmless, a reuse is not). */
-    if (rc != 0 && put == 0)
-        message_queues_unreserve(&s->mqs, x->topic, x->qid, (int)n);
+    /* Rows already in the batch keep their offsets; the rest go back, so the queue has no gap. */
+    if (rc != 0)
+        message_queues_unreserve(&s->mqs, x->topic, x->qid, (int)(n - put));
     return rc;
 }
 
