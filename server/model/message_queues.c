@@ -2,8 +2,8 @@
  * message_queues.h). Loop thread only. */
 #include "message_queues.h"
 
-#include "err.h"
 #include "array.h"
+#include "err.h"
 #include "mem.h"
 
 #include <assert.h>

@@ -12,10 +12,10 @@
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
+#include "message_queues.h"
 #include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
-#include "message_queues.h"
 #include "store.h"
 #include "store_messages.h"
 

@@ -18,11 +18,11 @@
 #include "message_props.h"
 #include "message_queues.h"
 #include "message_record.h"
-#include "store.h"
-#include "store_messages.h"
 #include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
+#include "store.h"
+#include "store_messages.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -46,7 +46,7 @@ static void answer_pull(struct broker *s, struct conn *c, const struct rmq_cmd *
 {
     struct rmq_cmd resp;
     bool sys_flags = s->cfg->dialect.pull_sys_flags;
-    const char *remark = code == RMQ_RESP_PULL_NOT_FOUND     ? "no new message"
+    const char *remark = code == RMQ_RESP_PULL_NOT_FOUND      ? "no new message"
                          : code == RMQ_RESP_PULL_OFFSET_MOVED ? "offset moved"
                          : code == RMQ_RESP_SUCCESS           ? NULL
                                                               : "no matched message, retry";
@@ -55,7 +55,8 @@ static void answer_pull(struct broker *s, struct conn *c, const struct rmq_cmd *
         rc = rmq_cmd_set_body_copy(&resp, buf_head(body), buf_live(body));
     }
     if (rc != 0 || rmq_cmd_ext_set_i64(&resp, "nextBeginOffset", next_begin) != 0 ||
-        rmq_cmd_ext_set_i64(&resp, "minOffset", min) != 0 || rmq_cmd_ext_set_i64(&resp, "maxOffset", max) != 0 ||
+        rmq_cmd_ext_set_i64(&resp, "minOffset", min) != 0 ||
+        rmq_cmd_ext_set_i64(&resp, "maxOffset", max) != 0 ||
         rmq_cmd_ext_set(&resp, "suggestWhichBrokerId", "0") != 0 ||
         (sys_flags && (rmq_cmd_ext_set(&resp, "groupSysFlag", "0") != 0 ||
                        rmq_cmd_ext_set(&resp, "topicSysFlag", "0") != 0))) {
@@ -87,7 +88,8 @@ static void answer_not_found(struct broker *s, struct conn *c, const struct rmq_
 {
     const struct mq_range *r = stored_range(s, topic, qid);
     if (r) {
-        answer_pull(s, c, req_like, RMQ_RESP_PULL_NOT_FOUND, queue_offset, r->min_offset, r->end_offset, NULL);
+        answer_pull(s, c, req_like, RMQ_RESP_PULL_NOT_FOUND, queue_offset, r->min_offset, r->end_offset,
+                    NULL);
         return;
     }
     int64_t max = offset_table_queue_end(s, topic, qid);
@@ -197,8 +199,8 @@ static void filter_from_group(struct pull_filter *f, const struct broker *s, con
     for (size_t i = 0; g && i < g->g.nsubs && !sub; i++)
         if (!strcmp(g->g.subs[i].topic, topic))
             sub = &g->g.subs[i];
-    if (!sub || sub->class_filter_mode || !strcmp(sub->sub_string, "*") || strcmp(sub->expression_type, "TAG") ||
-        sub->ncodes == 0 || sub->ncodes > PULL_MAX_TAGS)
+    if (!sub || sub->class_filter_mode || !strcmp(sub->sub_string, "*") ||
+        strcmp(sub->expression_type, "TAG") || sub->ncodes == 0 || sub->ncodes > PULL_MAX_TAGS)
         return;
     f->all = false;
     for (size_t i = 0; i < sub->ncodes; i++)
@@ -283,12 +285,12 @@ static bool answer_stored(struct broker *s, struct conn *c, const struct rmq_cmd
         want = (int)(end - queue_offset); /* never past the commit: the open batch is unacknowledged */
     struct pull_read pr = {.f = f, .end = end, .last = -1};
     buf_init(&pr.body, 0);
-    int rc = store_read_messages(s->store, r->topic, r->queue_id, queue_offset, want, PULL_MAX_BYTES, read_one,
-                                 &pr, NULL);
+    int rc = store_read_messages(s->store, r->topic, r->queue_id, queue_offset, want, PULL_MAX_BYTES,
+                                 read_one, &pr, NULL);
     if (rc != 0 && rc != READ_STOP) {
         buf_free(&pr.body);
-        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "messages of %s/%d not read: %s", r->topic,
-                    (int)r->queue_id, store_errmsg(s->store));
+        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "messages of %s/%d not read: %s",
+                    r->topic, (int)r->queue_id, store_errmsg(s->store));
         reply_code(s, c, req_like, RMQ_RESP_SYSTEM_ERROR, "messages not read: storage error");
         return true;
     }
@@ -450,7 +452,8 @@ void pull_req_message(struct broker *s, struct conn *c, struct rmq_cmd *req)
         (void)rmq_cmd_ext_get_i64(req, "maxMsgNums", &max_n);
         struct pull_filter f;
         if (sys_flag & PULL_SYSFLAG_SUBSCRIPTION)
-            filter_from_expr(&f, rmq_cmd_ext_get(req, "expressionType"), rmq_cmd_ext_get(req, "subscription"));
+            filter_from_expr(&f, rmq_cmd_ext_get(req, "expressionType"),
+                             rmq_cmd_ext_get(req, "subscription"));
         else
             filter_from_group(&f, s, group, topic);
         if (answer_stored(s, c, req, r, &f, queue_offset, max_n))

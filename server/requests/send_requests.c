@@ -36,10 +36,10 @@
 #define SEND_MAX_BATCH 4096
 
 /* SendMessageRequestHeaderV2's one-letter keys, in the order of the V1 names. */
-static const char *const v1_names[] = {"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums",
-                                       "queueId",       "sysFlag", "bornTimestamp", "flag",
-                                       "properties",    "reconsumeTimes", "unitMode", "maxReconsumeTimes",
-                                       "batch",         "brokerName"};
+static const char *const v1_names[] = {
+    "producerGroup", "topic",     "defaultTopic", "defaultTopicQueueNums", "queueId",  "sysFlag",
+    "bornTimestamp", "flag",      "properties",   "reconsumeTimes",        "unitMode", "maxReconsumeTimes",
+    "batch",         "brokerName"};
 static const char *const v2_keys[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"};
 
 /* The key a V1 field name has in req (V2 requests use one letter). */
@@ -212,7 +212,8 @@ static int put_all(struct broker *s, const struct send_ctx *x, struct send_msg *
         return rc;
     int64_t now = broker_now_ms(s);
     size_t put = 0;
-    int32_t host_bits = (x->born.v6 ? RMQ_MSG_SYS_BORNHOST_V6 : 0) | (x->store.v6 ? RMQ_MSG_SYS_STOREHOST_V6 : 0);
+    int32_t host_bits =
+        (x->born.v6 ? RMQ_MSG_SYS_BORNHOST_V6 : 0) | (x->store.v6 ? RMQ_MSG_SYS_STOREHOST_V6 : 0);
     int32_t sys_flag = (x->sys_flag & ~(RMQ_MSG_SYS_BORNHOST_V6 | RMQ_MSG_SYS_STOREHOST_V6)) | host_bits;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct send_msg *m = &ms[i];

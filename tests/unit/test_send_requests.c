@@ -282,7 +282,8 @@ static void test_unknown_topic_no_auto(void **state)
 }
 
 /* A pull of T/qid at offset with the request's own subscription expr. */
-static void pull(struct fx *fx, size_t i, int32_t opaque, int qid, int64_t offset, const char *expr, bool suspend)
+static void pull(struct fx *fx, size_t i, int32_t opaque, int qid, int64_t offset, const char *expr,
+                 bool suspend)
 {
     struct rmq_cmd req;
     fx_request(&req, RMQ_REQ_PULL_MESSAGE, opaque, 0);
@@ -307,7 +308,8 @@ static int64_t ext_i64(const struct rmq_cmd *r, const char *k)
 }
 
 /* Sends body with tags on T/qid and commits; the reply's physical id. */
-static int64_t send_tagged(struct fx *fx, size_t a, int32_t opaque, int qid, const char *tags, const char *body)
+static int64_t send_tagged(struct fx *fx, size_t a, int32_t opaque, int qid, const char *tags,
+                           const char *body)
 {
     char props[128];
     snprintf(props, sizeof props, "TAGS\001%s\002UNIQ_KEY\001U%d", tags, (int)opaque);
