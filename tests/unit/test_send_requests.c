@@ -12,6 +12,7 @@
 
 #include "broker_fixture.h"
 #include "buf.h"
+#include "consumer_requests.h"
 #include "message_batch.h"
 #include "message_id.h"
 #include "message_props.h"
@@ -425,6 +426,43 @@ static void test_held_pull_answered_by_send(void **state)
     assert_int_equal(fx->b.pulls.n, 0);
 }
 
+/* Without the SUBSCRIPTION flag the group's heartbeat subscription filters:
+ * its codeSet. */
+static void test_pull_filtered_by_heartbeat(void **state)
+{
+    struct fx *fx = *state;
+    size_t a = fx_connect(fx);
+    (void)send_tagged(fx, a, 1, 0, "a", "m0");
+    (void)send_tagged(fx, a, 2, 0, "b", "m1");
+    (void)send_tagged(fx, a, 3, 0, "a", "m2");
+    fx_handle_body(fx, a, consumer_req_heartbeat, RMQ_REQ_HEART_BEAT, 4,
+                   "{\"clientID\":\"c1\",\"consumerDataSet\":[{\"groupName\":\"G\",\"consumeType\":"
+                   "\"CONSUME_PASSIVELY\",\"messageModel\":\"CLUSTERING\",\"consumeFromWhere\":"
+                   "\"CONSUME_FROM_LAST_OFFSET\",\"subscriptionDataSet\":[{\"classFilterMode\":false,"
+                   "\"codeSet\":[98],\"expressionType\":\"TAG\",\"subString\":\"b\",\"subVersion\":1,"
+                   "\"tagsSet\":[\"b\"],\"topic\":\"T\"}],\"unitMode\":false}],\"producerDataSet\":[]}");
+    (void)fx_drain(fx, a);
+    struct rmq_cmd req;
+    fx_request(&req, RMQ_REQ_PULL_MESSAGE, 5, 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "consumerGroup", "G"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "topic", "T"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "queueId", "0"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "queueOffset", "0"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "sysFlag", "0"), 0);
+    assert_int_equal(rmq_cmd_ext_set(&req, "maxMsgNums", "32"), 0);
+    fx_handle(fx, a, pull_req_message, &req);
+    struct rmq_cmd r;
+    assert_int_equal(fx_reply(fx, a, 5, &r), RMQ_RESP_SUCCESS);
+    assert_int_equal(ext_i64(&r, "nextBeginOffset"), 3);
+    struct rmq_msg_record m;
+    size_t used;
+    char err[128];
+    assert_int_equal(rmq_msg_record_decode(r.body, r.body_len, &m, &used, err, sizeof err), 0);
+    assert_int_equal(m.queue_offset, 1);
+    assert_int_equal(used, r.body_len);
+    rmq_cmd_clear(&r);
+}
+
 static int64_t offset_query(struct fx *fx, size_t a, fx_handler h, int32_t opaque, int qid, int64_t ts,
                             const char *key)
 {
@@ -471,6 +509,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pull_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_held_pull_answered_by_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_queries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pull_filtered_by_heartbeat, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
