@@ -20,6 +20,7 @@
 #include "outbound.h"
 #include "proc.h"
 #include "pull_requests.h"
+#include "send_requests.h"
 #include "store.h"
 #include "trace_recorder.h"
 #include "turn.h"
@@ -263,6 +264,8 @@ static int setup_store(struct broker *s)
         rc = store_load_offsets(s->store, load_offset, s);
     if (rc == 0)
         rc = admin_group_req_load(s);
+    if (rc == 0)
+        rc = send_load_queues(s);
     if (rc != 0) {
         log_error("store: loading failed: %s", store_errmsg(s->store));
         return rc;

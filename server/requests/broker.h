@@ -18,6 +18,7 @@
 #include "hashmap.h"
 #include "held_pulls.h"
 #include "log.h"
+#include "message_queues.h"
 #include "offsets.h"
 #include "pending.h"
 #include "queue_locks.h"
@@ -71,6 +72,7 @@ struct broker {
     struct offsets offsets;
     struct queue_locks locks;
     struct held_pulls pulls;
+    struct message_queues mqs; /* stored messages' queue ranges (send_requests.c) */
     struct held_ack *acks;      /* owned */
     uint64_t writes_at_commit;  /* store_write_count at the last commit */
     int64_t last_commit_ms;     /* loop clock of the last commit */

@@ -36,6 +36,7 @@ int broker_init_state(struct broker *s, const struct config *cfg)
     topics_init(&s->topics);
     offsets_init(&s->offsets);
     queue_locks_init(&s->locks);
+    message_queues_init(&s->mqs);
     return outbound_init(s);
 }
 
@@ -50,6 +51,10 @@ void broker_reset_live(struct broker *s)
     queue_locks_init(&s->locks);
     offsets_free(&s->offsets);
     offsets_init(&s->offsets);
+    int64_t next_id = s->mqs.next_physical_id; /* physical ids are never reused */
+    message_queues_free(&s->mqs);
+    message_queues_init(&s->mqs);
+    s->mqs.next_physical_id = next_id;
     admin_group_req_free(s); /* the store's subscription_groups rows go with store_reset */
     s->group_configs_version++;
     uint64_t gen = s->topics.generation; /* keeps counting: a broker re-registers after a reset */
@@ -108,6 +113,7 @@ int broker_fini_state(struct broker *s)
     registry_free(&s->reg);
     topics_free(&s->topics);
     offsets_free(&s->offsets);
+    message_queues_free(&s->mqs);
     admin_group_req_free(s);
     loop_free(s->loop);
     s->loop = NULL;

@@ -1,8 +1,9 @@
 /* offset_requests.c — consumer offsets: QUERY/UPDATE_CONSUMER_OFFSET, GET_MAX/MIN_OFFSET,
  * SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME. Committed offsets
- * live in memory (for answers) and in the store (for restarts); rmqcoord
- * stores no messages, so a queue's min offset is 0 and its max offset is the
- * highest offset any group committed for it. Loop thread only. */
+ * live in memory (for answers) and in the store (for restarts). A queue with
+ * committed messages answers from them (message_queues.h, store_messages.h);
+ * one without any has min offset 0 and, as its max offset, the highest offset
+ * any group committed for it. Loop thread only. */
 #include "offset_requests.h"
 
 #include "admin_offset_requests.h"
@@ -11,10 +12,12 @@
 #include "log.h"
 #include "loop.h"
 #include "mem.h"
+#include "message_queues.h"
 #include "offset_table.h"
 #include "reply.h"
 #include "request_codes.h"
 #include "store.h"
+#include "store_messages.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -112,20 +115,56 @@ void offset_req_update(struct broker *s, struct conn *c, struct rmq_cmd *req)
     reply_ok(s, c, req, true);
 }
 
+/* The committed messages of a queue, NULL when it never had one. */
+static const struct mq_range *stored(const struct broker *s, const char *topic, int32_t qid)
+{
+    const struct mq_range *r = message_queues_get(&s->mqs, topic, qid);
+    return r && r->end_offset > 0 ? r : NULL;
+}
+
 void offset_req_get_max(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
-    if (topic_queue(s, c, req, &topic, &qid) == 0)
-        reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
+    if (topic_queue(s, c, req, &topic, &qid) != 0)
+        return;
+    reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
 }
 
 void offset_req_get_min(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
-    if (topic_queue(s, c, req, &topic, &qid) == 0)
-        reply_value(s, c, req, "offset", 0, false);
+    if (topic_queue(s, c, req, &topic, &qid) != 0)
+        return;
+    const struct mq_range *r = stored(s, topic, qid);
+    reply_value(s, c, req, "offset", r ? r->min_offset : 0, false);
+}
+
+struct first_msg {
+    int64_t end; /* rows at or past it are not committed */
+    int64_t offset, store_ms;
+    bool seen;
+};
+
+static int take_first(void *ctx, const struct store_message *m)
+{
+    struct first_msg *f = ctx;
+    if (m->queue_offset < f->end) {
+        f->seen = true;
+        f->offset = m->queue_offset;
+        f->store_ms = m->store_ms;
+    }
+    return 1;
+}
+
+/* The first committed message of r at or after offset: 0 with *f set (seen
+ * false when there is none), or the store's error. */
+static int first_from(struct broker *s, const struct mq_range *r, int64_t offset, struct first_msg *f)
+{
+    *f = (struct first_msg){.end = r->end_offset};
+    int rc = store_read_messages(s->store, r->topic, r->queue_id, offset, 1, 0, take_first, f, NULL);
+    return rc == 1 ? 0 : rc;
 }
 
 void offset_req_search(struct broker *s, struct conn *c, struct rmq_cmd *req)
@@ -135,14 +174,41 @@ void offset_req_search(struct broker *s, struct conn *c, struct rmq_cmd *req)
     int64_t ts;
     if (topic_queue(s, c, req, &topic, &qid) != 0 || reply_require_i64(s, c, req, "timestamp", &ts) != 0)
         return;
-    /* No message is stored after any time: the answer is the queue's end. */
-    reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
+    const struct mq_range *r = stored(s, topic, qid);
+    if (!r) {
+        /* No message is stored after any time: the answer is the queue's end. */
+        reply_value(s, c, req, "offset", offset_table_queue_end(s, topic, qid), false);
+        return;
+    }
+    /* The first offset stored at or after ts (store times grow with offsets): a
+     * binary search reading one row per step; the end when every message is older. */
+    int64_t lo = r->min_offset, hi = r->end_offset;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        struct first_msg f;
+        if (first_from(s, r, mid, &f) != 0) {
+            reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "messages not read: storage error");
+            return;
+        }
+        if (!f.seen || f.store_ms < ts)
+            lo = f.seen && f.offset + 1 < hi ? f.offset + 1 : hi;
+        else
+            hi = mid;
+    }
+    reply_value(s, c, req, "offset", lo, false);
 }
 
 void offset_req_earliest_msg_storetime(struct broker *s, struct conn *c, struct rmq_cmd *req)
 {
     const char *topic;
     int32_t qid;
-    if (topic_queue(s, c, req, &topic, &qid) == 0)
-        reply_value(s, c, req, "timestamp", -1, false);
+    if (topic_queue(s, c, req, &topic, &qid) != 0)
+        return;
+    const struct mq_range *r = stored(s, topic, qid);
+    struct first_msg f = {0};
+    if (r && first_from(s, r, r->min_offset, &f) != 0) {
+        reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, "messages not read: storage error");
+        return;
+    }
+    reply_value(s, c, req, "timestamp", f.seen ? f.store_ms : -1, false);
 }

@@ -2,6 +2,8 @@
  * offset_table.h). Loop thread only. */
 #include "offset_table.h"
 
+#include "message_queues.h"
+
 #include "err.h"
 #include "store.h"
 
@@ -60,6 +62,9 @@ int offset_table_reload(struct broker *s)
 
 int64_t offset_table_queue_end(const struct broker *s, const char *topic, int32_t qid)
 {
+    const struct mq_range *r = message_queues_get(&s->mqs, topic, qid);
+    if (r && r->end_offset > 0)
+        return r->end_offset; /* the queue holds messages: one past the last committed */
     /* --queue-end zero: an empty queue, as a broker that stores no message answers (§12). */
     return s->cfg->queue_end_zero ? 0 : offsets_queue_max(&s->offsets, topic, qid);
 }

@@ -17,7 +17,8 @@ int offset_table_commit(struct broker *s, const char *group, const char *topic, 
  * channel and reset flag. Nothing happens when no offset moved since the
  * last good commit. 0 or the store's error (the table is then unchanged). */
 int offset_table_reload(struct broker *s);
-/* A queue's max offset as rmqcoord answers it: the highest committed offset, or 0 with --queue-end zero. */
+/* A queue's max offset as rmqcoord answers it: one past its last committed message; for a queue
+ * without messages the highest committed offset, or 0 with --queue-end zero. */
 int64_t offset_table_queue_end(const struct broker *s, const char *topic, int32_t qid);
 
 #endif

@@ -15,6 +15,7 @@
 #include "reply.h"
 #include "request_codes.h"
 #include "route_requests.h"
+#include "send_requests.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -39,6 +40,9 @@ static const struct route routes[] = {
     {RMQ_REQ_GET_MIN_OFFSET, offset_req_get_min},
     {RMQ_REQ_SEARCH_OFFSET_BY_TIMESTAMP, offset_req_search},
     {RMQ_REQ_GET_EARLIEST_MSG_STORETIME, offset_req_earliest_msg_storetime},
+    {RMQ_REQ_SEND_MESSAGE, send_req_message},
+    {RMQ_REQ_SEND_MESSAGE_V2, send_req_message},
+    {320 /* SEND_BATCH_MESSAGE */, send_req_message},
     {RMQ_REQ_PULL_MESSAGE, pull_req_message},
     {RMQ_REQ_LITE_PULL_MESSAGE, pull_req_message},
     {RMQ_REQ_LOCK_BATCH_MQ, lock_req_lock_batch},

@@ -185,7 +185,8 @@ static int settle_round(struct broker *s, bool commit)
     int rc = RMQ_OK;
     /* store_commit_due, not store_in_batch: a batch SQLite rolled back by
      * itself, with nothing written after it, must still fail its replies. */
-    if (commit && store_commit_due(s->store)) {
+    bool committed = commit && store_commit_due(s->store);
+    if (committed) {
         s->writes_at_commit = store_write_count(s->store);
         s->last_commit_ms = loop_now_ms(s->loop);
         uint64_t t0 = rmq_mono_us();
@@ -207,6 +208,9 @@ static int settle_round(struct broker *s, bool commit)
     }
     assert(!commit || rc != RMQ_OK || !store_commit_due(s->store)); /* a successful commit ends the batch */
     reply_release_held(s, rc == RMQ_OK);
+    /* After the acks: a held pull sees a message only once its send is answered. */
+    if (committed)
+        pull_on_commit(s, rc == RMQ_OK);
     assert(s->nacks == 0); /* every held reply is sent or replaced once the batch's fate is known */
     conn_set_flush(s->conns);
     if (s->hooks.settle_round)

@@ -85,8 +85,8 @@ static void test_unknown_code(void **state)
     struct rmq_cmd r;
     expect(fx, a, 9999, 5, NULL, NULL, RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED,
            "request code 9999 (UNKNOWN) is not supported by rmqcoord");
-    expect(fx, a, RMQ_REQ_SEND_MESSAGE_V2, 6, NULL, NULL, RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED,
-           "request code 310 (SEND_MESSAGE_V2) is not supported by rmqcoord");
+    expect(fx, a, RMQ_REQ_UPDATE_BROKER_CONFIG, 6, NULL, NULL, RMQ_RESP_REQUEST_CODE_NOT_SUPPORTED,
+           "request code 25 (UPDATE_BROKER_CONFIG) is not supported by rmqcoord");
     assert_int_equal(send_req(fx, a, 9999, 7, RMQ_FLAG_ONEWAY, NULL, NULL, NULL, NULL, &r), -1);
     assert_int_equal(
         send_req(fx, a, RMQ_REQ_CHECK_CLIENT_CONFIG, 8, RMQ_FLAG_ONEWAY, NULL, NULL, NULL, NULL, &r), -1);
