@@ -72,7 +72,7 @@ struct broker {
     struct offsets offsets;
     struct queue_locks locks;
     struct held_pulls pulls;
-    struct message_queues mqs; /* stored messages' queue ranges (send_requests.c) */
+    struct message_queues mqs;  /* stored messages' queue ranges (send_requests.c) */
     struct held_ack *acks;      /* owned */
     uint64_t writes_at_commit;  /* store_write_count at the last commit */
     int64_t last_commit_ms;     /* loop clock of the last commit */
