@@ -158,6 +158,10 @@ struct pull_filter {
     bool all;
     int64_t codes[PULL_MAX_TAGS];
     size_t ncodes;
+    /* A SQL92 (or other non-TAG) expression: rmqcoord does not evaluate
+     * them, and delivering unfiltered would hand a consumer messages its
+     * expression excludes (the client does not filter SQL92 again). */
+    const char *refused_type;
 };
 
 /* From the pull's own subscription (sysFlag SUBSCRIPTION): "a || b". */
@@ -165,7 +169,12 @@ static void filter_from_expr(struct pull_filter *f, const char *type, const char
 {
     f->all = true;
     f->ncodes = 0;
-    if ((type && *type && strcmp(type, "TAG")) || !expr || !*expr || !strcmp(expr, "*"))
+    f->refused_type = NULL;
+    if (type && *type && strcmp(type, "TAG")) {
+        f->refused_type = type;
+        return;
+    }
+    if (!expr || !*expr || !strcmp(expr, "*"))
         return;
     f->all = false;
     const char *p = expr;
@@ -194,17 +203,32 @@ static void filter_from_group(struct pull_filter *f, const struct broker *s, con
 {
     f->all = true;
     f->ncodes = 0;
+    f->refused_type = NULL;
     const struct reg_group *g = registry_group(&s->reg, group);
     const struct rmq_subscription *sub = NULL;
     for (size_t i = 0; g && i < g->g.nsubs && !sub; i++)
         if (!strcmp(g->g.subs[i].topic, topic))
             sub = &g->g.subs[i];
+    if (sub && !sub->class_filter_mode && sub->expression_type && sub->expression_type[0] &&
+        strcmp(sub->expression_type, "TAG")) {
+        f->refused_type = sub->expression_type;
+        return;
+    }
     if (!sub || sub->class_filter_mode || !strcmp(sub->sub_string, "*") ||
         strcmp(sub->expression_type, "TAG") || sub->ncodes == 0 || sub->ncodes > PULL_MAX_TAGS)
         return;
     f->all = false;
     for (size_t i = 0; i < sub->ncodes; i++)
         f->codes[f->ncodes++] = sub->codes[i];
+}
+
+/* PROTOCOL: docs/protocol.md §13.6 — as a broker with enablePropertyFilter=false answers a pull
+ * whose subscription is not a TAG expression. */
+static void refuse_expression(struct broker *s, struct conn *c, const struct rmq_cmd *req, const char *type)
+{
+    char remark[160];
+    snprintf(remark, sizeof remark, "The broker does not support consumer to filter message by %.40s", type);
+    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
 }
 
 static bool filter_takes(const struct pull_filter *f, int64_t tags_code)
@@ -317,6 +341,10 @@ static void answer_hold(void *ctx, const struct held_pull *h)
     const struct mq_range *r = stored_range(s, h->topic, h->queue_id);
     struct pull_filter f;
     filter_from_group(&f, s, h->group, h->topic);
+    if (r && f.refused_type) {
+        refuse_expression(s, h->conn, &like, f.refused_type);
+        return;
+    }
     if (!r || !answer_stored(s, h->conn, &like, r, &f, h->queue_offset, PULL_MAX_MSGS))
         answer_not_found(s, h->conn, &like, h->topic, h->queue_id, h->queue_offset);
 }
@@ -456,6 +484,10 @@ void pull_req_message(struct broker *s, struct conn *c, struct rmq_cmd *req)
                              rmq_cmd_ext_get(req, "subscription"));
         else
             filter_from_group(&f, s, group, topic);
+        if (f.refused_type) {
+            refuse_expression(s, c, req, f.refused_type);
+            return;
+        }
         if (answer_stored(s, c, req, r, &f, queue_offset, max_n))
             return;
     } else if (s->cfg->pull_checks && pull_offset_moved(s, c, req, topic, (int32_t)qid, queue_offset)) {

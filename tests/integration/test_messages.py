@@ -162,6 +162,27 @@ class Messages(DaemonCase):
         r = self.pull(b, "ST", 0, 20)
         self.assertEqual(r.code, 21, r)
 
+    def test_sql92_subscription_refused_not_delivered_unfiltered(self):
+        """rmqcoord evaluates no SQL92 expression: a pull under one is refused
+        as a broker without property filtering refuses it, never answered
+        with every message."""
+        a = self.conn()
+        self.assertEqual(self.send(a, "SQ", 0, b"x", props_str({"UNIQ_KEY": "U1", "a": "1"})).code, 0)
+        ext = dict(consumerGroup="CG", topic="SQ", queueId="0", queueOffset="0", maxMsgNums="32",
+                   sysFlag=str(SUBSCRIPTION), commitOffset="0", suspendTimeoutMillis="0",
+                   subscription="a > 5", subVersion="0", expressionType="SQL92")
+        r = a.request(PULL, ext)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("filter message by SQL92", r.remark)
+        # The same through the group's heartbeat subscription (no SUBSCRIPTION flag).
+        body = heartbeat_body("c-sql", {"CG": ["SQ"]})
+        body["consumerDataSet"][0]["subscriptionDataSet"][0].update(expressionType="SQL92", subString="a > 5")
+        self.assertEqual(a.request(HB, body=body).code, 0)
+        ext.update(sysFlag="0")
+        r = a.request(PULL, ext)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("filter message by SQL92", r.remark)
+
     def test_held_pull_answered_by_send(self):
         a, b = self.conn(), self.conn()
         r = a.request(HB, body=heartbeat_body("producer-1", {}, producers=("PG", "CLIENT_INNER_PRODUCER")))
