@@ -180,6 +180,10 @@ json_t *metrics_loop_snapshot(struct broker *s, int *status)
                     "Requests refused at a configured limit (--max-heartbeat-bytes, --max-topics, ...)",
                     st->limit_hits);
     if (rc == 0)
+        rc = simple(&b, "rmqcoord_messages_retired_total", "counter",
+                    "Stored messages removed by retention (--max-queue-messages, --max-message-bytes)",
+                    st->messages_retired);
+    if (rc == 0)
         rc = simple(&b, "rmqcoord_accept_failures_total", "counter",
                     "accept() failures for lack of descriptors or memory (accepting pauses 100 ms)",
                     st->accept_failures);

@@ -68,6 +68,8 @@
     NUM(OPT_IDLE, "idle-timeout-ms", 0, INT64_C(1) << 40, idle_timeout_ms)                                   \
     NUM(OPT_RECORD_HOLDINGS, "record-holdings-ms", 10, 3600000, record_holdings_ms)                          \
     NUM(OPT_RECORD_MAX, "record-max-bytes", 4096, INT64_C(1) << 50, record_max_bytes)                        \
+    NUM(OPT_MAX_QUEUE_MESSAGES, "max-queue-messages", 1, INT64_C(1) << 40, max_queue_messages)               \
+    NUM(OPT_MAX_MESSAGE_BYTES, "max-message-bytes", 1, INT64_C(1) << 50, max_message_bytes)                  \
     NUM(OPT_REGISTER_INTERVAL, "register-interval-ms", 10, 3600000, register_interval_ms)                    \
     NUM(OPT_BROKER_EXPIRY, "broker-expiry-ms", 10, INT64_C(1) << 40, broker_expiry_ms)                       \
     NUM(OPT_NS_MAX_TOPICS_PER_BROKER, "ns-max-topics-per-broker", 1, 1000000, ns_max_topics_per_broker)      \
@@ -167,6 +169,11 @@ void config_print_help(void)
           "  --record-max-bytes N       with --record: stop recording (logged) before the file "
           "passes N\n"
           "                             bytes (default 1073741824)\n"
+          "  --max-queue-messages N     keep at most N messages per queue, the oldest go first "
+          "(1000000)\n"
+          "  --max-message-bytes N      keep at most N bytes of messages in all, the oldest go "
+          "first\n"
+          "                             (1073741824); a queue's newest message always stays\n"
           "  --admin-token TOKEN        mutating HTTP routes need "
           "'Authorization: Bearer TOKEN'\n"
           "                             (default: $RMQCOORD_ADMIN_TOKEN; "
@@ -301,6 +308,8 @@ void config_defaults(struct config *cfg)
     cfg->max_client_id_bytes = 255;
     cfg->max_requests_per_sec = 20000;
     cfg->record_max_bytes = INT64_C(1) << 30;
+    cfg->max_queue_messages = 1000000;
+    cfg->max_message_bytes = INT64_C(1) << 30;
     cfg->idle_timeout_ms = 120000;
     strcpy(cfg->broker_name, "broker-a");
     strcpy(cfg->cluster_name, "DefaultCluster");

@@ -67,6 +67,8 @@ struct config {
     char record_path[4096];     /* --record: heartbeat trace file, empty = off */
     int64_t record_holdings_ms; /* --record-holdings-ms: ask clients for their queues this often, 0 = off */
     int64_t record_max_bytes;   /* --record-max-bytes: the trace file's bound */
+    int64_t max_queue_messages; /* --max-queue-messages: retention per queue (oldest go first) */
+    int64_t max_message_bytes;  /* --max-message-bytes: retention of all stored messages */
     char admin_token[256];      /* --admin-token / RMQCOORD_ADMIN_TOKEN; empty = mutating routes open */
     bool virtual_clock;
     /* Cluster mode (docs/cluster.md). */

@@ -44,6 +44,7 @@ struct server_stats {
     uint64_t connections_refused; /* over --max-connections */
     uint64_t accept_failures;     /* accept() out of descriptors or memory */
     uint64_t limit_hits;          /* requests refused at a configured limit (--max-*) */
+    uint64_t messages_retired;    /* stored messages removed by retention (--max-queue-messages, ...) */
     uint64_t requests_throttled;  /* over --max-requests-per-sec */
     uint64_t requests_denied;     /* failed the --acl check */
     uint64_t commit_failures;

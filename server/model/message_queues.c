@@ -51,6 +51,20 @@ const struct mq_range *message_queues_get(const struct message_queues *q, const 
     return hashmap_get(&q->map, key, n);
 }
 
+void message_queues_raise_min(struct message_queues *q, const char *topic, int32_t qid, int64_t offset)
+{
+    char key[MQ_KEY_MAX];
+    size_t n = make_key(key, sizeof key, topic, qid);
+    struct mq_range *r = hashmap_get(&q->map, key, n);
+    if (!r)
+        return;
+    if (offset > r->end_offset)
+        offset = r->end_offset;
+    if (offset > r->min_offset)
+        r->min_offset = offset;
+    assert(r->min_offset <= r->end_offset && r->end_offset <= r->next_offset);
+}
+
 static struct mq_range *range_for(struct message_queues *q, const char *topic, int32_t qid)
 {
     char key[MQ_KEY_MAX];

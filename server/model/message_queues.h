@@ -47,6 +47,10 @@ int message_queues_reserve(struct message_queues *q, const char *topic, int32_t 
  * that failed; n may be 0). */
 void message_queues_unreserve(struct message_queues *q, const char *topic, int32_t qid, int n);
 
+/* Retention removed the queue's messages below offset: the queue's min
+ * offset rises to it (never past its committed end, nor down). */
+void message_queues_raise_min(struct message_queues *q, const char *topic, int32_t qid, int64_t offset);
+
 /* Called per queue whose reserved offsets just became visible. */
 typedef void (*mq_committed_cb)(void *ctx, const struct mq_range *r);
 /* The open batch's fate: stored makes every reservation since the last

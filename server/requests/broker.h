@@ -72,6 +72,7 @@ struct broker {
     struct offsets offsets;
     struct queue_locks locks;
     struct held_pulls pulls;
+    int64_t retention_next_ms;  /* loop clock: message_retention_run not before */
     struct message_queues mqs;  /* stored messages' queue ranges (send_requests.c) */
     struct held_ack *acks;      /* owned */
     uint64_t writes_at_commit;  /* store_write_count at the last commit */

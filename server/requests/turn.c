@@ -9,6 +9,7 @@
 #include "log.h"
 #include "loop.h"
 #include "member_events.h"
+#include "message_retention.h"
 #include "notify.h"
 #include "offset_table.h"
 #include "outbound.h"
@@ -227,6 +228,9 @@ int broker_before_sleep(struct broker *s, enum broker_commit when)
     member_events_resync(s);
     if (store_prune(s->store, broker_now_ms(s), NULL) != 0)
         log_error("store: pruning closed channels failed: %s", store_errmsg(s->store));
+    if (message_retention_run(s) < 0)
+        log_limited(&s->store_log, loop_now_ms(s->loop), LOG_ERROR, "store: message retention failed: %s",
+                    store_errmsg(s->store));
     int failed = RMQ_OK;
     for (int round = 0; round < SETTLE_ROUNDS; round++) {
         bool commit = when == BROKER_COMMIT_EVERY_TURN || (store_commit_due(s->store) && commit_due(s));

@@ -202,6 +202,8 @@ static const struct {
          "m.queue_offset < (SELECT max(x.queue_offset) FROM messages x WHERE x.topic = m.topic AND "
          "x.queue_id = m.queue_id) ORDER BY m.physical_id LIMIT ?1"},
     [ST_MSG_DELETE_ID] = {"delete message", "DELETE FROM messages WHERE physical_id = ?1"},
+    [ST_MSG_TOTALS] = {"message totals",
+                       "SELECT coalesce(sum(messages), 0), coalesce(sum(bytes), 0) FROM message_queues"},
 };
 
 const char *store_stmt_name(enum stmt_id id)

@@ -282,6 +282,22 @@ int store_messages_by_key(struct store *s, const char *key, int max_n, store_mes
     return err ? err : scan(s, ST_MSG_BY_KEY, max_n, 0, cb, ctx, n_out);
 }
 
+int store_message_totals(struct store *s, int64_t *messages, int64_t *bytes)
+{
+    sqlite3_stmt *st = s->st[ST_MSG_TOTALS];
+    int rc = sqlite3_step(st);
+    int err = 0;
+    if (rc == SQLITE_ROW) {
+        *messages = sqlite3_column_int64(st, 0);
+        *bytes = sqlite3_column_int64(st, 1);
+        assert(*messages >= 0 && *bytes >= 0);
+    } else {
+        err = store_fail(s, rc == SQLITE_DONE ? SQLITE_ERROR : rc, store_stmt_name(ST_MSG_TOTALS));
+    }
+    (void)sqlite3_reset(st);
+    return err;
+}
+
 int store_delete_messages_below(struct store *s, const char *topic, int queue_id, int64_t offset,
                                 int *deleted)
 {

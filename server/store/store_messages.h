@@ -84,6 +84,10 @@ int store_messages_by_key(struct store *s, const char *key, int max_n, store_mes
 int store_delete_messages_below(struct store *s, const char *topic, int queue_id, int64_t offset,
                                 int *deleted);
 
+/* How many messages the store holds and their bytes in all (the per-queue
+ * summary the triggers keep: a few rows, not a scan). 0 or an error. */
+int store_message_totals(struct store *s, int64_t *messages, int64_t *bytes);
+
 /* Called per message retention removed, oldest first: a queue's min offset
  * is then queue_offset + 1. */
 typedef void (*store_message_gone_cb)(void *ctx, const char *topic, int queue_id, int64_t queue_offset,

@@ -67,7 +67,9 @@ def batch_item(body, props):
     return struct.pack(">iiiii", 22 + len(body) + len(p), 0, 0, 0, len(body)) + body + struct.pack(">h", len(p)) + p
 
 
-class Messages(DaemonCase):
+class MessagesBase(DaemonCase):
+    """Helpers: a connection, a send, a pull."""
+
     def conn(self):
         c = self.d.connect()
         self.conns.append(c)
@@ -91,6 +93,9 @@ class Messages(DaemonCase):
                    subscription=expr, subVersion="0", expressionType="TAG")
         return conn.request(PULL, ext, timeout=timeout)
 
+
+
+class Messages(MessagesBase):
     def test_send_restart_pull(self):
         a = self.conn()
         sent = []  # (msgId, offset, body, uniq, tags, keys)
@@ -205,6 +210,57 @@ class Messages(DaemonCase):
         self.assertEqual([x["body"] for x in recs], [b"second"])
         self.assertEqual(recs[0]["msg_id"], r.ext["msgId"])
         self.assertEqual(p.ext["nextBeginOffset"], "2")
+
+
+class Retention(MessagesBase):
+    """--max-queue-messages and --max-message-bytes: the oldest messages go
+    (within a second), the queue's min offset rises with them and a pull
+    below it is told PULL_OFFSET_MOVED; the newest always stays."""
+
+    extra = ("--max-queue-messages", "10", "--max-message-bytes", "40000")
+
+    def wait_min(self, c, topic, qid, want, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = int(c.request(MIN_OFF, {"topic": topic, "queueId": str(qid)}).ext["offset"])
+            if got >= want:
+                return got
+            time.sleep(0.1)
+        return got
+
+    def test_per_queue_count_and_total_bytes(self):
+        a = self.conn()
+        for i in range(25):
+            self.assertEqual(self.send(a, "RT", 0, b"m%d" % i, props_str({"UNIQ_KEY": "R%d" % i})).code, 0)
+        self.assertEqual(self.wait_min(a, "RT", 0, 15), 15, "the 15 oldest of 25 go at 10 per queue")
+        self.assertEqual(a.request(MAX_OFF, {"topic": "RT", "queueId": "0"}).ext["offset"], "25")
+        r = self.pull(a, "RT", 0, 3)
+        self.assertEqual(r.code, 21, "a pull below the min offset: PULL_OFFSET_MOVED")
+        r = self.pull(a, "RT", 0, 15)
+        self.assertEqual(r.code, 0)
+        recs = decode_records(r.body)
+        self.assertEqual([x["queue_offset"] for x in recs], list(range(15, 25)))
+        # Kept across a restart: the min offset comes back from the store.
+        a.close()
+        self.conns.remove(a)
+        self.assertEqual(self.d.stop(), 0)
+        self.d.start()
+        a = self.conn()
+        self.assertEqual(int(a.request(MIN_OFF, {"topic": "RT", "queueId": "0"}).ext["offset"]), 15)
+        # Bytes in all: 1 KiB bodies over 4 queues, 40,000 bytes at most (the
+        # oldest of any queue go first, RT's among them).
+        for i in range(60):
+            self.assertEqual(self.send(a, "RB", i % 4, b"x" * 1024, props_str({"UNIQ_KEY": "B%d" % i})).code, 0)
+        deadline = time.monotonic() + 5
+        kept = None
+        while time.monotonic() < deadline:
+            kept = sum(int(a.request(MAX_OFF, {"topic": "RB", "queueId": str(q)}).ext["offset"]) -
+                       int(a.request(MIN_OFF, {"topic": "RB", "queueId": str(q)}).ext["offset"]) for q in range(4))
+            if kept <= 36:
+                break
+            time.sleep(0.1)
+        self.assertLessEqual(kept, 36, "about 40,000 bytes of 1 KiB messages are kept")
+        self.assertGreaterEqual(kept, 4, "each queue keeps its newest")
 
 
 if __name__ == "__main__":
