@@ -172,21 +172,6 @@ void consumer_req_check_client_config(struct broker *s, struct conn *c, struct r
     reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
 }
 
-/* CONSUMER_SEND_MSG_BACK: there is no message to put back, and a success spares the client its
- * fallback resend through SEND_MESSAGE_V2, which rmqcoord does not serve. With --send-back refuse
- * it fails as the broker's does for an offset that holds no message (§12). */
-void consumer_req_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req)
-{
-    if (!s->cfg->refuse_send_back) {
-        reply_code(s, c, req, RMQ_RESP_SUCCESS, NULL);
-        return;
-    }
-    const char *off = rmq_cmd_ext_get(req, "offset");
-    char remark[160];
-    snprintf(remark, sizeof remark, "look message by offset failed, %.40s", off ? off : "null");
-    reply_code(s, c, req, RMQ_RESP_SYSTEM_ERROR, remark);
-}
-
 /* The live group the request's consumerGroup names, or NULL after replying
  * code with the remark before + group + after, as the broker words it. */
 static const struct reg_group *live_group(struct broker *s, struct conn *c, const struct rmq_cmd *req,

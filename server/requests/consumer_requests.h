@@ -12,7 +12,6 @@ void consumer_req_get_list(struct broker *s, struct conn *c, struct rmq_cmd *req
 void consumer_req_get_connection_list(struct broker *s, struct conn *c, struct rmq_cmd *req);
 /* CHECK_CLIENT_CONFIG, CONSUMER_SEND_MSG_BACK: accepted, nothing to do. */
 void consumer_req_check_client_config(struct broker *s, struct conn *c, struct rmq_cmd *req);
-void consumer_req_send_back(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void consumer_req_query_assignment(struct broker *s, struct conn *c, struct rmq_cmd *req);
 void consumer_req_reply_success(struct broker *s, struct conn *c, struct rmq_cmd *req);
 

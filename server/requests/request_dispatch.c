@@ -15,6 +15,7 @@
 #include "reply.h"
 #include "request_codes.h"
 #include "route_requests.h"
+#include "send_back_requests.h"
 #include "send_requests.h"
 
 #include <assert.h>
@@ -47,7 +48,7 @@ static const struct route routes[] = {
     {RMQ_REQ_LITE_PULL_MESSAGE, pull_req_message},
     {RMQ_REQ_LOCK_BATCH_MQ, lock_req_lock_batch},
     {RMQ_REQ_UNLOCK_BATCH_MQ, lock_req_unlock_batch},
-    {RMQ_REQ_CONSUMER_SEND_MSG_BACK, consumer_req_send_back},
+    {RMQ_REQ_CONSUMER_SEND_MSG_BACK, send_back_req},
     {RMQ_REQ_QUERY_ASSIGNMENT, consumer_req_query_assignment}, /* 3 unless --compat broker */
     /* Admin tools (admin_*_requests.c; tests/mqadmin/FINDINGS.md §3). */
     {RMQ_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, admin_topic_req_list},

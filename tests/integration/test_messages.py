@@ -11,7 +11,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from rmqclient import DaemonCase, heartbeat_body, run_tests  # noqa: E402
 
-SEND, PULL, SEND_V2, SEND_BATCH, HB = 10, 11, 310, 320, 34
+SEND, PULL, SEND_V2, SEND_BATCH, HB, SEND_BACK = 10, 11, 310, 320, 34, 36
 MAX_OFF, MIN_OFF = 30, 31
 SUSPEND, SUBSCRIPTION = 0x2, 0x4
 V2_KEYS = dict(producerGroup="a", topic="b", defaultTopic="c", defaultTopicQueueNums="d", queueId="e",
@@ -187,6 +187,31 @@ class Messages(MessagesBase):
         r = a.request(PULL, ext)
         self.assertEqual(r.code, 1, r)
         self.assertIn("filter message by SQL92", r.remark)
+
+    def test_send_back_retries_then_dead_letters(self):
+        """CONSUMER_SEND_MSG_BACK: the message goes to %RETRY%<group> with
+        reconsumeTimes + 1, RETRY_TOPIC and ORIGIN_MESSAGE_ID, and to
+        %DLQ%<group> once its reconsume times reach the maximum."""
+        a = self.conn()
+        self.assertEqual(self.send(a, "SB", 0, b"fail-me", props_str({"UNIQ_KEY": "SB1", "TAGS": "t"})).code, 0)
+        rec = decode_records(self.pull(a, "SB", 0, 0).body)[0]
+        back = dict(group="CG", offset=str(rec["physical"]), delayLevel="0", originMsgId=rec["msg_id"],
+                    originTopic="SB", maxReconsumeTimes="1", unitMode="false")
+        self.assertEqual(a.request(SEND_BACK, back).code, 0)
+        r = self.pull(a, "%RETRY%CG", 0, 0)
+        self.assertEqual(r.code, 0, r)
+        retry = decode_records(r.body)[0]
+        self.assertEqual((retry["body"], retry["reconsume"], retry["topic"]), (b"fail-me", 1, "%RETRY%CG"))
+        self.assertEqual(retry["props"]["RETRY_TOPIC"], "SB")
+        self.assertEqual(retry["props"]["ORIGIN_MESSAGE_ID"], rec["msg_id"])
+        self.assertEqual(retry["props"]["UNIQ_KEY"], "SB1", "the copy keeps its unique key")
+        # Its second failure reaches maxReconsumeTimes 1: the dead-letter topic.
+        back.update(offset=str(retry["physical"]))
+        self.assertEqual(a.request(SEND_BACK, back).code, 0)
+        self.assertEqual(a.request(MAX_OFF, {"topic": "%DLQ%CG", "queueId": "0"}).ext["offset"], "1")
+        self.assertEqual(a.request(MAX_OFF, {"topic": "%RETRY%CG", "queueId": "0"}).ext["offset"], "1")
+        # An offset that holds no message: SUCCESS by default (README, "Where rmqcoord differs").
+        self.assertEqual(a.request(SEND_BACK, dict(back, offset="999999")).code, 0)
 
     def test_held_pull_answered_by_send(self):
         a, b = self.conn(), self.conn()
