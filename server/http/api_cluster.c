@@ -68,11 +68,6 @@ static json_t *member_ids(const json_t *group)
     return ids;
 }
 
-json_t *api_cluster_augment(json_t *reply)
-{
-    return api_cluster_augment_until(reply, -1);
-}
-
 json_t *api_cluster_augment_until(json_t *reply, int cancel_fd)
 {
     int64_t view_deadline = rmq_mono_ms() + API_CLUSTER_VIEW_MS;

@@ -19,8 +19,6 @@
  * http_fetch_limits (-1: none). Takes reply; returns the (same or new)
  * reply or NULL. Any thread. */
 json_t *api_cluster_augment_until(json_t *reply, int cancel_fd);
-/* The same without a cancel fd. */
-json_t *api_cluster_augment(json_t *reply);
 
 /* The worker threads. Any thread may call these. */
 struct api_cluster_pool;

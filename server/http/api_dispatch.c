@@ -541,7 +541,7 @@ int api_finish(const struct api_env *env, struct MHD_Connection *conn, int statu
         reply = at;
         break;
     }
-    case API_FINISH_CLUSTER: reply = api_cluster_augment(reply); break;
+    case API_FINISH_CLUSTER: /* never here: a worker gathers it and finishes it PLAIN (http_admin.c) */
     case API_FINISH_PLAIN:
     case API_FINISH_HEALTHZ:
     default: break;
