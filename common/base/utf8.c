@@ -15,8 +15,7 @@ size_t utf8_seq_len(const unsigned char *p)
     return n;
 }
 
-/* The code point of the valid k-byte sequence at p. */
-static unsigned decode(const unsigned char *p, size_t k)
+unsigned utf8_decode(const unsigned char *p, size_t k)
 {
     static const unsigned lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
     unsigned cp = p[0] & lead_mask[k];
@@ -32,7 +31,7 @@ bool utf8_has_controls(const char *s, size_t n)
         size_t k = utf8_seq_len(p);
         if (k == 0 || k > (size_t)(end - p))
             return false; /* not valid UTF-8: utf8_valid's to say */
-        unsigned cp = decode(p, k);
+        unsigned cp = utf8_decode(p, k);
         if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x61C || cp == 0x200E || cp == 0x200F ||
             (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
             return true;

@@ -13,6 +13,8 @@ size_t utf8_seq_len(const unsigned char *p);
 /* Whether s[0..n) is valid UTF-8 with no NUL byte (s is NUL-terminated at
  * or after n, so a truncated sequence at the end is read safely). */
 bool utf8_valid(const char *s, size_t n);
+/* The code point of the valid k-byte sequence at p (k from utf8_seq_len). */
+unsigned utf8_decode(const unsigned char *p, size_t k);
 /* Whether valid UTF-8 s[0..n) holds a code point that changes how a
  * terminal or a page shows the text around it: C1 controls (U+0080..U+009F,
  * U+009B is a CSI), bidirectional marks, embeddings, overrides and isolates

@@ -58,16 +58,6 @@ static void usage(FILE *out)
             "pages do not advance, 2 for bad options.\n");
 }
 
-/* The code point of the valid k-byte UTF-8 sequence at p. */
-static unsigned decode_utf8(const unsigned char *p, size_t k)
-{
-    static const unsigned lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
-    unsigned cp = p[0] & lead_mask[k];
-    for (size_t i = 1; i < k; i++)
-        cp = cp << 6 | (p[i] & 0x3F);
-    return cp;
-}
-
 /* s for a terminal, into out (cap bytes, NUL-terminated, cut at a whole
  * escape). A server's string could carry ESC sequences, C1 controls (U+009B
  * is a CSI) or bidi overrides that rewrite the screen or make one name pass
@@ -88,7 +78,7 @@ static void term_escape(const char *s, char *out, size_t cap)
             n = snprintf(piece, sizeof piece, "\\x%02X", *p);
             k = 1;
         } else if (utf8_has_controls((const char *)p, k)) {
-            n = snprintf(piece, sizeof piece, "\\u{%04X}", decode_utf8(p, k));
+            n = snprintf(piece, sizeof piece, "\\u{%04X}", utf8_decode(p, k));
         } else {
             memcpy(piece, p, k);
             n = (int)k;
@@ -146,7 +136,7 @@ static void print_json(const json_t *j, size_t flags)
             printf("\\u%04x", *p); /* jansson emits valid UTF-8; kept valid JSON regardless */
             k = 1;
         } else if ((k == 1 && *p == 0x7F) || (k > 1 && utf8_has_controls((const char *)p, k))) {
-            printf("\\u%04x", decode_utf8(p, k));
+            printf("\\u%04x", utf8_decode(p, k));
         } else {
             fwrite(p, 1, k, stdout);
         }
