@@ -92,14 +92,8 @@ static int retry_props(const struct found *f, const char *origin_id, struct buf 
     if (rc == 0)
         rc = rmq_msg_props_encode(&p, out);
     /* The copy keeps its unique key (a consumer's dedup sees the same message). */
-    const char *v = NULL;
-    size_t vlen = 0;
-    uniq[0] = 0;
-    if (rc == 0 && rmq_msg_props_find((const char *)out->data, out->len, RMQ_PROP_UNIQ_KEY, &v, &vlen) &&
-        vlen < cap) {
-        memcpy(uniq, v, vlen);
-        uniq[vlen] = 0;
-    }
+    const char *u = rc == 0 ? rmq_msg_props_get(&p, RMQ_PROP_UNIQ_KEY) : NULL;
+    snprintf(uniq, cap, "%s", u && strlen(u) < cap ? u : "");
     rmq_msg_props_clear(&p);
     return rc;
 }
